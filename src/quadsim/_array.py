@@ -1,0 +1,114 @@
+"""Backend plumbing shared by every pure function in quadsim.
+
+The physics is written once, over *components*: a vector ``v`` of shape ``(..., 3)`` is handled
+as the tuple ``(v[..., 0], v[..., 1], v[..., 2])`` and every formula uses only ``+ - * /``, powers
+and a few elementary functions taken from an ``ops`` namespace. The same kernel therefore runs on
+
+* any array-API namespace (NumPy, array-api-strict, JAX, PyTorch): ``ops`` is the namespace and
+  the components are arrays with the batch shape ``...``;
+* CasADi: ``ops`` is :data:`CASADI_OPS` and the components are ``MX`` scalars.
+
+This keeps one code path for every backend and makes the CasADi twin of a model the *same*
+arithmetic, not a hand-kept copy. Nothing here imports an optional backend at import time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from array_api_compat import array_namespace, is_array_api_obj
+from array_api_compat import device as _device
+
+__all__ = [
+    "CASADI_OPS",
+    "as_like",
+    "check_finite",
+    "check_shape",
+    "namespace",
+    "stack",
+    "unstack",
+]
+
+
+def namespace(*arrays: Any) -> Any:
+    """Array-API namespace of the given arrays, ignoring ``None`` entries."""
+    return array_namespace(*[a for a in arrays if a is not None])
+
+
+def check_shape(x: Any, trailing: Sequence[int], name: str) -> None:
+    """Raise ``ValueError`` unless ``x`` has shape ``(..., *trailing)``.
+
+    Args:
+        x: Array to check.
+        trailing: Expected trailing dimensions, e.g. ``(4,)`` for quaternions.
+        name: Argument name used in the message.
+    """
+    shape = tuple(getattr(x, "shape", ()))
+    n = len(trailing)
+    if len(shape) < n or shape[len(shape) - n :] != tuple(trailing):
+        want = ", ".join(["..."] + [str(d) for d in trailing])
+        raise ValueError(f"{name} must have shape ({want}); got shape {shape}")
+
+
+def check_finite(xp: Any, x: Any, name: str) -> None:
+    """Raise ``ValueError`` if ``x`` holds NaN or infinity (eager backends only)."""
+    if not bool(xp.all(xp.isfinite(x))):
+        raise ValueError(f"{name} must be finite; got non-finite values")
+
+
+def as_like(xp: Any, value: Any, like: Any) -> Any:
+    """Convert ``value`` to an array of ``xp`` with the dtype and device of ``like``."""
+    return xp.asarray(value, dtype=like.dtype, device=_device(like))
+
+
+def unstack(x: Any) -> tuple[Any, ...]:
+    """Split the last axis of ``x`` into a tuple of components of shape ``x.shape[:-1]``."""
+    return tuple(x[..., i] for i in range(x.shape[-1]))
+
+
+def stack(xp: Any, comps: Sequence[Any], like: Any) -> Any:
+    """Stack components along a new last axis, broadcasting them to a common batch shape.
+
+    Components that are Python numbers (for example an exact ``0.0``) become arrays with the
+    dtype and device of ``like``.
+    """
+    arrs = [c if is_array_api_obj(c) else as_like(xp, c, like) for c in comps]
+    arrs = xp.broadcast_arrays(*arrs)
+    return xp.stack(arrs, axis=-1)
+
+
+class _CasadiOps:
+    """The subset of the array API the kernels use, implemented with CasADi (imported lazily)."""
+
+    pi = 3.141592653589793
+
+    @staticmethod
+    def _cs() -> Any:
+        import casadi
+
+        return casadi
+
+    def where(self, cond: Any, a: Any, b: Any) -> Any:
+        return self._cs().if_else(cond, a, b)
+
+    def sqrt(self, x: Any) -> Any:
+        return self._cs().sqrt(x)
+
+    def sin(self, x: Any) -> Any:
+        return self._cs().sin(x)
+
+    def cos(self, x: Any) -> Any:
+        return self._cs().cos(x)
+
+    def tan(self, x: Any) -> Any:
+        return self._cs().tan(x)
+
+    def atan2(self, y: Any, x: Any) -> Any:
+        return self._cs().atan2(y, x)
+
+    def abs(self, x: Any) -> Any:
+        return self._cs().fabs(x)
+
+
+CASADI_OPS = _CasadiOps()

@@ -1,0 +1,89 @@
+"""Shared fixtures: the ``xp`` backend fixture runs a test on every array backend and dtype.
+
+Backends: numpy (float64), array_api_strict (float64), jax (float64 and float32, x64 enabled),
+torch (float32 and float64). A backend that is not installed is skipped locally; with
+``QUADSIM_REQUIRE_ALL_BACKENDS=1`` (set by ``.ci/run``) a missing backend fails instead, so CI
+can never pass by skipping.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pytest
+
+REQUIRE_ALL = os.environ.get("QUADSIM_REQUIRE_ALL_BACKENDS") == "1"
+
+
+def require(module: str) -> Any:
+    """Import an optional backend, skipping (locally) or failing (CI) when it is missing."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        if REQUIRE_ALL:
+            pytest.fail(f"backend {module!r} is required in CI but not installed")
+        pytest.skip(f"{module} not installed")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One array backend at one floating-point precision."""
+
+    name: str
+    xp: Any
+    dtype: Any
+    bits: int
+
+    def asarray(self, a: Any) -> Any:
+        """NumPy data (or nested lists) to a backend array of this dtype."""
+        return self.xp.asarray(np.asarray(a, dtype=np.float64), dtype=self.dtype)
+
+    def numpy(self, a: Any) -> np.ndarray:
+        """Backend array to a float64 NumPy array."""
+        if hasattr(a, "detach"):
+            a = a.detach().cpu()
+        try:
+            return np.asarray(np.from_dlpack(a), dtype=np.float64)
+        except (TypeError, RuntimeError, AttributeError, BufferError):
+            return np.asarray(a, dtype=np.float64)
+
+    @property
+    def rtol(self) -> float:
+        """A relative tolerance for a few chained float operations at this precision."""
+        return 1e-10 if self.bits == 64 else 2e-5
+
+
+BACKENDS = ["numpy", "array_api_strict", "jax64", "jax32", "torch32", "torch64"]
+
+
+def make_backend(name: str) -> Backend:
+    if name == "numpy":
+        return Backend(name, np, np.float64, 64)
+    if name == "array_api_strict":
+        xs = require("array_api_strict")
+        return Backend(name, xs, xs.float64, 64)
+    if name.startswith("jax"):
+        jax = require("jax")
+        jax.config.update("jax_enable_x64", True)
+        jnp = jax.numpy
+        return Backend(name, jnp, jnp.float64 if name == "jax64" else jnp.float32, int(name[3:]))
+    if name.startswith("torch"):
+        torch = require("torch")
+        return Backend(name, torch, getattr(torch, f"float{name[5:]}"), int(name[5:]))
+    raise ValueError(name)
+
+
+@pytest.fixture(params=BACKENDS)
+def xp(request: pytest.FixtureRequest) -> Backend:
+    """Every backend and dtype, as a :class:`Backend`."""
+    return make_backend(request.param)
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """A fixed-seed NumPy generator for random test states (no global RNG)."""
+    return np.random.default_rng(12345)
