@@ -1,3 +1,28 @@
-"""quadsim: physics-based quadrotor simulation."""
+"""quadsim: physics-based quadrotor simulation on NumPy, JAX and PyTorch, with CasADi twins.
+
+The public face:
+
+* :func:`load_params`, :func:`list_presets`, :class:`Params`: drone parameters from TOML presets;
+* :func:`envelope`, :func:`terminal_velocity`: the derived flight envelope;
+* :func:`parametrize`: bind a drone to a model function;
+* :mod:`quadsim.models`: the models and their registry; :mod:`quadsim.rotation`: rotations.
+
+Importing quadsim loads NumPy and SciPy only; JAX, PyTorch and CasADi are imported when used.
+"""
+
+from .bind import parametrize
+from .envelope import Envelope, envelope, terminal_velocity
+from .params import Params, list_presets, load_params
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "Envelope",
+    "Params",
+    "__version__",
+    "envelope",
+    "list_presets",
+    "load_params",
+    "parametrize",
+    "terminal_velocity",
+]

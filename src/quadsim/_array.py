@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from array_api_compat import array_namespace, is_array_api_obj
+import numpy as np
+from array_api_compat import array_namespace, is_array_api_obj, is_torch_namespace
 from array_api_compat import device as _device
 
 __all__ = [
@@ -59,6 +60,8 @@ def check_finite(xp: Any, x: Any, name: str) -> None:
 
 def as_like(xp: Any, value: Any, like: Any) -> Any:
     """Convert ``value`` to an array of ``xp`` with the dtype and device of ``like``."""
+    if isinstance(value, np.ndarray) and not value.flags.writeable and is_torch_namespace(xp):
+        value = value.copy()  # torch warns on read-only buffers (our Params arrays are read-only)
     return xp.asarray(value, dtype=like.dtype, device=_device(like))
 
 

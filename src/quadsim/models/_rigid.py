@@ -1,0 +1,230 @@
+r"""Component kernels shared by the rigid-body models (rotors, Newton, Euler).
+
+Every function here works on tuples of components (arrays of one batch shape, or CasADi scalars)
+and takes an ``ops`` namespace for the few non-arithmetic functions, see :mod:`quadsim._array`.
+
+Rotors (speeds ``Ω_i`` in RPM, ``N`` rotors, seed 000):
+
+.. math::
+
+    f_i = k_0 + k_1 Ω_i + k_2 Ω_i^2, \qquad τ_i = m_0 + m_1 Ω_i + m_2 Ω_i^2,
+
+    \dot Ω_i = c_0 (Ω^{cmd}_i - Ω_i) + c_1 (Ω^{cmd\,2}_i - Ω_i^2) \text{ if } Ω^{cmd}_i > Ω_i,
+    \text{ else the same with } c_2, c_3.
+
+Body wrench, with mixing matrix ``M`` (3 x N), lever ``L`` and propeller inertia ``J_p``:
+
+.. math::
+
+    F_b = (0, 0, Σ f_i), \quad
+    τ = (L M_0 f,\; L M_1 f,\; M_2 τ_p) - ω × h_r + (0, 0, J_p M_2 \dot Ω),
+    \quad h_r = -J_p (M_2 Ω)\, e_z .
+
+``h_r`` is the angular momentum of the rotors in the body frame: a rotor with yaw-row sign
+``M_{2,i}`` spins about ``-M_{2,i} e_z`` (its drag pushes the body the other way). Rotor speeds are
+converted to rad/s for ``h_r`` and ``\dot Ω``. The gyroscopic torque ``-ω × h_r`` is perpendicular
+to ``ω`` and does no work; the last term is the reaction to spinning the rotors up.
+
+Newton and Euler, with ``R = R_wb``, body drag matrix ``D`` and world disturbances:
+
+.. math::
+
+    m \dot v = m g + R F_b + R D R^T v + f_{dist}, \qquad
+    J \dot ω = τ + R^T τ_{dist} - ω × J ω .
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from .._array import as_like, check_shape, unstack
+from ..rotation import _kcross, _kdot
+
+RPM_TO_RAD_S = 2.0 * math.pi / 60.0
+
+Comp = tuple[Any, ...]
+
+
+ROTOR_PARAMS: dict[str, tuple[int | None, ...]] = {
+    "mass": (),
+    "gravity_vec": (3,),
+    "J": (3, 3),
+    "J_inv": (3, 3),
+    "L": (),
+    "mixing_matrix": (3, None),
+    "prop_inertia": (),
+    "rpm2thrust": (3,),
+    "rpm2torque": (3,),
+    "rotor_dyn_coef": (4,),
+    "drag_matrix": (3, 3),
+}
+"""Keyword parameters of the rotor-level models and their trailing shapes (``None``: rotors)."""
+
+
+def _split(a: Any, ndim: int) -> Any:
+    """Nested tuples of components over the last ``ndim`` axes of ``a``."""
+    if ndim == 0:
+        return a
+    rest = (slice(None),) * (ndim - 1)
+    return tuple(_split(a[(..., i, *rest)], ndim - 1) for i in range(a.shape[-ndim]))
+
+
+def _check_param(name: str, want: tuple[int | None, ...], shape: tuple[int, ...]) -> None:
+    got = shape[len(shape) - len(want) :] if want else ()
+    if len(shape) < len(want) or any(w not in (None, g) for w, g in zip(want, got, strict=True)):
+        spec = ", ".join(["..."] + ["N" if w is None else str(w) for w in want])
+        raise ValueError(f"parameter {name} must have shape ({spec}); got shape {shape}")
+
+
+def _check_names(spec: dict, kw: dict) -> None:
+    if set(kw) != set(spec):
+        missing, extra = sorted(set(spec) - set(kw)), sorted(set(kw) - set(spec))
+        raise TypeError(f"model parameters: missing {missing}, unexpected {extra}")
+
+
+def numeric_params(xp: Any, like: Any, spec: dict, **kw: Any) -> SimpleNamespace:
+    """Convert parameters to ``xp`` arrays with the dtype and device of ``like``, then split.
+
+    Parameters may carry leading batch dimensions (one value per drone) that broadcast against the
+    state's batch shape.
+    """
+    _check_names(spec, kw)
+    out = {}
+    for name, trailing in spec.items():
+        a = as_like(xp, kw[name], like)
+        _check_param(name, trailing, tuple(a.shape))
+        out[name] = _split(a, len(trailing))
+    return SimpleNamespace(**out)
+
+
+def symbolic_params(spec: dict, **kw: Any) -> SimpleNamespace:
+    """Parameters as nested lists of Python floats (one drone), for the CasADi twins."""
+    _check_names(spec, kw)
+    out = {}
+    for name, trailing in spec.items():
+        a = np.asarray(kw[name], dtype=np.float64)
+        _check_param(name, trailing, a.shape)
+        if a.ndim != len(trailing):
+            raise ValueError(f"symbolic models take one drone's parameters; {name}: {a.shape}")
+        out[name] = a.tolist() if a.ndim else float(a)
+    return SimpleNamespace(**out)
+
+
+def check_state(**arrays: tuple[Any, int]) -> None:
+    """Check ``name=(array, k)`` pairs: each non-``None`` array must have shape ``(..., k)``."""
+    for name, (x, k) in arrays.items():
+        if x is not None:
+            check_shape(x, (k,), name)
+
+
+def unstack_opt(*arrays: Any) -> list[tuple | None]:
+    """:func:`unstack` each array, passing ``None`` through."""
+    return [None if a is None else unstack(a) for a in arrays]
+
+
+def casadi_state(parts: dict[str, int], n_cmd: int) -> tuple[dict, Any, Any]:
+    """Fresh CasADi ``MX`` symbols for a state made of named parts, and the command ``U``.
+
+    Returns:
+        ``(sym, U, comps)``: the symbols by name, the command symbol, and ``comps(name)`` giving a
+        part as a tuple of scalar components (``None`` for an absent part).
+    """
+    import casadi as cs
+
+    sym = {k: cs.MX.sym(k, d) for k, d in parts.items() if d}
+    U = cs.MX.sym("cmd", n_cmd)
+
+    def comps(name: str) -> tuple | None:
+        s = U if name == "cmd" else sym.get(name)
+        return None if s is None else tuple(s[i] for i in range(s.shape[0]))
+
+    return sym, U, comps
+
+
+def casadi_assemble(sym: dict, derivs: list, U: Any, outputs: tuple[str, ...]) -> tuple:
+    """``(X_dot, X, U, Y)`` from symbols and per-part derivatives (``None``: constant part)."""
+    import casadi as cs
+
+    X_dot = cs.vertcat(*[cs.MX.zeros(s.shape[0]) if d is None else cs.vertcat(*d)
+                         for s, d in zip(sym.values(), derivs, strict=True)])  # fmt: skip
+    Y = cs.vertcat(*[sym[k] for k in outputs])
+    return X_dot, cs.vertcat(*sym.values()), U, Y
+
+
+def matvec(A: tuple[Comp, ...], v: Comp) -> Comp:
+    """``A @ v`` for a matrix given as row tuples."""
+    return tuple(_kdot(row, v) for row in A)
+
+
+def matTvec(A: tuple[Comp, ...], v: Comp) -> Comp:
+    """``A.T @ v`` for a matrix given as row tuples."""
+    cols = len(A[0])
+    return tuple(_kdot(tuple(row[j] for row in A), v) for j in range(cols))
+
+
+def poly2(c: Comp, x: Any) -> Any:
+    """``c0 + c1 x + c2 x²``."""
+    return c[0] + c[1] * x + c[2] * x * x
+
+
+def rotor_speed_dot(cmd: Comp, rotor: Comp, c: Comp, ops: Any) -> Comp:
+    """Asymmetric quadratic rotor dynamics of seed 000 [RPM/s], one entry per rotor."""
+    out = []
+    for u, w in zip(cmd, rotor, strict=True):
+        du, dsq = u - w, u * u - w * w
+        out.append(ops.where(u > w, c[0] * du + c[1] * dsq, c[2] * du + c[3] * dsq))
+    return tuple(out)
+
+
+def rotor_wrench(rotor: Comp, rotor_dot: Comp | None, ang_vel: Comp, p: Any) -> tuple[Any, Comp]:
+    """Total thrust [N] along body z and body torque [N m] from rotor speeds [RPM].
+
+    Args:
+        rotor: Actual rotor speeds [RPM], one component per rotor.
+        rotor_dot: Rotor accelerations [RPM/s], or ``None`` when rotor speeds are not states.
+        ang_vel: Body angular velocity [rad/s].
+        p: Parameters.
+    """
+    f = tuple(poly2(p.rpm2thrust, w) for w in rotor)
+    tq = tuple(poly2(p.rpm2torque, w) for w in rotor)
+    thrust = f[0]
+    for fi in f[1:]:
+        thrust = thrust + fi
+    m_yaw = p.mixing_matrix[2]
+    h_z = -p.prop_inertia * RPM_TO_RAD_S * _kdot(m_yaw, rotor)  # rotor momentum along body z
+    gyro = _kcross(ang_vel, (0.0, 0.0, h_z))  # ω × h_r
+    tau_z = _kdot(m_yaw, tq)
+    if rotor_dot is not None:
+        tau_z = tau_z + p.prop_inertia * RPM_TO_RAD_S * _kdot(m_yaw, rotor_dot)
+    torque = (
+        p.L * _kdot(p.mixing_matrix[0], f) - gyro[0],
+        p.L * _kdot(p.mixing_matrix[1], f) - gyro[1],
+        tau_z,
+    )
+    return thrust, torque
+
+
+def linear_accel(
+    R: tuple[Comp, Comp, Comp], vel: Comp, thrust: Any, p: Any, dist_f: Comp | None
+) -> Comp:
+    """World acceleration [m/s²]: gravity, body thrust, linear body drag, world disturbance."""
+    drag_w = matvec(R, matvec(p.drag_matrix, matTvec(R, vel)))
+    force = [R[i][2] * thrust + drag_w[i] for i in range(3)]
+    if dist_f is not None:
+        force = [force[i] + dist_f[i] for i in range(3)]
+    return tuple(p.gravity_vec[i] + force[i] / p.mass for i in range(3))
+
+
+def angular_accel(
+    R: tuple[Comp, Comp, Comp], ang_vel: Comp, torque: Comp, p: Any, dist_t: Comp | None
+) -> Comp:
+    """Body angular acceleration [rad/s²] from Euler's equation with a world torque disturbance."""
+    if dist_t is not None:
+        dt_b = matTvec(R, dist_t)
+        torque = tuple(torque[i] + dt_b[i] for i in range(3))
+    coriolis = _kcross(ang_vel, matvec(p.J, ang_vel))
+    return matvec(p.J_inv, tuple(torque[i] - coriolis[i] for i in range(3)))

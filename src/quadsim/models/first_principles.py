@@ -1,0 +1,213 @@
+r"""First-principles Newton-Euler quadrotor model with quaternions and RPM commands (seed 000).
+
+State ``(pos, quat, vel, ang_vel[, rotor_vel])``: world position [m], attitude quaternion ``xyzw``
+(body to world), world velocity [m/s], body angular velocity [rad/s], rotor speeds [RPM].
+
+.. math::
+
+    \dot p = v, \qquad \dot q = \tfrac12\, q ⊗ (ω, 0),
+
+    m \dot v = m g + R\,(0, 0, Σ f_i) + R D R^T v + f_{dist},
+
+    J \dot ω = τ_t + τ_d - ω × h_r + (0, 0, J_p M_2 \dot Ω) + R^T τ_{dist} - ω × J ω,
+
+with ``f_i``, ``τ_i`` quadratic in RPM, ``τ_t = L (M_0 f, M_1 f, 0)``, ``τ_d = (0, 0, M_2 τ_p)``,
+rotor momentum ``h_r = -J_p (M_2 Ω) e_z`` and the asymmetric rotor dynamics of
+:mod:`quadsim.models._rigid`. The interface (names, order, units, return tuple) is that of seed
+000 (drone-models 0.1.0 ``first_principles``) so code written for it runs unchanged.
+
+Deviations from seed 000, where its reference code is physically wrong:
+
+1. ``quat_dot``: the seed's symbolic model multiplies the xyzw quaternion by the scalar-first
+   matrix ``[[0, -ωᵀ], [ω, -[ω]×]]``, so the derivative is not that of the attitude it stores.
+   Here ``q̇ = ½ q ⊗ (ω, 0)`` in xyzw; ``tests/test_models.py`` checks it against a finite
+   difference of the exact exponential-map rotation.
+2. Propeller gyroscopic torque: the seed uses ``J_p (-ω_y M_2Ω, -ω_x M_2Ω, ·)``, the same sign on
+   x and y, which is not a cross product and does work on the body (``ω · τ ≠ 0``). The physical
+   torque is ``-ω × h_r = J_p (M_2 Ω) (ω_y, -ω_x, 0)``; with it the world angular momentum of body
+   plus rotors is conserved when no external torque acts (tested).
+3. The seed's documentation writes the thrust torque as ``l/√2 · M f``; its code (and the published
+   Crazyflie parameters, ``L = 0.03253 = 0.046/√2``) use ``L · M f`` with ``L`` the per-axis lever.
+   We follow the code: ``L`` is the per-axis lever arm.
+4. The seed's symbolic ``X_dot`` omits the disturbance states it appends to ``X``; here they are
+   constant states with zero derivative, so ``X_dot`` and ``X`` have equal length.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._array import CASADI_OPS, namespace, stack
+from ..rotation import _kmatrix, _kquat_dot
+from ._rigid import (
+    ROTOR_PARAMS,
+    angular_accel,
+    casadi_assemble,
+    casadi_state,
+    check_state,
+    linear_accel,
+    numeric_params,
+    rotor_speed_dot,
+    rotor_wrench,
+    symbolic_params,
+    unstack_opt,
+)
+
+__all__ = ["dynamics", "symbolic_dynamics"]
+
+
+def _kernel(
+    quat: tuple,
+    vel: tuple,
+    ang_vel: tuple,
+    cmd: tuple,
+    rotor_vel: tuple | None,
+    dist_f: tuple | None,
+    dist_t: tuple | None,
+    p: Any,
+    ops: Any,
+) -> tuple:
+    if rotor_vel is None:
+        rotor, rotor_dot = cmd, None
+    else:
+        rotor, rotor_dot = rotor_vel, rotor_speed_dot(cmd, rotor_vel, p.rotor_dyn_coef, ops)
+    R = _kmatrix(quat)
+    thrust, torque = rotor_wrench(rotor, rotor_dot, ang_vel, p)
+    vel_dot = linear_accel(R, vel, thrust, p, dist_f)
+    ang_vel_dot = angular_accel(R, ang_vel, torque, p, dist_t)
+    return _kquat_dot(quat, ang_vel), vel_dot, ang_vel_dot, rotor_dot
+
+
+def dynamics(
+    pos: Any,
+    quat: Any,
+    vel: Any,
+    ang_vel: Any,
+    cmd: Any,
+    rotor_vel: Any | None = None,
+    dist_f: Any | None = None,
+    dist_t: Any | None = None,
+    *,
+    mass: Any,
+    L: Any,
+    prop_inertia: Any,
+    gravity_vec: Any,
+    J: Any,
+    J_inv: Any,
+    rpm2thrust: Any,
+    rpm2torque: Any,
+    mixing_matrix: Any,
+    drag_matrix: Any,
+    rotor_dyn_coef: Any,
+) -> tuple[Any, Any, Any, Any, Any | None]:
+    """First-principles quadrotor dynamics with rotor speeds in RPM.
+
+    All state arrays share a leading batch shape ``...``; parameters may carry the same leading
+    shape (one value per drone) or none. Works on any array-API backend and dtype; parameters are
+    cast to the dtype and device of ``pos``.
+
+    Args:
+        pos: Position of the drone, world frame [m], shape ``(..., 3)``.
+        quat: Attitude quaternion xyzw, body to world, shape ``(..., 4)``.
+        vel: Velocity, world frame [m/s], shape ``(..., 3)``.
+        ang_vel: Angular velocity, body frame [rad/s], shape ``(..., 3)``.
+        cmd: Commanded rotor speeds [RPM], shape ``(..., N)``.
+        rotor_vel: Actual rotor speeds [RPM], shape ``(..., N)``. If ``None`` the commanded speeds
+            act directly and ``rotor_vel_dot`` is ``None``; otherwise the rotor dynamics are
+            modelled.
+        dist_f: Disturbance force on the CoM, world frame [N], shape ``(..., 3)``.
+        dist_t: Disturbance torque, world frame [N m], shape ``(..., 3)``.
+        mass: Mass [kg].
+        L: Per-axis lever arm of the rotors used with ``mixing_matrix`` [m].
+        prop_inertia: Inertia of one propeller about its axis [kg m²].
+        gravity_vec: Gravity, world frame [m/s²], e.g. ``(0, 0, -9.81)``.
+        J: Inertia matrix [kg m²], shape ``(3, 3)``.
+        J_inv: Inverse inertia matrix [1/(kg m²)], shape ``(3, 3)``.
+        rpm2thrust: Thrust polynomial ``[k0, k1, k2]`` [N, N/RPM, N/RPM²].
+        rpm2torque: Drag-torque polynomial ``[m0, m1, m2]`` [N m, N m/RPM, N m/RPM²].
+        mixing_matrix: Roll, pitch and yaw signs per rotor, shape ``(3, N)``.
+        drag_matrix: Linear body-frame drag [N s/m], shape ``(3, 3)``, negative semi-definite.
+        rotor_dyn_coef: Spin-up/down coefficients ``[c0, c1, c2, c3]``
+            [1/s, 1/(s RPM), 1/s, 1/(s RPM)].
+
+    Returns:
+        ``(pos_dot, quat_dot, vel_dot, ang_vel_dot, rotor_vel_dot)`` with the shapes of the state;
+        ``rotor_vel_dot`` is ``None`` when ``rotor_vel`` is ``None``.
+    """
+    xp = namespace(pos, quat, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t)
+    p = numeric_params(
+        xp, pos, ROTOR_PARAMS, mass=mass, L=L, prop_inertia=prop_inertia,
+        gravity_vec=gravity_vec, J=J, J_inv=J_inv, rpm2thrust=rpm2thrust, rpm2torque=rpm2torque,
+        mixing_matrix=mixing_matrix, drag_matrix=drag_matrix, rotor_dyn_coef=rotor_dyn_coef,
+    )  # fmt: skip
+    n = len(p.mixing_matrix[0])
+    check_state(pos=(pos, 3), quat=(quat, 4), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, n),
+                rotor_vel=(rotor_vel, n), dist_f=(dist_f, 3), dist_t=(dist_t, 3))  # fmt: skip
+    s = unstack_opt(quat, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t)
+    qd, vd, wd, rd = _kernel(*s, p, xp)
+    return (
+        vel,
+        stack(xp, qd, pos),
+        stack(xp, vd, pos),
+        stack(xp, wd, pos),
+        None if rd is None else stack(xp, rd, pos),
+    )
+
+
+def symbolic_dynamics(
+    model_rotor_vel: bool = True,
+    model_dist_f: bool = False,
+    model_dist_t: bool = False,
+    *,
+    mass: Any,
+    L: Any,
+    prop_inertia: Any,
+    gravity_vec: Any,
+    J: Any,
+    J_inv: Any,
+    rpm2thrust: Any,
+    rpm2torque: Any,
+    mixing_matrix: Any,
+    rotor_dyn_coef: Any,
+    drag_matrix: Any,
+) -> tuple[Any, Any, Any, Any]:
+    """CasADi twin of :func:`dynamics` (same kernel, fresh ``MX`` symbols on every call).
+
+    Args:
+        model_rotor_vel: Append the rotor speeds [RPM] to the state and model rotor dynamics.
+        model_dist_f: Append a constant world disturbance force [N] to the state.
+        model_dist_t: Append a constant world disturbance torque [N m] to the state.
+        mass: See :func:`dynamics` for this and the other parameters (one drone, no batch).
+        L: Lever arm [m].
+        prop_inertia: Propeller inertia [kg m²].
+        gravity_vec: Gravity [m/s²].
+        J: Inertia [kg m²].
+        J_inv: Inverse inertia.
+        rpm2thrust: Thrust polynomial.
+        rpm2torque: Torque polynomial.
+        mixing_matrix: Mixing matrix ``(3, N)``.
+        rotor_dyn_coef: Rotor dynamics coefficients.
+        drag_matrix: Linear drag matrix.
+
+    Returns:
+        ``(X_dot, X, U, Y)``: ``X = [pos(3), quat(4), vel(3), ang_vel(3)]`` followed by
+        ``rotor_vel(N)``, ``dist_f(3)``, ``dist_t(3)`` when modelled; ``X_dot`` has the same length
+        (zero derivative for the disturbances); ``U`` the commanded RPMs ``(N,)``;
+        ``Y = [pos, quat]``.
+    """
+    p = symbolic_params(
+        ROTOR_PARAMS, mass=mass, L=L, prop_inertia=prop_inertia, gravity_vec=gravity_vec, J=J,
+        J_inv=J_inv, rpm2thrust=rpm2thrust, rpm2torque=rpm2torque, mixing_matrix=mixing_matrix,
+        drag_matrix=drag_matrix, rotor_dyn_coef=rotor_dyn_coef,
+    )  # fmt: skip
+    n = len(p.mixing_matrix[0])
+    parts = {"pos": 3, "quat": 4, "vel": 3, "ang_vel": 3, "rotor_vel": n * model_rotor_vel,
+             "dist_f": 3 * model_dist_f, "dist_t": 3 * model_dist_t}  # fmt: skip
+    sym, U, comps = casadi_state(parts, n)
+    qd, vd, wd, rd = _kernel(
+        comps("quat"), comps("vel"), comps("ang_vel"), comps("cmd"), comps("rotor_vel"),
+        comps("dist_f"), comps("dist_t"), p, CASADI_OPS,
+    )  # fmt: skip
+    derivs = [comps("vel"), qd, vd, wd] + ([rd] if model_rotor_vel else [])
+    derivs += [None] * (model_dist_f + model_dist_t)
+    return casadi_assemble(sym, derivs, U, ("pos", "quat"))
