@@ -2,8 +2,8 @@
 
 Backends: numpy (float64), array_api_strict (float64), jax (float64 and float32, x64 enabled),
 torch (float32 and float64). A backend that is not installed is skipped locally; with
-``QUADSIM_REQUIRE_ALL_BACKENDS=1`` (set by ``.ci/run``) a missing backend fails instead, so CI
-can never pass by skipping.
+``QUADSIM_REQUIRE_ALL_BACKENDS=1``, or in CI (``CI=true``), a missing backend fails instead, so
+CI can never pass by skipping.
 """
 
 from __future__ import annotations
@@ -16,7 +16,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-REQUIRE_ALL = os.environ.get("QUADSIM_REQUIRE_ALL_BACKENDS") == "1"
+REQUIRE_ALL = (
+    os.environ.get("QUADSIM_REQUIRE_ALL_BACKENDS") == "1" or os.environ.get("CI", "") == "true"
+)
 
 
 def require(module: str) -> Any:
