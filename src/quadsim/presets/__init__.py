@@ -1,0 +1,1 @@
+"""Packaged drone presets: one TOML data file per drone (see docs/presets.md)."""
