@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fnmatch
 import math
+import re
 import tomllib
 from importlib import resources
 from pathlib import Path
@@ -487,3 +489,27 @@ def test_tilt_outside_envelope_raises(name: str) -> None:
     for bad in (tilt_max + 1e-9, -0.01, np.array([0.1, tilt_max * 1.01])):
         with pytest.raises(ValueError, match="tilt"):
             terminal_velocity(name, bad)
+
+
+def _quadrant(x: float, y: float) -> str:
+    ahead = "front" if x > 1e-9 else "back" if x < -1e-9 else ""
+    side = "left" if y > 1e-9 else "right" if y < -1e-9 else ""
+    return "-".join(t for t in (ahead, side) if t)
+
+
+def test_conventions_table_matches_presets():
+    """docs/conventions.md's motor numbering table describes the presets as they are."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "conventions.md").read_text()
+    table = {}
+    for row in text.splitlines():
+        cells = [c.strip() for c in row.strip().strip("|").split("|")]
+        if len(cells) == 7 and cells[1] in ("X", "+"):
+            for pattern in re.findall(r"`([^`]+)`", cells[0]):
+                table[pattern] = (cells[2:6], cells[6].strip("`").split())
+    for name in list_presets():
+        matches = [v for k, v in table.items() if fnmatch.fnmatch(name, k)]
+        assert len(matches) == 1, f"{name} is not in the conventions table"
+        where, spins = matches[0]
+        p = load_params(name)
+        assert [_quadrant(x, y) for x, y in p.rotor_positions] == where
+        assert [1 if s == "+" else -1 for s in spins] == p.rotor_spin.tolist()
