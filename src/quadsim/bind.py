@@ -41,7 +41,7 @@ def parametrize(fn: Callable, drone: Any, xp: Any = None, device: Any = None) ->
         if p.name in Params._fields:
             value = getattr(params, p.name)
             if xp is not None:
-                value = xp.asarray(np.asarray(value, dtype=np.float64), device=device)
+                value = xp.asarray(np.array(value, dtype=np.float64), device=device)
             kwargs[p.name] = value
         elif p.default is inspect.Parameter.empty:
             raise ValueError(f"{fn.__qualname__} needs parameter {p.name!r}, which Params lacks")
