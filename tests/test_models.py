@@ -372,34 +372,23 @@ def test_symbolic_models_are_reentrant():
 # --- batching and backends -----------------------------------------------------------------------
 
 
+def model_args(model: str, rng, batch: tuple[int, ...]) -> tuple[list, dict]:
+    """Random positional arguments of a registered model and its parameters."""
+    s = random_state(rng, batch=batch)
+    if model == "wrench":
+        cmd = rng.normal(size=(*batch, 4))
+        return [s["pos"], s["quat"], s["vel"], s["ang_vel"], cmd, s["dist_f"], s["dist_t"]], (
+            wrench_params()
+        )
+    att = s["quat"] if model == "first_principles" else rng.uniform(-1, 1, (*batch, 3))
+    keys = ("vel", "ang_vel", "cmd", "rotor_vel", "dist_f", "dist_t")
+    return [s["pos"], att, *(s[k] for k in keys)], fp_params()
+
+
 @pytest.mark.parametrize("model", ["first_principles", "euler_zyx", "wrench"])
 def test_batched_equals_looped(rng, model):
     spec = get_model(model)
-    s = random_state(rng, batch=(2, 3))
-    if model == "wrench":
-        p = wrench_params()
-        args = [
-            s["pos"],
-            s["quat"],
-            s["vel"],
-            s["ang_vel"],
-            rng.normal(size=(2, 3, 4)),
-            s["dist_f"],
-            s["dist_t"],
-        ]
-    else:
-        p = fp_params()
-        att = s["quat"] if model == "first_principles" else rng.uniform(-1, 1, (2, 3, 3))
-        args = [
-            s["pos"],
-            att,
-            s["vel"],
-            s["ang_vel"],
-            s["cmd"],
-            s["rotor_vel"],
-            s["dist_f"],
-            s["dist_t"],
-        ]
+    args, p = model_args(model, rng, (2, 3))
     batched = spec.dynamics(*args, **p)
     for i in range(2):
         for j in range(3):
@@ -428,31 +417,7 @@ def test_per_drone_parameters_broadcast(rng):
 @pytest.mark.parametrize("model", ["first_principles", "euler_zyx", "wrench"])
 def test_every_backend_and_dtype_matches_numpy(xp, rng, model):
     spec = get_model(model)
-    s = random_state(rng, batch=(5,))
-    if model == "wrench":
-        p = wrench_params()
-        args = [
-            s["pos"],
-            s["quat"],
-            s["vel"],
-            s["ang_vel"],
-            rng.normal(size=(5, 4)),
-            s["dist_f"],
-            s["dist_t"],
-        ]
-    else:
-        p = fp_params()
-        att = s["quat"] if model == "first_principles" else rng.uniform(-1, 1, (5, 3))
-        args = [
-            s["pos"],
-            att,
-            s["vel"],
-            s["ang_vel"],
-            s["cmd"],
-            s["rotor_vel"],
-            s["dist_f"],
-            s["dist_t"],
-        ]
+    args, p = model_args(model, rng, (5,))
     want = spec.dynamics(*args, **p)
     got = spec.dynamics(*[xp.asarray(a) for a in args], **p)
     for g, w in zip(got, want, strict=True):
