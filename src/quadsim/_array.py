@@ -26,6 +26,7 @@ __all__ = [
     "as_like",
     "check_finite",
     "check_shape",
+    "eps_of",
     "namespace",
     "stack",
     "unstack",
@@ -56,6 +57,14 @@ def check_finite(xp: Any, x: Any, name: str) -> None:
     """Raise ``ValueError`` if ``x`` holds NaN or infinity (eager backends only)."""
     if not bool(xp.all(xp.isfinite(x))):
         raise ValueError(f"{name} must be finite; got non-finite values")
+
+
+def eps_of(ops: Any, x: Any) -> float:
+    """Machine epsilon of ``x``'s dtype (float64's for CasADi symbols and Python numbers)."""
+    dtype = getattr(x, "dtype", None)
+    if dtype is None or ops is CASADI_OPS:
+        return 2.220446049250313e-16
+    return float(ops.finfo(dtype).eps)
 
 
 def as_like(xp: Any, value: Any, like: Any) -> Any:
@@ -112,6 +121,15 @@ class _CasadiOps:
 
     def abs(self, x: Any) -> Any:
         return self._cs().fabs(x)
+
+    def logical_and(self, a: Any, b: Any) -> Any:
+        return self._cs().logic_and(a, b)
+
+    def logical_or(self, a: Any, b: Any) -> Any:
+        return self._cs().logic_or(a, b)
+
+    def logical_not(self, a: Any) -> Any:
+        return self._cs().logic_not(a)
 
 
 CASADI_OPS = _CasadiOps()

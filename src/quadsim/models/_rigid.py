@@ -29,7 +29,7 @@ Newton and Euler, with ``R = R_wb``, body drag matrix ``D`` and world disturbanc
 
 .. math::
 
-    m \dot v = m g + R F_b + R D R^T v + f_{dist}, \qquad
+    m \dot v = m g + R F_b + R D R^T (v - w) + f_{dist}, \qquad
     J \dot ω = τ + R^T τ_{dist} - ω × J ω .
 """
 
@@ -209,10 +209,19 @@ def rotor_wrench(rotor: Comp, rotor_dot: Comp | None, ang_vel: Comp, p: Any) -> 
 
 
 def linear_accel(
-    R: tuple[Comp, Comp, Comp], vel: Comp, thrust: Any, p: Any, dist_f: Comp | None
+    R: tuple[Comp, Comp, Comp],
+    vel: Comp,
+    thrust: Any,
+    p: Any,
+    dist_f: Comp | None,
+    wind: Comp | None = None,
 ) -> Comp:
-    """World acceleration [m/s²]: gravity, body thrust, linear body drag, world disturbance."""
-    drag_w = matvec(R, matvec(p.drag_matrix, matTvec(R, vel)))
+    """World acceleration [m/s²]: gravity, body thrust, linear body drag, world disturbance.
+
+    Drag acts on the air-relative velocity ``vel - wind`` (world frame, m/s).
+    """
+    air = vel if wind is None else tuple(vel[i] - wind[i] for i in range(3))
+    drag_w = matvec(R, matvec(p.drag_matrix, matTvec(R, air)))
     force = [R[i][2] * thrust + drag_w[i] for i in range(3)]
     if dist_f is not None:
         force = [force[i] + dist_f[i] for i in range(3)]

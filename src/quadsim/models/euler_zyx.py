@@ -77,14 +77,14 @@ def _euler_rates(rpy: tuple, nu: tuple, ops: Any, eps: float) -> tuple:
     return tuple(ops.where(singular, nan + 0.0 * r, r) for r in rates)
 
 
-def _kernel(rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t, p, ops, small_angle, eps):
+def _kernel(rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t, p, ops, small_angle, eps, wind=None):
     if rotor_vel is None:
         rotor, rotor_dot = cmd, None
     else:
         rotor, rotor_dot = rotor_vel, rotor_speed_dot(cmd, rotor_vel, p.rotor_dyn_coef, ops)
     R = rotation_matrix(rpy, ops)
     thrust, torque = rotor_wrench(rotor, rotor_dot, ang_vel, p)
-    vel_dot = linear_accel(R, vel, thrust, p, dist_f)
+    vel_dot = linear_accel(R, vel, thrust, p, dist_f, wind)
     ang_vel_dot = angular_accel(R, ang_vel, torque, p, dist_t)
     rpy_dot = tuple(ang_vel) if small_angle else _euler_rates(rpy, ang_vel, ops, eps)
     return rpy_dot, vel_dot, ang_vel_dot, rotor_dot

@@ -66,6 +66,7 @@ def _kernel(
     dist_t: tuple | None,
     p: Any,
     ops: Any,
+    wind: tuple | None = None,
 ) -> tuple:
     if rotor_vel is None:
         rotor, rotor_dot = cmd, None
@@ -73,7 +74,7 @@ def _kernel(
         rotor, rotor_dot = rotor_vel, rotor_speed_dot(cmd, rotor_vel, p.rotor_dyn_coef, ops)
     R = _kmatrix(quat)
     thrust, torque = rotor_wrench(rotor, rotor_dot, ang_vel, p)
-    vel_dot = linear_accel(R, vel, thrust, p, dist_f)
+    vel_dot = linear_accel(R, vel, thrust, p, dist_f, wind)
     ang_vel_dot = angular_accel(R, ang_vel, torque, p, dist_t)
     return _kquat_dot(quat, ang_vel), vel_dot, ang_vel_dot, rotor_dot
 

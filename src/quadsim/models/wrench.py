@@ -17,8 +17,9 @@ Skydio 2) and linear rotational drag ``c_ω`` [N m s/rad] (seed 002's simulator 
 
 Deviation from seed 002: its summary equation (7.53) writes ``I ω̇ = τ + ω × I ω``; the correct
 Euler equation, which the seed states itself in (7.49), is ``I ω̇ = τ - ω × I ω``. We use (7.49)
-and keep the gyroscopic term that the seed's simulator drops. Drag acts on the ground velocity
-here; air-relative velocity (wind) enters through the simulator.
+and keep the gyroscopic term that the seed's simulator drops. The public ``dynamics`` applies drag
+to the ground velocity; the simulator passes the wind ``w`` to the kernel, which then uses the
+air-relative velocity ``v - w``.
 """
 
 from __future__ import annotations
@@ -50,15 +51,16 @@ WRENCH_PARAMS: dict[str, tuple[int, ...]] = {
 """Keyword parameters of the wrench model and their trailing shapes."""
 
 
-def _kernel(quat, vel, ang_vel, cmd, dist_f, dist_t, p, ops):
+def _kernel(quat, vel, ang_vel, cmd, dist_f, dist_t, p, ops, wind=None):
     R = _kmatrix(quat)
-    speed2 = vel[0] * vel[0] + vel[1] * vel[1] + vel[2] * vel[2]
+    air = vel if wind is None else tuple(vel[i] - wind[i] for i in range(3))
+    speed2 = air[0] * air[0] + air[1] * air[1] + air[2] * air[2]
     positive = speed2 > 0
     # |v| with a finite derivative at v = 0 (double-where: never take sqrt(0) in the used branch).
     speed = ops.where(
         positive, ops.sqrt(ops.where(positive, speed2, 1.0 + 0.0 * speed2)), 0.0 * speed2
     )
-    force = [R[i][2] * cmd[0] - p.drag_coef * speed * vel[i] for i in range(3)]
+    force = [R[i][2] * cmd[0] - p.drag_coef * speed * air[i] for i in range(3)]
     if dist_f is not None:
         force = [force[i] + dist_f[i] for i in range(3)]
     vel_dot = tuple(p.gravity_vec[i] + force[i] / p.mass for i in range(3))

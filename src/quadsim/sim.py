@@ -1,0 +1,426 @@
+"""Simulation: the :class:`State`, pure :func:`step` and :func:`rollout`, and :class:`Simulator`.
+
+Data path (one step, command held over it)::
+
+    x, u ──► integrator(f = system.deriv(·, u, params, env)) ──► world.apply ──► x', status'
+
+Everything up to :class:`Simulator` is a pure function of arrays; the simulator is the only thing
+that holds state (the current :class:`State`, :class:`~quadsim.world.Status`, step count). On JAX
+the step is ``jax.jit``-compiled and :func:`rollout` runs under ``lax.scan`` over a
+structure-of-arrays carry; on NumPy and PyTorch it is a Python loop over the same step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ._array import namespace, stack, unstack
+from .integrators import rk4
+from .models._rigid import numeric_params
+from .systems import Env, System, make_system
+from .world import FAULT_NAMES, Status, World
+from .world import apply as world_apply
+
+__all__ = [
+    "EulerState",
+    "SimulationError",
+    "Simulator",
+    "State",
+    "initial_status",
+    "make_step",
+    "rollout",
+    "step",
+]
+
+
+class State(NamedTuple):
+    """Quaternion-model state; every field has the batch shape ``...`` plus its own size.
+
+    Attributes:
+        pos: World position [m], ``(..., 3)``.
+        quat: Attitude xyzw, body to world, ``(..., 4)``.
+        vel: World velocity [m/s], ``(..., 3)``.
+        ang_vel: Body angular velocity [rad/s], ``(..., 3)``.
+        rotor_vel: Rotor speeds [RPM], ``(..., N)``, or ``None`` without rotor dynamics.
+    """
+
+    pos: Any
+    quat: Any
+    vel: Any
+    ang_vel: Any
+    rotor_vel: Any = None
+
+
+class EulerState(NamedTuple):
+    """Euler-model state: as :class:`State` with ``rpy`` (roll, pitch, yaw [rad]) for ``quat``."""
+
+    pos: Any
+    rpy: Any
+    vel: Any
+    ang_vel: Any
+    rotor_vel: Any = None
+
+
+DEFAULT_WORLD = World()
+"""Seed 001's sticky ground at z = 0, no obstacles, default fault limits."""
+
+
+class SimulationError(RuntimeError):
+    """A single-drone simulation diverged (which quantity, at which step and time)."""
+
+
+def _to_comps(state: NamedTuple) -> tuple:
+    return tuple(c for f in state if f is not None for c in unstack(f))
+
+
+def _from_comps(x: tuple, system: System, xp: Any, like: Any) -> NamedTuple:
+    fields = {name: stack(xp, x[s], like) for name, s in system.slices().items()}
+    cls = State if system.attitude == "quat" else EulerState
+    return cls(**fields)
+
+
+def _env(xp: Any, wind: Any, dist_f: Any, dist_t: Any) -> Env:
+    return Env(*(None if a is None else unstack(a) for a in (wind, dist_f, dist_t)))
+
+
+def initial_status(xp: Any, batch_shape: tuple[int, ...], device: Any = None) -> Status:
+    """All-clear :class:`~quadsim.world.Status` for a batch."""
+    false = xp.zeros(batch_shape, dtype=xp.bool, device=device)
+    return Status(
+        landed=false,
+        crashed=false,
+        crash_time=xp.full(batch_shape, math.nan, device=device),
+        fault_step=xp.full(batch_shape, -1, dtype=xp.int32, device=device),
+        fault_code=xp.zeros(batch_shape, dtype=xp.int32, device=device),
+    )
+
+
+def make_step(
+    system: System,
+    params: dict,
+    dt: float,
+    integrator: Callable = rk4,
+    world: World | None = None,
+    *,
+    xp: Any,
+    like: Any,
+) -> Callable:
+    """A pure step over flat components: ``step_fn(x, u, status, k, env) -> (x, status)``.
+
+    Args:
+        system: The model's :class:`~quadsim.systems.System`.
+        params: Model parameters by name (e.g. from :class:`~quadsim.params.Params`); each may
+            carry a leading batch shape (per-drone values).
+        dt: Step [s].
+        integrator: One of :mod:`quadsim.integrators`.
+        world: Contacts, crashes and faults, or ``None`` for free flight without checks.
+        xp: Array namespace.
+        like: An array with the dtype and device to compute in.
+    """
+    p = numeric_params(xp, like, system.param_spec, **{k: params[k] for k in system.param_spec})
+    sl = system.slices()
+
+    def step_fn(x: tuple, u: tuple, status: Status, k: Any, env: Env) -> tuple[tuple, Status]:
+        x1 = integrator(lambda y: system.deriv(y, u, p, xp, env), x, dt, system, xp)
+        if world is None:
+            return x1, status
+        return world_apply(x, x1, status, k, (k + 1) * dt, world, sl, xp)
+
+    return step_fn
+
+
+def _params_of(drone: Any, system: System) -> dict:
+    from .params import Params, load_params
+
+    params = drone if isinstance(drone, Params) else load_params(drone)
+    return {k: getattr(params, k) for k in system.param_spec}
+
+
+def step(
+    state: NamedTuple, cmd: Any, dt: float, *, system: System, params: dict,
+    integrator: Callable = rk4, world: World | None = None, status: Status | None = None,
+    k: int = 0, wind: Any = None, dist_f: Any = None, dist_t: Any = None,
+) -> tuple[NamedTuple, Status | None]:  # fmt: skip
+    """Advance a batch of drones by one step of ``dt`` seconds (pure).
+
+    Args:
+        state: :class:`State` or :class:`EulerState` with batch shape ``...``.
+        cmd: Commands ``(..., n_cmd)``: rotor speeds [RPM] or ``(F [N], τ [N m])`` (wrench).
+        dt: Step [s].
+        system: The model layout, :func:`quadsim.systems.make_system`.
+        params: Model parameters by name (optionally per drone).
+        integrator: An integrator function.
+        world: Contacts and fault checks, or ``None``.
+        status: Flags before the step (``None``: all clear; only used with ``world``).
+        k: Index of this step (for crash times and fault records).
+        wind: World wind velocity [m/s], ``(..., 3)``.
+        dist_f: World disturbance force [N], ``(..., 3)``.
+        dist_t: World disturbance torque [N m], ``(..., 3)``.
+
+    Returns:
+        ``(state, status)`` after the step (``status`` is ``None`` without a world).
+    """
+    xp = namespace(state.pos)
+    fn = make_step(system, params, dt, integrator, world, xp=xp, like=state.pos)
+    if world is not None and status is None:
+        status = initial_status(xp, tuple(state.pos.shape[:-1]))
+    x, status = fn(_to_comps(state), unstack(cmd), status, k, _env(xp, wind, dist_f, dist_t))
+    return _from_comps(x, system, xp, state.pos), status
+
+
+def rollout(
+    state: NamedTuple, cmds: Any, dt: float, *, system: System, params: dict,
+    integrator: Callable = rk4, world: World | None = None, status: Status | None = None,
+    k0: int = 0, wind: Any = None, dist_f: Any = None, dist_t: Any = None, record: bool = True,
+) -> tuple[NamedTuple, Status | None, NamedTuple | None]:  # fmt: skip
+    """Run ``T = cmds.shape[0]`` steps (pure); on JAX under ``jax.lax.scan``.
+
+    Args:
+        state: Initial state, batch shape ``...``.
+        cmds: Commands ``(T, ..., n_cmd)``, one per step (zero-order hold).
+        dt: Step [s].
+        system: The model layout.
+        params: Model parameters by name.
+        integrator: An integrator function.
+        world: Contacts and fault checks, or ``None``.
+        status: Initial flags (``None``: all clear).
+        k0: Index of the first step.
+        wind: Constant world wind [m/s], ``(..., 3)``.
+        dist_f: Constant world disturbance force [N].
+        dist_t: Constant world disturbance torque [N m].
+        record: Also return the trajectory: the state after every step, leading axis ``T``.
+
+    Returns:
+        ``(final_state, status, trajectory)``.
+    """
+    xp = namespace(state.pos)
+    fn = make_step(system, params, dt, integrator, world, xp=xp, like=state.pos)
+    if world is not None and status is None:
+        status = initial_status(xp, tuple(state.pos.shape[:-1]))
+    env = _env(xp, wind, dist_f, dist_t)
+    x = _to_comps(state)
+    if _is_jax(xp):
+        import jax
+
+        def body(carry, inp):
+            xc, st = carry
+            u, kk = inp
+            xn, st = fn(xc, unstack(u), st, kk, env)
+            return (xn, st), (xn if record else None)
+
+        ks = xp.arange(k0, k0 + cmds.shape[0], dtype=xp.int32)
+        (x, status), traj = jax.lax.scan(body, (x, status), (cmds, ks))
+    else:
+        traj = [] if record else None
+        for i in range(cmds.shape[0]):
+            x, status = fn(x, unstack(cmds[i]), status, k0 + i, env)
+            if record:
+                traj.append(x)
+        if record:
+            traj = tuple(xp.stack([t[j] for t in traj]) for j in range(len(x))) if traj else None
+    final = _from_comps(x, system, xp, state.pos)
+    trajectory = None
+    if record and traj is not None:
+        trajectory = _from_comps(tuple(traj), system, xp, state.pos)
+    return final, status, trajectory
+
+
+def _is_jax(xp: Any) -> bool:
+    return "jax" in getattr(xp, "__name__", "")
+
+
+def _backend(name: str, dtype: str) -> tuple[Any, Any]:
+    if dtype not in ("float32", "float64"):
+        raise ValueError(f"dtype must be 'float32' or 'float64'; got {dtype!r}")
+    if name == "numpy":
+        import array_api_compat.numpy as xnp
+
+        return xnp, getattr(xnp, dtype)
+    if name == "jax":
+        import jax
+
+        if dtype == "float64":
+            jax.config.update("jax_enable_x64", True)  # asked for explicitly: float64 on JAX
+        return jax.numpy, getattr(jax.numpy, dtype)
+    if name == "torch":
+        import array_api_compat.torch as xt
+
+        return xt, getattr(xt, dtype)
+    raise ValueError(f"backend must be 'numpy', 'jax' or 'torch'; got {name!r}")
+
+
+class Simulator:
+    """A batch of drones stepping in time: the thin imperative shell around :func:`step`.
+
+    Example::
+
+        sim = Simulator(drone="cf2x_L250", n=64, dt=1 / 500, backend="jax", dtype="float32")
+        sim.reset(pos=np.array([0.0, 0.0, 1.0]))
+        state = sim.step(np.full((64, 4), sim.hover_rpm))
+
+    Args:
+        drone: Preset name, TOML path or :class:`~quadsim.params.Params`.
+        n: Number of drones (batch size).
+        dt: Step [s].
+        model: Registered model name (``first_principles``, ``euler_zyx``, ``wrench``).
+        integrator: Integrator function (:mod:`quadsim.integrators`) or its name.
+        backend: ``"numpy"``, ``"jax"`` or ``"torch"``.
+        dtype: ``"float32"`` or ``"float64"``.
+        seed: Seed of the simulator's own random generator (:attr:`rng`); nothing is global.
+        world: :class:`~quadsim.world.World` (default: sticky ground at z = 0) or ``None``.
+        rotor_dynamics: Model rotor speeds as states (rotor-level models).
+        params: Per-drone overrides: model parameter name -> array with leading size ``n``
+            (domain randomisation), e.g. ``{"mass": masses}``.
+    """
+
+    def __init__(
+        self, drone: Any = "cf2x_L250", n: int = 1, dt: float = 1 / 500, *,
+        model: str = "first_principles", integrator: Callable | str = rk4,
+        backend: str = "numpy", dtype: str = "float64", seed: int = 0,
+        world: World | None = DEFAULT_WORLD, rotor_dynamics: bool = True,
+        params: dict | None = None,
+    ) -> None:  # fmt: skip
+        from .envelope import envelope
+        from .integrators import INTEGRATORS
+        from .params import Params, load_params
+
+        if not (isinstance(n, int) and n >= 1):
+            raise ValueError(f"n must be a positive integer; got {n!r}")
+        if not (dt > 0 and math.isfinite(dt)):
+            raise ValueError(f"dt must be a positive number of seconds; got {dt!r}")
+        if isinstance(integrator, str):
+            if integrator not in INTEGRATORS:
+                raise ValueError(
+                    f"unknown integrator {integrator!r}; choose from {list(INTEGRATORS)}"
+                )
+            integrator = INTEGRATORS[integrator]
+        self.drone = drone if isinstance(drone, Params) else load_params(drone)
+        n_rotors = self.drone.mixing_matrix.shape[1]
+        self.system = make_system(model, n_rotors, rotor_dynamics and model != "wrench")
+        self.n, self.dt, self.world, self.integrator = n, float(dt), world, integrator
+        self.xp, self.dtype = _backend(backend, dtype)
+        self.backend = backend
+        self.rng = np.random.default_rng(seed)
+        self.hover_rpm = envelope(self.drone).hover_rpm
+        model_params = _params_of(self.drone, self.system)
+        for key, value in (params or {}).items():
+            if key not in model_params:
+                raise ValueError(f"params: {key!r} is not a parameter of model {model!r}")
+            value = np.asarray(value, dtype=np.float64)
+            if value.shape[:1] != (n,):
+                raise ValueError(
+                    f"params[{key!r}] must have leading size n = {n}; got {value.shape}"
+                )
+            model_params[key] = value
+        if "J" in (params or {}) and "J_inv" not in (params or {}):
+            model_params["J_inv"] = np.linalg.inv(model_params["J"])
+        self.model_params = model_params
+        like = self.xp.zeros((), dtype=self.dtype)
+        fn = make_step(self.system, model_params, self.dt, integrator, world, xp=self.xp, like=like)
+        sysm, xp = self.system, self.xp
+
+        def state_step(state, cmd, status, k, env):
+            x, status = fn(_to_comps(state), unstack(cmd), status, k, env)
+            return _from_comps(x, sysm, xp, state.pos), status
+
+        if backend == "jax":
+            import jax
+
+            state_step = jax.jit(state_step)
+        self._step = state_step
+        self.reset()
+
+    # -- state ------------------------------------------------------------------------------------
+    def reset(
+        self, pos: Any = None, attitude: Any = None, vel: Any = None, ang_vel: Any = None,
+        rotor_vel: Any = None,
+    ) -> NamedTuple:  # fmt: skip
+        """Start again at time 0 with all flags clear.
+
+        Each argument broadcasts to the batch: position [m] (default origin), attitude (xyzw
+        quaternion, or roll/pitch/yaw for the Euler model; default level), velocity [m/s], body
+        rates [rad/s] (default zero), rotor speeds [RPM] (default hover).
+        """
+        n, xp = self.n, self.xp
+        att_size = 4 if self.system.attitude == "quat" else 3
+        default_att = [0.0, 0.0, 0.0, 1.0] if att_size == 4 else [0.0, 0.0, 0.0]
+        sizes = dict(self.system.fields)
+
+        def arr(value, default, name):
+            a = np.broadcast_to(np.asarray(default if value is None else value, dtype=np.float64),
+                                (n, sizes[name])) if name in sizes else None  # fmt: skip
+            if a is not None and not np.all(np.isfinite(a)):
+                raise ValueError(f"reset: {name} must be finite")
+            return None if a is None else xp.asarray(np.array(a), dtype=self.dtype)
+
+        fields = [
+            arr(pos, [0.0, 0.0, 0.0], "pos"),
+            arr(attitude, default_att, "quat" if att_size == 4 else "rpy"),
+            arr(vel, [0.0] * 3, "vel"),
+            arr(ang_vel, [0.0] * 3, "ang_vel"),
+            arr(rotor_vel, [self.hover_rpm] * self.system.n_cmd, "rotor_vel"),
+        ]
+        cls = State if att_size == 4 else EulerState
+        self.state = cls(*fields)
+        self.status = initial_status(xp, (n,)) if self.world is not None else None
+        self.k = 0
+        return self.state
+
+    @property
+    def time(self) -> float:
+        """Simulated time [s]."""
+        return self.k * self.dt
+
+    # -- stepping ---------------------------------------------------------------------------------
+    def _cmd(self, cmd: Any, lead: tuple[int, ...]) -> Any:
+        shape = (*lead, self.n, self.system.n_cmd)
+        a = np.asarray(cmd, dtype=np.float64) if not hasattr(cmd, "device") else cmd
+        try:
+            a = np.array(np.broadcast_to(a, shape)) if isinstance(a, np.ndarray) else a
+        except ValueError:
+            raise ValueError(f"cmd must broadcast to shape {shape}; got {np.shape(cmd)}") from None
+        if tuple(a.shape) != shape:
+            raise ValueError(f"cmd must have shape {shape}; got {tuple(a.shape)}")
+        return self.xp.asarray(a, dtype=self.dtype)
+
+    def step(self, cmd: Any, wind: Any = None, dist_f: Any = None, dist_t: Any = None) -> Any:
+        """Advance all drones by ``dt`` with command ``cmd`` ``(n, n_cmd)`` (broadcast).
+
+        Raises:
+            SimulationError: For a single drone (``n == 1``) whose state diverged.
+        """
+        u = self._cmd(cmd, ())
+        ext = [None if a is None else self.xp.asarray(np.asarray(a), dtype=self.dtype)
+               for a in (wind, dist_f, dist_t)]  # fmt: skip
+        env = _env(self.xp, *ext)
+        self.state, self.status = self._step(self.state, u, self.status, self.k, env)
+        self.k += 1
+        self._check_single()
+        return self.state
+
+    def rollout(self, cmds: Any, record: bool = True) -> Any:
+        """Run ``T`` steps with commands ``(T, n, n_cmd)``; returns the trajectory (leading T)."""
+        u = self._cmd(cmds, (np.shape(cmds)[0],))
+        self.state, self.status, traj = rollout(
+            self.state, u, self.dt, system=self.system, params=self.model_params,
+            integrator=self.integrator, world=self.world, status=self.status, k0=self.k,
+            record=record,
+        )  # fmt: skip
+        self.k += u.shape[0]
+        self._check_single()
+        return traj
+
+    def _check_single(self) -> None:
+        if self.n != 1 or self.status is None:
+            return
+        k = int(np.asarray(self.status.fault_step)[0])
+        if k >= 0:
+            code = int(np.asarray(self.status.fault_code)[0])
+            raise SimulationError(
+                f"drone diverged: {FAULT_NAMES[code]} at step {k} (t = {(k + 1) * self.dt:.6g} s); "
+                "the state was kept at its last good value"
+            )
