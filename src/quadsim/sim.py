@@ -30,6 +30,7 @@ __all__ = [
     "SimulationError",
     "Simulator",
     "State",
+    "Wind",
     "initial_status",
     "make_step",
     "rollout",
@@ -67,6 +68,20 @@ class EulerState(NamedTuple):
 
 DEFAULT_WORLD = World()
 """Seed 001's sticky ground at z = 0, no obstacles, default fault limits."""
+
+
+class Wind(NamedTuple):
+    """Wind for a :class:`Simulator`: a constant mean plus optional Dryden turbulence.
+
+    Attributes:
+        mean: World-frame mean wind [m/s], shape ``(3,)`` or ``(n, 3)`` (per drone).
+        turbulence: :class:`~quadsim.wind.DrydenParams` or ``None``. Gusts are generated in the
+            turbulence axes (``u`` along the horizontal mean wind, or +x when calm) with noise
+            drawn from the simulator's own generator, and added to the mean.
+    """
+
+    mean: Any = (0.0, 0.0, 0.0)
+    turbulence: Any = None
 
 
 class SimulationError(RuntimeError):
@@ -175,7 +190,8 @@ def step(
 def rollout(
     state: NamedTuple, cmds: Any, dt: float, *, system: System, params: dict,
     integrator: Callable = rk4, world: World | None = None, status: Status | None = None,
-    k0: int = 0, wind: Any = None, dist_f: Any = None, dist_t: Any = None, record: bool = True,
+    k0: int = 0, wind: Any = None, gusts: Any = None, dist_f: Any = None, dist_t: Any = None,
+    record: bool = True,
 ) -> tuple[NamedTuple, Status | None, NamedTuple | None]:  # fmt: skip
     """Run ``T = cmds.shape[0]`` steps (pure); on JAX under ``jax.lax.scan``.
 
@@ -190,6 +206,7 @@ def rollout(
         status: Initial flags (``None``: all clear).
         k0: Index of the first step.
         wind: Constant world wind [m/s], ``(..., 3)``.
+        gusts: Per-step world wind added to ``wind`` [m/s], ``(T, ..., 3)`` (e.g. Dryden).
         dist_f: Constant world disturbance force [N].
         dist_t: Constant world disturbance torque [N m].
         record: Also return the trajectory: the state after every step, leading axis ``T``.
@@ -203,21 +220,30 @@ def rollout(
         status = initial_status(xp, tuple(state.pos.shape[:-1]))
     env = _env(xp, wind, dist_f, dist_t)
     x = _to_comps(state)
+
+    def env_at(g: Any) -> Env:
+        if g is None:
+            return env
+        gw = unstack(g)
+        w = gw if env.wind is None else tuple(a + b for a, b in zip(env.wind, gw, strict=True))
+        return env._replace(wind=w)
+
     if _is_jax(xp):
         import jax
 
         def body(carry, inp):
             xc, st = carry
-            u, kk = inp
-            xn, st = fn(xc, unstack(u), st, kk, env)
+            u, kk, g = inp
+            xn, st = fn(xc, unstack(u), st, kk, env_at(g))
             return (xn, st), (xn if record else None)
 
-        ks = xp.arange(k0, k0 + cmds.shape[0], dtype=xp.int32)
-        (x, status), traj = jax.lax.scan(body, (x, status), (cmds, ks))
+        ks = k0 + xp.arange(cmds.shape[0], dtype=xp.int32)
+        (x, status), traj = jax.lax.scan(body, (x, status), (cmds, ks, gusts))
     else:
         traj = [] if record else None
         for i in range(cmds.shape[0]):
-            x, status = fn(x, unstack(cmds[i]), status, k0 + i, env)
+            g = None if gusts is None else gusts[i]
+            x, status = fn(x, unstack(cmds[i]), status, k0 + i, env_at(g))
             if record:
                 traj.append(x)
         if record:
@@ -275,6 +301,7 @@ class Simulator:
         rotor_dynamics: Model rotor speeds as states (rotor-level models).
         params: Per-drone overrides: model parameter name -> array with leading size ``n``
             (domain randomisation), e.g. ``{"mass": masses}``.
+        wind: :class:`Wind` (mean and turbulence), or ``None`` for still air.
     """
 
     def __init__(
@@ -282,7 +309,7 @@ class Simulator:
         model: str = "first_principles", integrator: Callable | str = rk4,
         backend: str = "numpy", dtype: str = "float64", seed: int = 0,
         world: World | None = DEFAULT_WORLD, rotor_dynamics: bool = True,
-        params: dict | None = None,
+        params: dict | None = None, wind: Wind | None = None,
     ) -> None:  # fmt: skip
         from .envelope import envelope
         from .integrators import INTEGRATORS
@@ -319,6 +346,8 @@ class Simulator:
         if "J" in (params or {}) and "J_inv" not in (params or {}):
             model_params["J_inv"] = np.linalg.inv(model_params["J"])
         self.model_params = model_params
+        self.wind = wind
+        self._setup_wind(wind)
         like = self.xp.zeros((), dtype=self.dtype)
         fn = make_step(self.system, model_params, self.dt, integrator, world, xp=self.xp, like=like)
         sysm, xp = self.system, self.xp
@@ -327,25 +356,34 @@ class Simulator:
             x, status = fn(_to_comps(state), unstack(cmd), status, k, env)
             return _from_comps(x, sysm, xp, state.pos), status
 
+        def run(state, u, status, k0, gusts, record):
+            return rollout(
+                state, u, self.dt, system=sysm, params=model_params, integrator=integrator,
+                world=world, status=status, k0=k0, gusts=gusts, record=record,
+            )  # fmt: skip
+
         if backend == "jax":
             import jax
 
             state_step = jax.jit(state_step)
-        self._step = state_step
+            run = jax.jit(run, static_argnames="record")
+        self._step, self._run = state_step, run
         self.reset()
 
     # -- state ------------------------------------------------------------------------------------
     def reset(
         self, pos: Any = None, attitude: Any = None, vel: Any = None, ang_vel: Any = None,
-        rotor_vel: Any = None,
+        rotor_vel: Any = None, *, seed: int | None = None,
     ) -> NamedTuple:  # fmt: skip
-        """Start again at time 0 with all flags clear.
+        """Start again at time 0 with all flags clear (and a new generator if ``seed`` is given).
 
         Each argument broadcasts to the batch: position [m] (default origin), attitude (xyzw
         quaternion, or roll/pitch/yaw for the Euler model; default level), velocity [m/s], body
         rates [rad/s] (default zero), rotor speeds [RPM] (default hover).
         """
         n, xp = self.n, self.xp
+        if seed is not None:
+            self.rng = np.random.default_rng(seed)
         att_size = 4 if self.system.attitude == "quat" else 3
         default_att = [0.0, 0.0, 0.0, 1.0] if att_size == 4 else [0.0, 0.0, 0.0]
         sizes = dict(self.system.fields)
@@ -368,7 +406,46 @@ class Simulator:
         self.state = cls(*fields)
         self.status = initial_status(xp, (n,)) if self.world is not None else None
         self.k = 0
+        self._gust_state = None  # drawn at the first step, so reset(seed=s) == Simulator(seed=s)
         return self.state
+
+    def _setup_wind(self, wind: Wind | None) -> None:
+        self._dryden = None
+        if wind is None:
+            self._mean_wind = None
+            return
+        mean = np.broadcast_to(np.asarray(wind.mean, dtype=np.float64), (self.n, 3))
+        if not np.all(np.isfinite(mean)):
+            raise ValueError("wind.mean must be finite")
+        self._mean_wind = mean
+        if wind.turbulence is not None:
+            from .wind import dryden_discretize
+
+            self._dryden = dryden_discretize(wind.turbulence, self.dt)
+            horiz = mean[:, :2].copy()
+            calm = np.linalg.norm(horiz, axis=1) < 1e-9
+            horiz[calm] = (1.0, 0.0)
+            self._wind_dir = horiz / np.linalg.norm(horiz, axis=1, keepdims=True)
+
+    def _wind_sequence(self, steps: int) -> np.ndarray | None:
+        """World wind for the next ``steps`` steps, ``(steps, n, 3)``; advances the gust state."""
+        if self._mean_wind is None:
+            return None
+        out = np.empty((steps, self.n, 3))
+        if self._dryden is None:
+            out[:] = self._mean_wind
+            return out
+        from .wind import dryden_init, dryden_step, gust_to_world
+
+        if self._gust_state is None:  # stationary start: no transient
+            self._gust_state = dryden_init(self._dryden, self.rng.standard_normal((self.n, 5)))
+        noise = self.rng.standard_normal((steps, self.n, 5))
+        g = self._gust_state
+        for i in range(steps):
+            g, gust = dryden_step(g, noise[i], self._dryden)
+            out[i] = self._mean_wind + gust_to_world(gust, self._wind_dir)
+        self._gust_state = g
+        return out
 
     @property
     def time(self) -> float:
@@ -390,11 +467,17 @@ class Simulator:
     def step(self, cmd: Any, wind: Any = None, dist_f: Any = None, dist_t: Any = None) -> Any:
         """Advance all drones by ``dt`` with command ``cmd`` ``(n, n_cmd)`` (broadcast).
 
+        ``wind`` [m/s] (added to the simulator's :class:`Wind`), ``dist_f`` [N] and ``dist_t``
+        [N m] are world-frame, ``(3,)`` or ``(n, 3)``, held over the step.
+
         Raises:
             SimulationError: For a single drone (``n == 1``) whose state diverged.
         """
         u = self._cmd(cmd, ())
-        ext = [None if a is None else self.xp.asarray(np.asarray(a), dtype=self.dtype)
+        seq = self._wind_sequence(1)
+        if seq is not None:
+            wind = seq[0] if wind is None else seq[0] + np.asarray(wind)
+        ext = [None if a is None else self.xp.asarray(np.array(a, dtype=float), dtype=self.dtype)
                for a in (wind, dist_f, dist_t)]  # fmt: skip
         env = _env(self.xp, *ext)
         self.state, self.status = self._step(self.state, u, self.status, self.k, env)
@@ -405,11 +488,9 @@ class Simulator:
     def rollout(self, cmds: Any, record: bool = True) -> Any:
         """Run ``T`` steps with commands ``(T, n, n_cmd)``; returns the trajectory (leading T)."""
         u = self._cmd(cmds, (np.shape(cmds)[0],))
-        self.state, self.status, traj = rollout(
-            self.state, u, self.dt, system=self.system, params=self.model_params,
-            integrator=self.integrator, world=self.world, status=self.status, k0=self.k,
-            record=record,
-        )  # fmt: skip
+        seq = self._wind_sequence(u.shape[0])
+        gusts = None if seq is None else self.xp.asarray(seq, dtype=self.dtype)
+        self.state, self.status, traj = self._run(self.state, u, self.status, self.k, gusts, record)
         self.k += u.shape[0]
         self._check_single()
         return traj
