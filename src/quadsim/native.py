@@ -1,0 +1,368 @@
+r"""Compiled rollouts: a CasADi step function turned into vectorised, multi-threaded C.
+
+A step ``x_{s+1} = f(x_s, u_s[, p])`` of one drone, given as a CasADi ``SX`` Function, is walked
+instruction by instruction and emitted as C that uses GCC/Clang vector extensions: every C variable
+is a vector of ``lanes`` drones (8 in float32, 4 in float64; 32-byte vectors), the state stays in
+registers over all steps, and OpenMP spreads blocks of drones over the cores. The library is
+compiled with the system C compiler, cached on disk by the hash of its source and toolchain, and
+loaded with :mod:`ctypes` (which releases the GIL during the call).
+
+Data are structure-of-arrays: the drone index is the *last* axis, ``x`` has shape
+``(n_state, N)``. Arithmetic follows IEEE rules except that it may be reassociated and fused
+(``-ffast-math`` without ``-ffinite-math-only``), so NaN and infinity still propagate. Nothing is
+imported or compiled at import time; CasADi is imported inside the functions that need it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import hashlib
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["NativeRollout", "available", "compile_rollout"]
+
+# -ffast-math minus -ffinite-math-only, so that NaN and infinity survive (divergence detection).
+_FLAGS = ["-O3", "-fno-math-errno", "-fno-trapping-math", "-fassociative-math",
+          "-fno-signed-zeros", "-freciprocal-math", "-ffp-contract=fast",
+          "-Werror=implicit-function-declaration", "-shared", "-fPIC"]  # fmt: skip
+_TEST_SRC = """#include <math.h>
+typedef double vd __attribute__((vector_size(32)));
+typedef long long vl __attribute__((vector_size(32)));
+double probe(double a) { vd v = (vd){} + a; vl m = v < 2.0; v[1] = sqrt(v[0]);
+  return v[1] + (double)m[0]; }
+"""
+# CasADi op name -> C expression over vector operands {0}, {1}; ("lane", f): scalar libm f per lane.
+# B(mask) turns an integer lane mask into 0.0/1.0 like CasADi's comparisons.
+_OPS: dict[str, Any] = {
+    "ADD": "{0}+{1}", "SUB": "{0}-{1}", "MUL": "{0}*{1}", "DIV": "{0}/{1}", "NEG": "-{0}",
+    "SQ": "{0}*{0}", "TWICE": "{0}+{0}", "INV": "ONE/{0}", "FABS": "(vf)((vi){0} & ABS_BITS)",
+    "LT": "B({0}<{1})", "LE": "B({0}<={1})", "EQ": "B({0}=={1})", "NE": "B({0}!={1})",
+    "NOT": "B({0}==ZERO)",
+    "AND": "B(({0}!=ZERO)&({1}!=ZERO))", "OR": "B(({0}!=ZERO)|({1}!=ZERO))",
+    "IF_ELSE_ZERO": "(vf)(({0}!=ZERO) & (vi){1})",
+    **{k: ("lane", k.lower()) for k in ["SQRT", "SIN", "COS", "TAN", "ASIN", "ACOS", "ATAN",
+       "SINH", "COSH", "TANH", "ASINH", "ACOSH", "ATANH", "EXP", "LOG", "EXPM1", "LOG1P",
+       "FLOOR", "CEIL", "ERF", "ATAN2", "POW", "FMIN", "FMAX", "FMOD", "REMAINDER", "COPYSIGN",
+       "HYPOT"]},
+    "CONSTPOW": ("lane", "pow"), "SIGN": ("lane", "sgn"),
+}  # fmt: skip
+_BINARY = {"ATAN2", "POW", "CONSTPOW", "FMIN", "FMAX", "FMOD", "REMAINDER", "COPYSIGN", "HYPOT"}
+_C_TYPES = {np.dtype(np.float32): ("float", "int32_t", "0x3f800000", "0x7fffffff", "f"),
+            np.dtype(np.float64): ("double", "int64_t", "0x3ff0000000000000LL",
+                                   "0x7fffffffffffffffLL", "")}  # fmt: skip
+
+
+@functools.cache
+def _toolchain() -> tuple[tuple[str, ...], tuple[str, ...], str] | None:
+    """``(compiler, flags, identity)`` of the first compiler that builds and loads a probe."""
+    env = os.environ.get("CC")
+    candidates = [shlex.split(env)] if env else [[c] for c in ("cc", "gcc") if shutil.which(c)]
+    for cc in candidates:
+        for extra in (["-march=native", "-fopenmp"], ["-march=native"], ["-fopenmp"], []):
+            flags = [*_FLAGS, *extra]
+            with tempfile.TemporaryDirectory() as tmp:
+                src, lib = Path(tmp, "probe.c"), Path(tmp, "probe.so")
+                src.write_text(_TEST_SRC)
+                try:
+                    r = _run([*cc, *flags, str(src), "-o", str(lib), "-lm"], timeout=60)
+                    if r.returncode or not ctypes.CDLL(str(lib)).probe:
+                        continue
+                except (OSError, AttributeError, subprocess.SubprocessError):
+                    continue
+            # The identity (version, and target macros of -march=native) keys the cache.
+            probes = (["--version"], [*extra[:1], "-dM", "-E", "-x", "c", "-"])
+            ident = [_run([*cc, *a], input="").stdout for a in probes]
+            return tuple(cc), tuple(flags), "\n".join(ident)
+    return None
+
+
+@functools.cache
+def available() -> bool:
+    """Whether compiled rollouts work here: CasADi imports and a C compiler builds a probe.
+
+    The compiler is ``$CC`` if set, else ``cc`` or ``gcc``. The result is cached per process.
+    """
+    try:
+        import casadi  # noqa: F401
+    except ImportError:
+        return False
+    return _toolchain() is not None
+
+
+def _run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)
+
+
+def _literal(c: float, suffix: str) -> str:
+    if math.isnan(c):
+        return "NAN"
+    if math.isinf(c):
+        return "INFINITY" if c > 0 else "-INFINITY"
+    return f"({c!r}{suffix})"
+
+
+def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int]) -> str:
+    """C source of ``quadsim_roll`` for the SX Function ``F`` (see :func:`compile_rollout`)."""
+    import casadi as cs
+
+    T, Ti, one, absb, sfx = _C_TYPES[dtype]
+    lanes = 32 // dtype.itemsize
+    names = {getattr(cs, "OP_" + k): k for k in [*_OPS, "CONST", "INPUT", "OUTPUT"]
+             if hasattr(cs, "OP_" + k)}  # fmt: skip
+    rows_in = [F.sparsity_in(i).find() for i in range(F.n_in())]
+    rows_out = F.sparsity_out(0).find()
+    body, used = [], set()
+    for k in range(F.n_instructions()):
+        op, i, o = F.instruction_id(k), F.instruction_input(k), F.instruction_output(k)
+        name = names.get(op)
+        if name is None:
+            all_ops = {getattr(cs, n): n for n in dir(cs) if n.startswith("OP_")}
+            raise NotImplementedError(f"CasADi operation {all_ops.get(op, op)} is not supported")
+        if name == "CONST":
+            rhs = f"((vf){{}} + {_literal(F.instruction_constant(k), sfx)})"
+        elif name == "INPUT":
+            rhs = f"{'xup'[i[0]]}s[{rows_in[i[0]][i[1]]}]"
+        elif name == "OUTPUT":
+            body.append(f"xn[{rows_out[o[1]]}] = t{i[0]};")
+            continue
+        elif isinstance(_OPS[name], tuple):
+            used.add(name)
+            rhs = f"v_{name}({', '.join(f't{a}' for a in i)})"
+        else:
+            rhs = _OPS[name].format(*[f"t{a}" for a in i])
+        body.append(f"t{o[0]} = {rhs};")
+    body += [f"xn[{r}] = ZERO;" for r in sorted(set(range(sizes[0])) - set(rows_out))]
+    helpers = []
+    for name in sorted(used):
+        f = _OPS[name][1] + (sfx if _OPS[name][1] != "sgn" else "")
+        two = name in _BINARY
+        args, call = ("vf a, vf b", f"{f}(a[l], b[l])") if two else ("vf a", f"{f}(a[l])")
+        helpers.append(f"static inline vf v_{name}({args}) {{ vf r; "
+                       f"for (int l = 0; l < W; ++l) r[l] = {call}; return r; }}")  # fmt: skip
+    nx, nu, npar = sizes
+    decl = "vf " + ", ".join(f"t{k}" for k in range(max(F.sz_w(), 1))) + ";"
+    load = "memcpy(&{0}[k], {1}, sizeof(vf));"
+    return f"""/* quadsim.native: generated from CasADi Function '{F.name()}' */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+typedef {T} T;
+typedef T vf __attribute__((vector_size(32)));
+typedef {Ti} vi __attribute__((vector_size(32)));
+#define W {lanes}
+#define ZERO ((vf){{}})
+#define ONE ((vf){{}} + 1)
+#define ONE_BITS ((vi){{}} + {one})
+#define ABS_BITS ((vi){{}} + {absb})
+#define B(m) ((vf)((m) & ONE_BITS))
+static inline T sgn(T a) {{ return a < 0 ? -1 : (a > 0 ? 1 : a); }}
+{chr(10).join(helpers)}
+int quadsim_roll(T *restrict X, const T *restrict U, const T *restrict P, int64_t N,
+                 int64_t steps, int u_per_step, int p_per_drone, int64_t rec, T *restrict R,
+                 int threads) {{
+  int nt = 1;
+#ifdef _OPENMP
+  nt = threads > 0 ? threads : omp_get_max_threads();
+#endif
+  (void)nt;
+#pragma omp parallel for schedule(static) num_threads(nt)
+  for (int64_t j = 0; j < N; j += W) {{
+    vf xs[{max(nx, 1)}], xn[{max(nx, 1)}], us[{max(nu, 1)}], ps[{max(npar, 1)}];
+    {decl}
+    for (int k = 0; k < {nx}; ++k) {load.format("xs", "X + k * N + j")}
+    for (int k = 0; k < {nu}; ++k) {load.format("us", "U + k * N + j")}
+    for (int k = 0; k < {npar}; ++k) {{
+      if (p_per_drone) {load.format("ps", "P + k * N + j")} else ps[k] = ZERO + P[k];
+    }}
+    for (int64_t s = 0; s < steps;) {{
+      int64_t e = (rec > 0 && s + rec < steps) ? s + rec : steps;
+      for (; s < e; ++s) {{
+        if (u_per_step)
+          for (int k = 0; k < {nu}; ++k) {load.format("us", "U + (s * " + str(nu) + " + k) * N + j")}
+        {chr(10).join("        " + b for b in body).lstrip()}
+        for (int k = 0; k < {nx}; ++k) xs[k] = xn[k];
+      }}
+      if (rec > 0 && s % rec == 0)
+        for (int k = 0; k < {nx}; ++k) memcpy(R + ((s / rec - 1) * {nx} + k) * N + j, &xs[k], sizeof(vf));
+    }}
+    for (int k = 0; k < {nx}; ++k) memcpy(X + k * N + j, &xs[k], sizeof(vf));
+  }}
+  return 0;
+}}
+"""  # noqa: E501
+
+
+class NativeRollout:
+    """A compiled rollout of a one-drone step function over many drones (see compile_rollout).
+
+    Attributes:
+        n_state: State size of one drone.
+        n_input: Input (command) size of one drone.
+        n_param: Parameter size of one drone (0 when the step takes no parameters).
+        dtype: Floating-point type of the computation (float32 or float64).
+        lanes: Drones per vector register (8 for float32, 4 for float64).
+        threads: OpenMP threads (0: the OpenMP default).
+        path: The shared library on disk.
+        compiled: Whether this object invoked the compiler (False: loaded from the cache).
+        source: The generated C source.
+    """
+
+    def __init__(self, path: Path, sizes: tuple[int, int, int], dtype: np.dtype, threads: int,
+                 compiled: bool, source: str) -> None:  # fmt: skip
+        self.n_state, self.n_input, self.n_param = sizes
+        self.dtype, self.lanes, self.threads = dtype, 32 // dtype.itemsize, threads
+        self.path, self.compiled, self.source = path, compiled, source
+        self._fn = ctypes.CDLL(str(path)).quadsim_roll
+        vp, i64, ci = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
+        self._fn.argtypes = [vp, vp, vp, i64, i64, ci, ci, i64, vp, ci]
+        self._fn.restype = ci
+
+    def __repr__(self) -> str:
+        return (f"NativeRollout(n_state={self.n_state}, n_input={self.n_input}, "
+                f"n_param={self.n_param}, dtype={self.dtype}, lanes={self.lanes})")  # fmt: skip
+
+    def _pad(self, a: Any, n_pad: int, copy: bool = False) -> np.ndarray:
+        a = np.asarray(a)
+        if a.shape[-1] == n_pad:
+            return np.array(a, dtype=self.dtype, order="C", copy=True if copy else None)
+        out = np.empty((*a.shape[:-1], n_pad), self.dtype)
+        out[..., : a.shape[-1]], out[..., a.shape[-1] :] = a, a[..., -1:]
+        return out
+
+    def __call__(self, x0: Any, u: Any, params: Any = None, steps: int = 1,
+                 record_every: int = 0) -> tuple[np.ndarray, np.ndarray | None]:  # fmt: skip
+        """Advance ``N`` drones by ``steps`` steps.
+
+        Args:
+            x0: Initial states, shape ``(n_state, N)`` (drone index last), units of the step.
+            u: Inputs, shape ``(n_input, N)`` (held over all steps) or ``(steps, n_input, N)``
+                (one input per step).
+            params: Parameters, shape ``(n_param, N)`` (per drone) or ``(n_param,)`` (shared);
+                must be ``None`` when the step takes no parameters.
+            steps: Number of steps, ``>= 0``.
+            record_every: ``k > 0`` records the state after steps ``k, 2k, ...``.
+
+        Returns:
+            ``(x_final, record)``: final states ``(n_state, N)`` and, for ``k > 0``, the recorded
+            states ``(steps // k, n_state, N)``, else ``None``. The inputs are not modified.
+
+        Raises:
+            ValueError: If a shape, ``steps`` or ``record_every`` is invalid.
+        """
+        nx, nu, npar = self.n_state, self.n_input, self.n_param
+        x0, u = np.asarray(x0), np.asarray(u)
+        steps, k = int(steps), int(record_every)
+        if steps < 0 or k < 0:
+            raise ValueError(f"steps and record_every must be >= 0; got {steps}, {k}")
+        if x0.ndim != 2 or x0.shape[0] != nx or x0.shape[1] < 1:
+            raise ValueError(f"x0 must have shape (n_state, N) = ({nx}, N) with N >= 1; "
+                             f"got shape {x0.shape}")  # fmt: skip
+        n = x0.shape[1]
+        if u.shape not in ((nu, n), (steps, nu, n)):
+            raise ValueError(f"u must have shape (n_input, N) = {(nu, n)} or (steps, n_input, N) "
+                             f"= {(steps, nu, n)}; got shape {u.shape}")  # fmt: skip
+        if npar == 0 and params is not None:
+            raise ValueError("this step function takes no parameters; params must be None")
+        p = np.zeros((1,), self.dtype) if params is None and npar == 0 else np.asarray(params)
+        if npar and p.shape not in ((npar,), (npar, n)):
+            raise ValueError(f"params must have shape (n_param,) = ({npar},) or (n_param, N) = "
+                             f"{(npar, n)}; got shape {p.shape}")  # fmt: skip
+        n_pad = -(-n // self.lanes) * self.lanes
+        X = self._pad(x0, n_pad, copy=True)
+        U = self._pad(u, n_pad)
+        per_drone = npar > 0 and p.ndim == 2
+        P = self._pad(p, n_pad) if per_drone else np.ascontiguousarray(p, dtype=self.dtype)
+        R = np.empty((steps // k, nx, n_pad), self.dtype) if k else None
+        ptr = lambda a: None if a is None else a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+        self._fn(ptr(X), ptr(U), ptr(P), n_pad, steps, int(u.ndim == 3), int(per_drone), k,
+                 ptr(R), self.threads)  # fmt: skip
+        if n_pad != n:
+            X = np.ascontiguousarray(X[:, :n])
+            R = None if R is None else np.ascontiguousarray(R[..., :n])
+        return X, R
+
+
+def compile_rollout(
+    step: Any,
+    dtype: Any = np.float32,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    threads: int | None = None,
+) -> NativeRollout:
+    """Compile a one-drone CasADi step function into a vectorised many-drone rollout.
+
+    Args:
+        step: CasADi Function ``(x[n_state], u[n_input]) -> x_next[n_state]`` or
+            ``(x, u, p[n_param]) -> x_next`` for one drone and one step (MX is expanded to SX).
+        dtype: ``np.float32`` (8 drones per vector) or ``np.float64`` (4 drones per vector).
+        cache_dir: Directory of compiled libraries; default ``$QUADSIM_CACHE_DIR`` or
+            ``~/.cache/quadsim/native``.
+        threads: OpenMP threads per call; ``None`` or 0 uses the OpenMP default.
+
+    Returns:
+        The callable :class:`NativeRollout`.
+
+    Raises:
+        RuntimeError: If no working C compiler is found, or compilation fails (with its stderr).
+        NotImplementedError: If ``step`` uses a CasADi operation without a C translation.
+        ValueError: If ``step`` has the wrong signature, free variables or sparse inputs.
+    """
+    import casadi as cs
+
+    dtype = np.dtype(dtype)
+    if dtype not in _C_TYPES:
+        raise ValueError(f"dtype must be float32 or float64; got {dtype}")
+    if not isinstance(step, cs.Function):
+        raise TypeError(f"step must be a casadi.Function; got {type(step).__name__}")
+    F = step if step.is_a("SXFunction") else step.expand()
+    if F.n_in() not in (2, 3) or F.n_out() != 1:
+        raise ValueError(f"step must map (x, u[, p]) to x_next; got {F.n_in()} inputs and "
+                         f"{F.n_out()} outputs")  # fmt: skip
+    if F.has_free():
+        raise ValueError(f"step has free variables: {F.get_free()}")
+    if not all(F.sparsity_in(i).is_dense() for i in range(F.n_in())):
+        raise ValueError("step inputs must be dense vectors")
+    sizes = (F.numel_in(0), F.numel_in(1), F.numel_in(2) if F.n_in() == 3 else 0)
+    if F.numel_out(0) != sizes[0]:
+        raise ValueError(f"x_next has {F.numel_out(0)} entries but x has {sizes[0]}")
+    tool = _toolchain()
+    if tool is None:
+        raise RuntimeError("quadsim.native: no working C compiler ($CC, cc or gcc) found")
+    cc, flags, ident = tool
+    src = _generate(F, dtype, sizes)
+    key = hashlib.sha256("\0".join([src, shlex.join([*cc, *flags]), ident]).encode()).hexdigest()
+    root = Path(cache_dir or os.environ.get("QUADSIM_CACHE_DIR") or
+                Path.home() / ".cache" / "quadsim" / "native")  # fmt: skip
+    root.mkdir(parents=True, exist_ok=True)
+    lib, compiled = root / f"quadsim_{key[:32]}.so", False
+    if not lib.exists():
+        fd, tmp = tempfile.mkstemp(dir=root, suffix=".c")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(src)
+        tmp_so = tmp[:-2] + ".so"
+        try:
+            r = _run([*cc, *flags, tmp, "-o", tmp_so, "-lm"])
+            if r.returncode:
+                raise RuntimeError(f"quadsim.native: compiling {F.name()} failed "
+                                   f"({shlex.join(cc)}):\n{r.stderr[-3000:]}")  # fmt: skip
+            os.replace(tmp, lib.with_suffix(".c"))
+            os.replace(tmp_so, lib)
+            compiled = True
+        finally:
+            for t in (tmp, tmp_so):
+                if os.path.exists(t):
+                    os.remove(t)
+    return NativeRollout(lib, sizes, dtype, int(threads or 0), compiled, src)
