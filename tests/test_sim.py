@@ -28,7 +28,7 @@ def pos_of(traj):
     return np.asarray(traj.pos)
 
 
-@pytest.mark.parametrize("backend", ["jax", "torch"])
+@pytest.mark.parametrize("backend", ["jax", "torch", "native"])
 def test_compiled_and_numpy_paths_agree(backend, rng):
     sims = [Simulator("cf2x_L250", n=8, backend=b, world=None) for b in ("numpy", backend)]
     cmds = tumbling_cmds(sims[0], 200, rng)
@@ -53,7 +53,7 @@ def test_step_and_rollout_are_the_same(rng):
     np.testing.assert_array_equal(pos_of(traj)[-1], b.state.pos)
 
 
-@pytest.mark.parametrize("backend", ["numpy", "jax"])
+@pytest.mark.parametrize("backend", ["numpy", "jax", "native"])
 def test_same_seed_same_inputs_is_bitwise_identical(backend, rng):
     turb = Wind(mean=(2.0, 1.0, 0.0), turbulence=dryden_preset("moderate", 10.0, 5.0))
     runs = []
@@ -69,9 +69,10 @@ def test_same_seed_same_inputs_is_bitwise_identical(backend, rng):
     assert not np.array_equal(runs[0], runs[2])
 
 
-def test_per_drone_parameters_match_separate_simulators(rng):
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_per_drone_parameters_match_separate_simulators(rng, backend):
     masses = np.array([0.028, 0.0319, 0.036])
-    batch = Simulator("cf2x_L250", n=3, world=None, params={"mass": masses})
+    batch = Simulator("cf2x_L250", n=3, world=None, params={"mass": masses}, backend=backend)
     batch.reset(pos=[0, 0, 1.0])
     rpm0 = batch.hover_rpm
     cmds = hover_cmds(batch, 50)
@@ -91,8 +92,9 @@ def test_per_drone_inertia_updates_the_inverse():
     np.testing.assert_allclose(sim.model_params["J_inv"], np.linalg.inv(J))
 
 
-def test_sticky_ground_lands_a_falling_drone():
-    sim = Simulator("cf2x_L250", n=1)
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_sticky_ground_lands_a_falling_drone(backend):
+    sim = Simulator("cf2x_L250", n=1, backend=backend)
     sim.reset(pos=[0.0, 0.0, 0.5], vel=[0.3, 0.0, 0.0])
     sim.rollout(np.zeros((400, 1, 4)))  # motors off for 0.8 s
     assert np.asarray(sim.state.pos)[0, 2] == 0.0
@@ -126,9 +128,10 @@ def test_bouncing_ground_with_restitution_and_friction():
     assert z.min() >= 0.0 and z[first + 200] > 0.1  # back in the air
 
 
-def test_wall_crash_freezes_the_drone_where_it_crashed():
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_wall_crash_freezes_the_drone_where_it_crashed(backend):
     world = World(boxes=(wall("x", 3.0),))  # seed 001's wall at x = 3 m
-    sim = Simulator("f450_plus", n=2, world=world)
+    sim = Simulator("f450_plus", n=2, world=world, backend=backend)
     sim.reset(pos=[[2.5, 0.0, 1.0], [0.0, 0.0, 1.0]], vel=[[2.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
     traj = pos_of(sim.rollout(hover_cmds(sim, 300)))
     assert bool(sim.status.crashed[0]) and not bool(sim.status.crashed[1])
@@ -148,8 +151,9 @@ def test_boxes_and_bounds_crash():
     assert sim.status.crashed.tolist() == [True, True, False]
 
 
-def test_fault_flags_one_drone_and_keeps_the_rest():
-    sim = Simulator("cf2x_L250", n=3, world=World(ground=None))
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_fault_flags_one_drone_and_keeps_the_rest(backend):
+    sim = Simulator("cf2x_L250", n=3, world=World(ground=None), backend=backend)
     sim.reset(pos=[0, 0, 1.0])
     cmds = hover_cmds(sim, 100)
     cmds[40:, 1] = np.nan  # drone 1 gets a NaN command at step 40
@@ -173,8 +177,10 @@ def test_speed_limit_fault():
     assert sim.status.fault_step.tolist() == [-1, 10] and int(sim.status.fault_code[1]) == 2
 
 
-def test_single_drone_divergence_raises_with_quantity_and_time():
-    sim = Simulator("cf2x_L250", n=1, world=World(ground=None, limits=Limits(max_rate=50.0)))
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_single_drone_divergence_raises_with_quantity_and_time(backend):
+    world = World(ground=None, limits=Limits(max_rate=50.0))
+    sim = Simulator("cf2x_L250", n=1, world=world, backend=backend)
     sim.reset(pos=[0, 0, 1.0])
     cmd = np.array([[sim.hover_rpm * 1.5, sim.hover_rpm * 0.5, sim.hover_rpm * 1.5,
                      sim.hover_rpm * 0.5]])  # fmt: skip

@@ -178,7 +178,9 @@ int quadsim_roll(T *restrict X, const T *restrict U, const T *restrict P, int64_
   nt = threads > 0 ? threads : omp_get_max_threads();
 #endif
   (void)nt;
-#pragma omp parallel for schedule(static) num_threads(nt)
+  /* threads only pay off with two blocks or more and enough steps (a fork/join costs ~us,
+     and much more when another process holds a core) */
+#pragma omp parallel for schedule(static) num_threads(nt) if(N / W >= 2 && (N / W) * steps >= 256)
   for (int64_t j = 0; j < N; j += W) {{
     vf xs[{max(nx, 1)}], xn[{max(nx, 1)}], us[{max(nu, 1)}], ps[{max(npar, 1)}];
     {decl}
@@ -293,6 +295,21 @@ class NativeRollout:
             X = np.ascontiguousarray(X[:, :n])
             R = None if R is None else np.ascontiguousarray(R[..., :n])
         return X, R
+
+    def step_inplace(self, X: np.ndarray, U: np.ndarray, P: np.ndarray | None = None,
+                     steps: int = 1) -> None:  # fmt: skip
+        """Hot-loop entry: advance padded buffers in place, without checks or copies.
+
+        Args:
+            X: States ``(n_state, N_pad)``, C-contiguous, of :attr:`dtype`, ``N_pad`` a multiple of
+                :attr:`lanes`; overwritten with the result.
+            U: Inputs ``(n_input, N_pad)`` held over the steps, same layout.
+            P: Parameters ``(n_param,)`` (shared) or ``(n_param, N_pad)``, or ``None``.
+            steps: Number of steps.
+        """
+        per_drone = P is not None and P.ndim == 2
+        self._fn(X.ctypes.data, U.ctypes.data, None if P is None else P.ctypes.data,
+                 X.shape[1], steps, 0, int(per_drone), 0, None, self.threads)  # fmt: skip
 
 
 def compile_rollout(

@@ -276,7 +276,18 @@ def _backend(name: str, dtype: str) -> tuple[Any, Any]:
         import array_api_compat.torch as xt
 
         return xt, getattr(xt, dtype)
-    raise ValueError(f"backend must be 'numpy', 'jax' or 'torch'; got {name!r}")
+    if name == "native":
+        import array_api_compat.numpy as xnp
+
+        from .native import available
+
+        if not available():
+            raise RuntimeError(
+                "backend 'native' needs CasADi (pip install 'quadsim[casadi]') and a C compiler "
+                "with GCC vector extensions (gcc or clang; set CC to choose one)"
+            )
+        return xnp, getattr(xnp, dtype)
+    raise ValueError(f"backend must be 'numpy', 'jax', 'torch' or 'native'; got {name!r}")
 
 
 class Simulator:
@@ -294,7 +305,8 @@ class Simulator:
         dt: Step [s].
         model: Registered model name (``first_principles``, ``euler_zyx``, ``wrench``).
         integrator: Integrator function (:mod:`quadsim.integrators`) or its name.
-        backend: ``"numpy"``, ``"jax"`` or ``"torch"``.
+        backend: ``"numpy"``, ``"jax"``, ``"torch"``, or ``"native"`` (the same step traced with
+            CasADi and compiled to vectorised multi-threaded C; needs a C compiler).
         dtype: ``"float32"`` or ``"float64"``.
         seed: Seed of the simulator's own random generator (:attr:`rng`); nothing is global.
         world: :class:`~quadsim.world.World` (default: sticky ground at z = 0) or ``None``.
@@ -368,6 +380,14 @@ class Simulator:
             state_step = jax.jit(state_step)
             run = jax.jit(run, static_argnames="record")
         self._step, self._run = state_step, run
+        self._engine = None
+        if backend == "native":
+            from .sim_native import NativeEngine
+
+            per_drone = tuple(k for k in model_params if np.ndim(model_params[k]) > len(
+                sysm.param_spec[k]))  # fmt: skip
+            self._engine = NativeEngine(sysm, model_params, per_drone, self.dt, integrator, world,
+                                        np.dtype(dtype))  # fmt: skip
         self.reset()
 
     # -- state ------------------------------------------------------------------------------------
@@ -407,6 +427,8 @@ class Simulator:
         self.status = initial_status(xp, (n,)) if self.world is not None else None
         self.k = 0
         self._gust_state = None  # drawn at the first step, so reset(seed=s) == Simulator(seed=s)
+        if self._engine is not None:
+            self._X = self._engine.pack(self.state, self._status, 0)
         return self.state
 
     def _setup_wind(self, wind: Wind | None) -> None:
@@ -473,10 +495,19 @@ class Simulator:
         Raises:
             SimulationError: For a single drone (``n == 1``) whose state diverged.
         """
-        u = self._cmd(cmd, ())
         seq = self._wind_sequence(1)
         if seq is not None:
             wind = seq[0] if wind is None else seq[0] + np.asarray(wind)
+        if self._engine is not None:  # hot path: no namespace conversions
+            u = np.asarray(cmd, dtype=np.float64)
+            if u.shape != (self.n, self.system.n_cmd):
+                u = self._cmd(cmd, ())
+            self._X = self._engine.step1(self._X, u, (wind, dist_f, dist_t))
+            self._unpack_native()
+            self.k += 1
+            self._check_single()
+            return self.state
+        u = self._cmd(cmd, ())
         ext = [None if a is None else self.xp.asarray(np.array(a, dtype=float), dtype=self.dtype)
                for a in (wind, dist_f, dist_t)]  # fmt: skip
         env = _env(self.xp, *ext)
@@ -489,18 +520,42 @@ class Simulator:
         """Run ``T`` steps with commands ``(T, n, n_cmd)``; returns the trajectory (leading T)."""
         u = self._cmd(cmds, (np.shape(cmds)[0],))
         seq = self._wind_sequence(u.shape[0])
+        if self._engine is not None:
+            U = self._engine.inputs(u, seq)
+            self._X, rec = self._engine.run(self._X, U, u.shape[0], record)
+            self._unpack_native()
+            self.k += u.shape[0]
+            self._check_single()
+            return self._engine.unpack(rec, type(self.state))[0] if record else None
         gusts = None if seq is None else self.xp.asarray(seq, dtype=self.dtype)
         self.state, self.status, traj = self._run(self.state, u, self.status, self.k, gusts, record)
         self.k += u.shape[0]
         self._check_single()
         return traj
 
+    def _unpack_native(self) -> None:
+        self.state = self._engine.unpack_state(self._X, type(self.state))
+
+    @property
+    def status(self) -> Status | None:
+        """Per-drone flags (:class:`~quadsim.world.Status`), ``None`` without a world."""
+        if self._engine is not None and self.world is not None:
+            return self._engine.unpack(self._X, type(self.state))[1]
+        return self._status
+
+    @status.setter
+    def status(self, value: Status | None) -> None:
+        self._status = value
+
     def _check_single(self) -> None:
-        if self.n != 1 or self.status is None:
+        if self.n != 1 or self.world is None:
             return
-        k = int(np.asarray(self.status.fault_step)[0])
+        if self._engine is not None:
+            k, code = int(self._X[-3, 0]), int(self._X[-2, 0])  # fault_step, fault_code
+        else:
+            k, code = int(np.asarray(self.status.fault_step)[0]), -1
         if k >= 0:
-            code = int(np.asarray(self.status.fault_code)[0])
+            code = code if code >= 0 else int(np.asarray(self.status.fault_code)[0])
             raise SimulationError(
                 f"drone diverged: {FAULT_NAMES[code]} at step {k} (t = {(k + 1) * self.dt:.6g} s); "
                 "the state was kept at its last good value"

@@ -1,0 +1,184 @@
+"""The simulator's native backend: the same step, traced with CasADi and compiled to C.
+
+:func:`quadsim.sim.make_step` (model kernel, integrator, world contacts, crash and fault flags)
+is evaluated once on CasADi ``SX`` symbols for one drone and handed to
+:func:`quadsim.native.compile_rollout`. The compiled state vector extends the model state::
+
+    x_ext = [model state (system.size) | landed, crashed, crash_time, fault_step, fault_code | k]
+    u_ext = [command (n_cmd) | wind (3) | dist_f (3) | dist_t (3)]          (world frame)
+    p     = per-drone parameters, flattened in ``ROTOR_PARAMS``/``WRENCH_PARAMS`` order
+
+Shared parameters are baked in as constants (CasADi folds them); only the parameters that vary
+per drone become inputs. Booleans travel as 0.0/1.0, the step index as a float (exact to 2^24
+steps in float32, 2^53 in float64).
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from ._array import CASADI_OPS
+from .systems import Env, System
+from .world import Status, World
+from .world import apply as world_apply
+
+__all__ = ["NativeEngine"]
+
+N_STATUS = 5
+
+
+def _symbolic_params(system: System, params: dict, per_drone: tuple[str, ...], p_sym: Any) -> Any:
+    """Parameter namespace for the kernels: floats for shared values, SX entries per drone."""
+    out, i = {}, 0
+    for name in system.param_spec:
+        value = np.asarray(params[name], dtype=np.float64)
+        if name in per_drone:
+            shape = value.shape[1:]
+            size = int(np.prod(shape))
+            flat = [p_sym[i + j] for j in range(size)]
+            i += size
+            out[name] = np.array(flat, dtype=object).reshape(shape).tolist() if shape else flat[0]
+        else:
+            out[name] = value.tolist() if value.ndim else float(value)
+    return SimpleNamespace(**out)
+
+
+class NativeEngine:
+    """Compiled steps and rollouts of a simulator configuration over structure-of-arrays data.
+
+    Args:
+        system: Model layout.
+        params: Model parameters by name; entries named in ``per_drone`` have leading size ``n``.
+        per_drone: Names of the per-drone parameters.
+        dt: Step [s].
+        integrator: Integrator function.
+        world: World, or ``None``.
+        dtype: ``np.float32`` or ``np.float64``.
+    """
+
+    def __init__(
+        self, system: System, params: dict, per_drone: tuple[str, ...], dt: float,
+        integrator: Any, world: World | None, dtype: Any,
+    ) -> None:  # fmt: skip
+        import casadi as cs
+
+        from .native import compile_rollout
+
+        self.system, self.dtype = system, np.dtype(dtype)
+        nx, nc = system.size, system.n_cmd
+        self.n_ext, self.n_in = nx + N_STATUS + 1, nc + 9
+        self.per_drone, self.slices = per_drone, system.slices()
+        self._field_slices = list(self.slices.values())
+        n_par = sum(int(np.prod(np.shape(params[k])[1:])) for k in per_drone)
+        X, U = cs.SX.sym("x", self.n_ext), cs.SX.sym("u", self.n_in)
+        P = cs.SX.sym("p", n_par)
+        p = _symbolic_params(system, params, per_drone, P)
+        x = tuple(X[i] for i in range(nx))
+        st = Status(*(X[nx + i] for i in range(N_STATUS)))
+        k = X[self.n_ext - 1]
+        u = [U[i] for i in range(self.n_in)]
+        env = Env(wind=tuple(u[nc : nc + 3]), dist_f=tuple(u[nc + 3 : nc + 6]),
+                  dist_t=tuple(u[nc + 6 : nc + 9]))  # fmt: skip
+        ops = CASADI_OPS
+        x1 = integrator(lambda y: system.deriv(y, tuple(u[:nc]), p, ops, env), x, dt, system, ops)
+        if world is not None:
+            x1, st = world_apply(x, x1, st, k, (k + 1) * dt, world, system.slices(), ops)
+        out = cs.vertcat(*x1, *st, k + 1)
+        inputs = [X, U, P] if n_par else [X, U]
+        self._rollout = compile_rollout(cs.Function("quadsim_step", inputs, [out]), self.dtype)
+        order = [k for k in system.param_spec if k in per_drone]  # as in _symbolic_params
+        self._params = None
+        if n_par:
+            cols = [
+                np.asarray(params[k], dtype=np.float64).reshape(len(params[k]), -1) for k in order
+            ]
+            self._params = np.concatenate(cols, axis=1).T.astype(self.dtype)
+
+    def pack(self, state: Any, status: Status | None, k: int) -> np.ndarray:
+        """Extended SoA state ``(n_ext, n)`` from a :class:`~quadsim.sim.State` and flags."""
+        comps = [np.asarray(f, dtype=np.float64).T for f in state if f is not None]
+        n = comps[0].shape[1]
+        if status is None:
+            flags = np.zeros((N_STATUS, n))
+            flags[2], flags[3] = math.nan, -1.0
+        else:
+            flags = np.stack([np.asarray(s, dtype=np.float64) for s in status])
+        return np.concatenate([*comps, flags, np.full((1, n), float(k))]).astype(self.dtype)
+
+    def unpack_state(self, X: np.ndarray, cls: type) -> Any:
+        """The model state (views) of an extended SoA state ``(..., n_ext, n)``."""
+        if X.ndim == 2:
+            return cls(*[X[s].T for s in self._field_slices])
+        return cls(**{name: np.swapaxes(X[..., s, :], -1, -2) for name, s in self.slices.items()})
+
+    def unpack(self, X: np.ndarray, cls: type) -> tuple[Any, Status]:
+        """``(state, status)`` views of an extended SoA state (the last axes are batch axes)."""
+        nx = self.system.size
+        f = X[..., nx : nx + N_STATUS, :]
+        status = Status(
+            landed=f[..., 0, :] > 0.5,
+            crashed=f[..., 1, :] > 0.5,
+            crash_time=f[..., 2, :].astype(np.float64),
+            fault_step=f[..., 3, :].astype(np.int32),
+            fault_code=f[..., 4, :].astype(np.int32),
+        )
+        return self.unpack_state(X, cls), status
+
+    def inputs(
+        self, cmd: np.ndarray, wind: Any = None, dist_f: Any = None, dist_t: Any = None
+    ) -> np.ndarray:
+        """Extended inputs ``(..., n_in, n)`` from commands ``(..., n, n_cmd)`` and world terms."""
+        cmd = np.asarray(cmd)
+        lead, n = cmd.shape[:-2], cmd.shape[-2]
+        U = np.zeros((*lead, self.n_in, n), dtype=self.dtype)
+        nc = self.system.n_cmd
+        U[..., :nc, :] = np.swapaxes(cmd, -1, -2)
+        for j, a in enumerate((wind, dist_f, dist_t)):
+            if a is not None:
+                U[..., nc + 3 * j : nc + 3 * j + 3, :] = np.swapaxes(
+                    np.broadcast_to(np.asarray(a), (*lead, n, 3)), -1, -2)  # fmt: skip
+        return U
+
+    def run(self, X: np.ndarray, U: np.ndarray, steps: int, record: bool) -> tuple:
+        """Advance ``steps`` steps; ``U`` is ``(n_in, n)`` or ``(steps, n_in, n)``."""
+        return self._rollout(X, U, self._params, steps=steps, record_every=1 if record else 0)
+
+    def step1(self, X: np.ndarray, cmd: np.ndarray, ext: tuple) -> np.ndarray:
+        """One step on preallocated padded buffers (the ``Simulator.step`` hot path).
+
+        Args:
+            X: Extended states ``(n_ext, n)``.
+            cmd: Commands ``(n, n_cmd)``.
+            ext: ``(wind, dist_f, dist_t)``, each ``None`` or broadcastable to ``(n, 3)``.
+
+        Returns:
+            The new extended states ``(n_ext, n)`` (a fresh array).
+        """
+        n = X.shape[1]
+        lanes = self._rollout.lanes
+        n_pad = -(-n // lanes) * lanes
+        buf = getattr(self, "_buf", None)
+        if buf is None or buf[0].shape[1] != n_pad:
+            P = self._params
+            if P is not None and P.ndim == 2 and n_pad != n:
+                P = np.concatenate([P, np.repeat(P[:, -1:], n_pad - n, axis=1)], axis=1)
+            buf = self._buf = (np.zeros((self.n_ext, n_pad), self.dtype),
+                               np.zeros((self.n_in, n_pad), self.dtype), P, [True])  # fmt: skip
+        Xp, Up, P, ext_zero = buf
+        nc = self.system.n_cmd
+        Xp[:, :n] = X
+        Up[:nc, :n] = cmd.T
+        if any(a is not None for a in ext) or not ext_zero[0]:
+            for j, a in enumerate(ext):
+                rows = slice(nc + 3 * j, nc + 3 * j + 3)
+                Up[rows, :n] = 0.0 if a is None else np.broadcast_to(a, (n, 3)).T
+            ext_zero[0] = all(a is None for a in ext)
+        if n_pad != n:  # padding lanes repeat the last drone
+            Xp[:, n:] = Xp[:, n - 1 : n]
+            Up[:, n:] = Up[:, n - 1 : n]
+        self._rollout.step_inplace(Xp, Up, P)
+        return Xp[:, :n].copy()
