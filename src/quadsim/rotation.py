@@ -69,12 +69,32 @@ def _kcross(a: Comp, b: Comp) -> Comp:
     )
 
 
+def _is_const(x: Any, value: float) -> bool:
+    """``x`` is a Python number equal to ``value`` (a parameter known when the code is built)."""
+    return isinstance(x, int | float) and x == value
+
+
 def _kdot(a: Comp, b: Comp) -> Any:
-    """Dot product of two component tuples of equal length."""
-    out = a[0] * b[0]
-    for x, y in zip(a[1:], b[1:], strict=True):
-        out = out + x * y
-    return out
+    """Dot product of two component tuples of equal length.
+
+    Terms with an exact Python ``0`` factor are skipped and ``±1`` factors are not multiplied, so
+    constant parameters (mixing signs, zero drag, diagonal inertia) cost nothing.
+    """
+    out = None
+    for x, y in zip(a, b, strict=True):
+        if _is_const(x, 0) or _is_const(y, 0):
+            continue
+        if _is_const(x, 1) or _is_const(x, -1):
+            t, neg = y, x == -1
+        elif _is_const(y, 1) or _is_const(y, -1):
+            t, neg = x, y == -1
+        else:
+            t, neg = x * y, False
+        if out is None:
+            out = -t if neg else t
+        else:
+            out = out - t if neg else out + t
+    return 0.0 if out is None else out
 
 
 def _kqmul(a: Comp, b: Comp) -> Comp:

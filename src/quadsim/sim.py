@@ -191,13 +191,14 @@ def rollout(
     state: NamedTuple, cmds: Any, dt: float, *, system: System, params: dict,
     integrator: Callable = rk4, world: World | None = None, status: Status | None = None,
     k0: int = 0, wind: Any = None, gusts: Any = None, dist_f: Any = None, dist_t: Any = None,
-    record: bool = True,
+    record: bool = True, steps: int | None = None,
 ) -> tuple[NamedTuple, Status | None, NamedTuple | None]:  # fmt: skip
-    """Run ``T = cmds.shape[0]`` steps (pure); on JAX under ``jax.lax.scan``.
+    """Run ``T`` steps (pure); on JAX under ``jax.lax.scan``.
 
     Args:
         state: Initial state, batch shape ``...``.
-        cmds: Commands ``(T, ..., n_cmd)``, one per step (zero-order hold).
+        cmds: Commands ``(T, ..., n_cmd)``, one per step (zero-order hold), or with ``steps``
+            one command ``(..., n_cmd)`` held for ``T = steps`` steps.
         dt: Step [s].
         system: The model layout.
         params: Model parameters by name.
@@ -210,6 +211,7 @@ def rollout(
         dist_f: Constant world disturbance force [N].
         dist_t: Constant world disturbance torque [N m].
         record: Also return the trajectory: the state after every step, leading axis ``T``.
+        steps: Hold ``cmds`` for this many steps (no per-step command array is built).
 
     Returns:
         ``(final_state, status, trajectory)``.
@@ -220,6 +222,7 @@ def rollout(
         status = initial_status(xp, tuple(state.pos.shape[:-1]))
     env = _env(xp, wind, dist_f, dist_t)
     x = _to_comps(state)
+    n_steps = int(steps) if steps is not None else cmds.shape[0]
 
     def env_at(g: Any) -> Env:
         if g is None:
@@ -234,16 +237,20 @@ def rollout(
         def body(carry, inp):
             xc, st = carry
             u, kk, g = inp
-            xn, st = fn(xc, unstack(u), st, kk, env_at(g))
+            u = unstack(cmds if steps is not None else u)
+            xn, st = fn(xc, u, st, kk, env_at(g))
             return (xn, st), (xn if record else None)
 
-        ks = k0 + xp.arange(cmds.shape[0], dtype=xp.int32)
-        (x, status), traj = jax.lax.scan(body, (x, status), (cmds, ks, gusts))
+        ks = k0 + xp.arange(n_steps, dtype=xp.int32)
+        per_step = None if steps is not None else cmds
+        (x, status), traj = jax.lax.scan(body, (x, status), (per_step, ks, gusts))
     else:
         traj = [] if record else None
-        for i in range(cmds.shape[0]):
+        held = unstack(cmds) if steps is not None else None
+        for i in range(n_steps):
             g = None if gusts is None else gusts[i]
-            x, status = fn(x, unstack(cmds[i]), status, k0 + i, env_at(g))
+            u = held if steps is not None else unstack(cmds[i])
+            x, status = fn(x, u, status, k0 + i, env_at(g))
             if record:
                 traj.append(x)
         if record:
@@ -368,17 +375,17 @@ class Simulator:
             x, status = fn(_to_comps(state), unstack(cmd), status, k, env)
             return _from_comps(x, sysm, xp, state.pos), status
 
-        def run(state, u, status, k0, gusts, record):
+        def run(state, u, status, k0, gusts, record, steps):
             return rollout(
                 state, u, self.dt, system=sysm, params=model_params, integrator=integrator,
-                world=world, status=status, k0=k0, gusts=gusts, record=record,
+                world=world, status=status, k0=k0, gusts=gusts, record=record, steps=steps,
             )  # fmt: skip
 
         if backend == "jax":
             import jax
 
             state_step = jax.jit(state_step)
-            run = jax.jit(run, static_argnames="record")
+            run = jax.jit(run, static_argnames=("record", "steps"))
         self._step, self._run = state_step, run
         self._engine = None
         if backend == "native":
@@ -516,20 +523,33 @@ class Simulator:
         self._check_single()
         return self.state
 
-    def rollout(self, cmds: Any, record: bool = True) -> Any:
-        """Run ``T`` steps with commands ``(T, n, n_cmd)``; returns the trajectory (leading T)."""
-        u = self._cmd(cmds, (np.shape(cmds)[0],))
-        seq = self._wind_sequence(u.shape[0])
+    def rollout(self, cmds: Any, record: bool = True, steps: int | None = None) -> Any:
+        """Run ``T`` steps and return the trajectory (states after each step, leading axis T).
+
+        Args:
+            cmds: Commands ``(T, n, n_cmd)``, one per step; or, with ``steps``, one command
+                ``(n, n_cmd)`` held for ``T = steps`` steps.
+            record: Return the trajectory (else ``None``; only the final state is kept).
+            steps: Number of steps for a held command.
+        """
+        held = steps is not None
+        T = int(steps) if held else int(np.shape(cmds)[0])
+        u = self._cmd(cmds, () if held else (T,))
+        seq = self._wind_sequence(T)
         if self._engine is not None:
+            if held and seq is not None:
+                u = np.broadcast_to(np.asarray(u), (T, *u.shape))
             U = self._engine.inputs(u, seq)
-            self._X, rec = self._engine.run(self._X, U, u.shape[0], record)
+            self._X, rec = self._engine.run(self._X, U, T, record)
             self._unpack_native()
-            self.k += u.shape[0]
+            self.k += T
             self._check_single()
-            return self._engine.unpack(rec, type(self.state))[0] if record else None
+            return self._engine.unpack_state(rec, type(self.state)) if record else None
         gusts = None if seq is None else self.xp.asarray(seq, dtype=self.dtype)
-        self.state, self.status, traj = self._run(self.state, u, self.status, self.k, gusts, record)
-        self.k += u.shape[0]
+        self.state, self.status, traj = self._run(
+            self.state, u, self.status, self.k, gusts, record, T if held else None
+        )
+        self.k += T
         self._check_single()
         return traj
 

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from .._array import as_like, check_shape, unstack
-from ..rotation import _kcross, _kdot
+from ..rotation import _is_const, _kcross, _kdot
 
 RPM_TO_RAD_S = 2.0 * math.pi / 60.0
 
@@ -95,7 +95,14 @@ def numeric_params(xp: Any, like: Any, spec: dict, **kw: Any) -> SimpleNamespace
     _check_names(spec, kw)
     out = {}
     for name, trailing in spec.items():
-        a = as_like(xp, kw[name], like)
+        raw = kw[name]
+        if isinstance(raw, np.ndarray | float | int) and np.ndim(raw) == len(trailing):
+            # one drone's values, known now: Python floats (weak scalars keep the state's dtype)
+            a = np.asarray(raw, dtype=np.float64)
+            _check_param(name, trailing, a.shape)
+            out[name] = a.tolist() if a.ndim else float(a)
+            continue
+        a = as_like(xp, raw, like)
         _check_param(name, trailing, tuple(a.shape))
         out[name] = _split(a, len(trailing))
     return SimpleNamespace(**out)
@@ -167,8 +174,8 @@ def matTvec(A: tuple[Comp, ...], v: Comp) -> Comp:
 
 
 def poly2(c: Comp, x: Any) -> Any:
-    """``c0 + c1 x + c2 x²``."""
-    return c[0] + c[1] * x + c[2] * x * x
+    """``c0 + c1 x + c2 x²`` (terms with an exact zero coefficient are skipped)."""
+    return _kdot(c, (1.0, x, x * x))
 
 
 def rotor_speed_dot(cmd: Comp, rotor: Comp, c: Comp, ops: Any) -> Comp:
@@ -221,11 +228,14 @@ def linear_accel(
     Drag acts on the air-relative velocity ``vel - wind`` (world frame, m/s).
     """
     air = vel if wind is None else tuple(vel[i] - wind[i] for i in range(3))
-    drag_w = matvec(R, matvec(p.drag_matrix, matTvec(R, air)))
-    force = [R[i][2] * thrust + drag_w[i] for i in range(3)]
+    force = [R[i][2] * thrust for i in range(3)]
+    if not all(_is_const(d, 0) for row in p.drag_matrix for d in row):
+        drag_w = matvec(R, matvec(p.drag_matrix, matTvec(R, air)))
+        force = [force[i] + drag_w[i] for i in range(3)]
     if dist_f is not None:
         force = [force[i] + dist_f[i] for i in range(3)]
-    return tuple(p.gravity_vec[i] + force[i] / p.mass for i in range(3))
+    inv_m = 1.0 / p.mass
+    return tuple(_kdot((p.gravity_vec[i], inv_m), (1.0, force[i])) for i in range(3))
 
 
 def angular_accel(
