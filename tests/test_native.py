@@ -186,6 +186,24 @@ def test_shared_params_broadcast(osc):
     assert_close(got, oscillator_numpy(x0, u, p, 40), 1e-12)
 
 
+def test_bound_hot_loop_equals_the_checked_call(osc):
+    roll = osc[1][np.float64]
+    rng = np.random.default_rng(5)
+    n_pad = roll.lanes * 2
+    X = np.ascontiguousarray(rng.normal(size=(2, n_pad)))
+    U = np.ascontiguousarray(rng.normal(size=(1, n_pad)))
+    p = np.array([2.0, 0.3])
+    want, _ = roll(X, U, p, steps=30)
+    advance = roll.bind(X, U, p)
+    for _ in range(10):
+        advance(3)
+    np.testing.assert_array_equal(X, want)
+    with pytest.raises(ValueError, match="multiple of"):
+        roll.bind(np.zeros((2, n_pad + 1)), np.zeros((1, n_pad + 1)), p)
+    with pytest.raises(ValueError, match="C-contiguous float64"):
+        roll.bind(np.zeros((2, n_pad), np.float32), U, p)
+
+
 def test_per_step_commands(osc):
     roll = osc[1][np.float64]
     rng = np.random.default_rng(3)

@@ -156,7 +156,17 @@ def _peers(sizes: list[int], quick: bool, latency: dict, echo: Callable[[str], N
             echo(f"  crazyflow jax    float32  N={n:>8d}  {rate:14,.0f} drone-steps/s")
     if found.get("rotorpy"):
         latency["rotorpy"] = bench_peers.rotorpy_single_step(steps=200 if quick else 1000)
-        echo(f"  rotorpy  Multirotor.step, 1 drone: {latency['rotorpy']:12,.0f} steps/s")
+        echo(f"  rotorpy  Multirotor.step, 1 drone, one RK45 step: {latency['rotorpy']:12,.0f} /s")
+        latency["rotorpy-adaptive"] = bench_peers.rotorpy_single_step(
+            steps=100 if quick else 300, adaptive=True)  # fmt: skip
+        echo(f"  rotorpy  Multirotor.step, default adaptive RK45: "
+             f"{latency['rotorpy-adaptive']:12,.0f} /s")  # fmt: skip
+        for n in [n for n in sizes if 1 < n <= 4096]:
+            rate = bench_peers.rotorpy_batched(n, steps=max(5, min(500, 200_000 // n)))
+            if rate:
+                records.append(dict(system="rotorpy", backend="torch", dtype="float64", n=n,
+                                    drone_steps_per_s=rate))  # fmt: skip
+                echo(f"  rotorpy  torch   float64  N={n:>8d}  {rate:14,.0f} drone-steps/s")
     return records
 
 
@@ -183,9 +193,10 @@ def table(result: dict) -> str:
     lat = result["latency"]
     for k, v in lat.items():
         lines.append(f"single-drone step, {k}: {v:,.0f} steps/s")
-    if "rotorpy" in lat:
-        ours = max(v for k, v in lat.items() if k != "rotorpy")
-        lines.append(f"quadsim / rotorpy single-drone step: {ours / lat['rotorpy']:,.0f}x")
+    ours = max((v for k, v in lat.items() if not k.startswith("rotorpy")), default=0.0)
+    for k in ("rotorpy", "rotorpy-adaptive"):
+        if k in lat:
+            lines.append(f"quadsim / {k} single-drone step: {ours / lat[k]:,.0f}x")
     for k, (peak, extra) in result["memory"].items():
         lines.append(f"10^6 drones float32 on {k}: peak RSS {peak:,.0f} MB ({extra:,.0f} MB "
                      f"beyond the imports)")  # fmt: skip

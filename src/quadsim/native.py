@@ -296,20 +296,38 @@ class NativeRollout:
             R = None if R is None else np.ascontiguousarray(R[..., :n])
         return X, R
 
-    def step_inplace(self, X: np.ndarray, U: np.ndarray, P: np.ndarray | None = None,
-                     steps: int = 1) -> None:  # fmt: skip
-        """Hot-loop entry: advance padded buffers in place, without checks or copies.
+    def bind(self, X: np.ndarray, U: np.ndarray, P: np.ndarray | None = None) -> Any:
+        """Hot-loop entry: a function ``advance(steps=1)`` that updates ``X`` in place.
+
+        The buffers are checked once here and their addresses cached, so each call costs one
+        foreign-function call. The returned function keeps the arrays alive.
 
         Args:
             X: States ``(n_state, N_pad)``, C-contiguous, of :attr:`dtype`, ``N_pad`` a multiple of
-                :attr:`lanes`; overwritten with the result.
-            U: Inputs ``(n_input, N_pad)`` held over the steps, same layout.
+                :attr:`lanes`; overwritten by every call.
+            U: Inputs ``(n_input, N_pad)`` held over the steps (the caller may rewrite them between
+                calls), same layout.
             P: Parameters ``(n_param,)`` (shared) or ``(n_param, N_pad)``, or ``None``.
-            steps: Number of steps.
+
+        Raises:
+            ValueError: If a buffer has the wrong shape, dtype or layout.
         """
-        per_drone = P is not None and P.ndim == 2
-        self._fn(X.ctypes.data, U.ctypes.data, None if P is None else P.ctypes.data,
-                 X.shape[1], steps, 0, int(per_drone), 0, None, self.threads)  # fmt: skip
+        n_pad = X.shape[1] if X.ndim == 2 else -1
+        for name, a, rows in (("X", X, self.n_state), ("U", U, self.n_input)):
+            if (a.shape != (rows, n_pad) or a.dtype != self.dtype or not a.flags.c_contiguous
+                    or n_pad % self.lanes):  # fmt: skip
+                raise ValueError(f"{name} must be a C-contiguous {self.dtype} array of shape "
+                                 f"({rows}, N_pad), N_pad a multiple of {self.lanes}")  # fmt: skip
+        per_drone = int(P is not None and P.ndim == 2)
+        fn, px, pu = self._fn, X.ctypes.data, U.ctypes.data
+        pp = None if P is None else P.ctypes.data
+        threads, keep = self.threads, (X, U, P)
+
+        def advance(steps: int = 1) -> None:
+            fn(px, pu, pp, n_pad, steps, 0, per_drone, 0, None, threads)
+            return keep and None
+
+        return advance
 
 
 def compile_rollout(

@@ -147,38 +147,41 @@ class NativeEngine:
         """Advance ``steps`` steps; ``U`` is ``(n_in, n)`` or ``(steps, n_in, n)``."""
         return self._rollout(X, U, self._params, steps=steps, record_every=1 if record else 0)
 
-    def step1(self, X: np.ndarray, cmd: np.ndarray, ext: tuple) -> np.ndarray:
-        """One step on preallocated padded buffers (the ``Simulator.step`` hot path).
+    def load(self, X: np.ndarray) -> None:
+        """Set the states ``(n_ext, n)`` advanced by :meth:`step1` (padded buffers, bound once)."""
+        n = X.shape[1]
+        lanes = self._rollout.lanes
+        n_pad = -(-n // lanes) * lanes
+        if getattr(self, "_n", None) != n:
+            P = self._params
+            if P is not None and P.ndim == 2 and n_pad != n:
+                P = np.concatenate([P, np.repeat(P[:, -1:], n_pad - n, axis=1)], axis=1)
+            self._Xp = np.zeros((self.n_ext, n_pad), self.dtype)
+            self._Up = np.zeros((self.n_in, n_pad), self.dtype)
+            self._advance = self._rollout.bind(self._Xp, self._Up, P)
+            self._n, self._ext_zero = n, True
+        self._Xp[:, :n] = X
+        self._Xp[:, n:] = X[:, -1:]  # padding lanes repeat the last drone
+
+    def step1(self, cmd: np.ndarray, ext: tuple) -> np.ndarray:
+        """One step of the loaded states (the ``Simulator.step`` hot path).
 
         Args:
-            X: Extended states ``(n_ext, n)``.
             cmd: Commands ``(n, n_cmd)``.
             ext: ``(wind, dist_f, dist_t)``, each ``None`` or broadcastable to ``(n, 3)``.
 
         Returns:
-            The new extended states ``(n_ext, n)`` (a fresh array).
+            A copy of the new extended states ``(n_ext, n)``.
         """
-        n = X.shape[1]
-        lanes = self._rollout.lanes
-        n_pad = -(-n // lanes) * lanes
-        buf = getattr(self, "_buf", None)
-        if buf is None or buf[0].shape[1] != n_pad:
-            P = self._params
-            if P is not None and P.ndim == 2 and n_pad != n:
-                P = np.concatenate([P, np.repeat(P[:, -1:], n_pad - n, axis=1)], axis=1)
-            buf = self._buf = (np.zeros((self.n_ext, n_pad), self.dtype),
-                               np.zeros((self.n_in, n_pad), self.dtype), P, [True])  # fmt: skip
-        Xp, Up, P, ext_zero = buf
-        nc = self.system.n_cmd
-        Xp[:, :n] = X
-        Up[:nc, :n] = cmd.T
-        if any(a is not None for a in ext) or not ext_zero[0]:
+        n, Up, nc = self._n, self._Up, self.system.n_cmd
+        ct = cmd.T
+        Up[:nc, :n] = ct
+        Up[:nc, n:] = ct[:, -1:]
+        if not (self._ext_zero and ext[0] is None and ext[1] is None and ext[2] is None):
             for j, a in enumerate(ext):
                 rows = slice(nc + 3 * j, nc + 3 * j + 3)
                 Up[rows, :n] = 0.0 if a is None else np.broadcast_to(a, (n, 3)).T
-            ext_zero[0] = all(a is None for a in ext)
-        if n_pad != n:  # padding lanes repeat the last drone
-            Xp[:, n:] = Xp[:, n - 1 : n]
-            Up[:, n:] = Up[:, n - 1 : n]
-        self._rollout.step_inplace(Xp, Up, P)
-        return Xp[:, :n].copy()
+                Up[rows, n:] = Up[rows, n - 1 : n]
+            self._ext_zero = all(a is None for a in ext)
+        self._advance()
+        return self._Xp[:, :n].copy()
