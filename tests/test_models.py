@@ -501,3 +501,17 @@ def test_registry_and_parametrize_errors():
             return mass
 
         quadsim.parametrize(needs, "cf2x_L250")
+
+
+def test_per_drone_entries_equal_for_every_drone_are_folded(rng):
+    """Per-drone diagonal inertias carry only their diagonal; uniform entries become constants."""
+    from quadsim.models._rigid import ROTOR_PARAMS, numeric_params
+
+    base = fp_params()
+    J = base["J"] * rng.uniform(0.8, 1.2, (5, 1, 1))  # zero off-diagonals for every drone
+    mass = np.full(5, base["mass"])  # "per drone" but all equal
+    like = np.zeros(())
+    p = numeric_params(np, like, ROTOR_PARAMS, **dict(base, J=J, J_inv=np.linalg.inv(J), mass=mass))
+    assert p.J[0][1] == 0.0 and isinstance(p.J[0][1], float)
+    assert isinstance(p.J[1][1], np.ndarray) and p.J[1][1].shape == (5,)
+    assert isinstance(p.mass, float)

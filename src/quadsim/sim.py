@@ -436,7 +436,7 @@ class Simulator:
         self._gust_state = None  # drawn at the first step, so reset(seed=s) == Simulator(seed=s)
         if self._engine is not None:
             self._X = self._engine.pack(self.state, self._status, 0)
-            self._engine.load(self._X)
+            self._loaded = False  # the step hot path loads its buffers when first used
         return self.state
 
     def _setup_wind(self, wind: Wind | None) -> None:
@@ -510,6 +510,9 @@ class Simulator:
             u = np.asarray(cmd, dtype=np.float64)
             if u.shape != (self.n, self.system.n_cmd):
                 u = self._cmd(cmd, ())
+            if not self._loaded:
+                self._engine.load(self._X)
+                self._loaded = True
             self._X = self._engine.step1(u, (wind, dist_f, dist_t))
             self._unpack_native()
             self.k += 1
@@ -542,7 +545,7 @@ class Simulator:
                 u = np.broadcast_to(np.asarray(u), (T, *u.shape))
             U = self._engine.inputs(u, seq)
             self._X, rec = self._engine.run(self._X, U, T, record)
-            self._engine.load(self._X)
+            self._loaded = False
             self._unpack_native()
             self.k += T
             self._check_single()

@@ -31,19 +31,35 @@ __all__ = ["NativeEngine"]
 N_STATUS = 5
 
 
-def _symbolic_params(system: System, params: dict, per_drone: tuple[str, ...], p_sym: Any) -> Any:
-    """Parameter namespace for the kernels: floats for shared values, SX entries per drone."""
-    out, i = {}, 0
+def _varying(system: System, params: dict, per_drone: tuple[str, ...]) -> list[tuple]:
+    """``(name, index, values)`` of every per-drone parameter entry that differs between drones."""
+    out = []
+    for name in system.param_spec:
+        if name in per_drone:
+            value = np.asarray(params[name], dtype=np.float64)
+            for idx in np.ndindex(value.shape[1:]):
+                col = value[(slice(None), *idx)]
+                if not np.all(col == col[0]):
+                    out.append((name, idx, col))
+    return out
+
+
+def _symbolic_params(system: System, params: dict, varying: list[tuple], p_sym: Any) -> Any:
+    """Parameter namespace for the kernels: floats, except ``p_sym`` entries where drones differ.
+
+    Entries equal for every drone (e.g. the zero off-diagonals of per-drone inertias) stay
+    constants that CasADi folds, so per-drone parameters cost only their loads.
+    """
+    slot = {(name, idx): p_sym[i] for i, (name, idx, _) in enumerate(varying)}
+    out = {}
     for name in system.param_spec:
         value = np.asarray(params[name], dtype=np.float64)
-        if name in per_drone:
-            shape = value.shape[1:]
-            size = int(np.prod(shape))
-            flat = [p_sym[i + j] for j in range(size)]
-            i += size
-            out[name] = np.array(flat, dtype=object).reshape(shape).tolist() if shape else flat[0]
-        else:
-            out[name] = value.tolist() if value.ndim else float(value)
+        if value.ndim > len(system.param_spec[name]):
+            value = value[0]  # uniform entries: any drone's value
+        entries = np.empty(value.shape, dtype=object)
+        for idx in np.ndindex(value.shape):
+            entries[idx] = slot.get((name, idx), float(value[idx]))
+        out[name] = entries.tolist() if value.ndim else entries[()]
     return SimpleNamespace(**out)
 
 
@@ -73,10 +89,11 @@ class NativeEngine:
         self.n_ext, self.n_in = nx + N_STATUS + 1, nc + 9
         self.per_drone, self.slices = per_drone, system.slices()
         self._field_slices = list(self.slices.values())
-        n_par = sum(int(np.prod(np.shape(params[k])[1:])) for k in per_drone)
+        varying = _varying(system, params, per_drone)
+        n_par = len(varying)
         X, U = cs.SX.sym("x", self.n_ext), cs.SX.sym("u", self.n_in)
         P = cs.SX.sym("p", n_par)
-        p = _symbolic_params(system, params, per_drone, P)
+        p = _symbolic_params(system, params, varying, P)
         x = tuple(X[i] for i in range(nx))
         st = Status(*(X[nx + i] for i in range(N_STATUS)))
         k = X[self.n_ext - 1]
@@ -90,13 +107,7 @@ class NativeEngine:
         out = cs.vertcat(*x1, *st, k + 1)
         inputs = [X, U, P] if n_par else [X, U]
         self._rollout = compile_rollout(cs.Function("quadsim_step", inputs, [out]), self.dtype)
-        order = [k for k in system.param_spec if k in per_drone]  # as in _symbolic_params
-        self._params = None
-        if n_par:
-            cols = [
-                np.asarray(params[k], dtype=np.float64).reshape(len(params[k]), -1) for k in order
-            ]
-            self._params = np.concatenate(cols, axis=1).T.astype(self.dtype)
+        self._params = np.stack([v for _, _, v in varying]).astype(self.dtype) if n_par else None
 
     def pack(self, state: Any, status: Status | None, k: int) -> np.ndarray:
         """Extended SoA state ``(n_ext, n)`` from a :class:`~quadsim.sim.State` and flags."""

@@ -102,10 +102,27 @@ def numeric_params(xp: Any, like: Any, spec: dict, **kw: Any) -> SimpleNamespace
             _check_param(name, trailing, a.shape)
             out[name] = a.tolist() if a.ndim else float(a)
             continue
+        if isinstance(raw, np.ndarray):  # per-drone values known now: fold the uniform entries
+            _check_param(name, trailing, raw.shape)
+            out[name] = _split_folded(xp, like, np.asarray(raw, dtype=np.float64), len(trailing))
+            continue
         a = as_like(xp, raw, like)
         _check_param(name, trailing, tuple(a.shape))
         out[name] = _split(a, len(trailing))
     return SimpleNamespace(**out)
+
+
+def _split_folded(xp: Any, like: Any, a: np.ndarray, ndim: int) -> Any:
+    """:func:`_split` of per-drone NumPy values; an entry equal for every drone becomes a float.
+
+    So a batch of diagonal inertias carries only its diagonal, and a parameter that does not
+    actually vary costs nothing beyond the shared case.
+    """
+    if ndim == 0:
+        flat = a.reshape(-1)
+        return float(flat[0]) if np.all(flat == flat[0]) else as_like(xp, a, like)
+    return tuple(_split_folded(xp, like, a[..., i, *([slice(None)] * (ndim - 1))], ndim - 1)
+                 for i in range(a.shape[-ndim]))  # fmt: skip
 
 
 def symbolic_params(spec: dict, **kw: Any) -> SimpleNamespace:
