@@ -148,3 +148,12 @@ def test_intermediate_axis_spin_flips_periodically():
     # spin about the major or minor axis is stable: no flip
     _, _, stable = torque_free(J, np.array([1e-3, 1e-3, 5.0]), 20.0, 1e-3)
     assert np.all(np.asarray(stable.ang_vel)[:, 2] > 4.9)
+
+
+def test_rk45_refuses_non_numpy_states():
+    torch = pytest.importorskip("torch")
+    system, p, state, cmd = fp_setup()
+    t_state = State(*(torch.asarray(np.asarray(f)) for f in state))
+    with pytest.raises(TypeError, match="NumPy reference integrator"):
+        rollout(t_state, torch.asarray(np.tile(cmd, (2, 1))), 0.01, system=system, params=p,
+                integrator=integrators.rk45, record=False)  # fmt: skip

@@ -106,9 +106,9 @@ def rk45(
     import numpy as np
     from scipy.integrate import solve_ivp
 
-    arrays = np.broadcast_arrays(*[np.asarray(c, dtype=np.float64) for c in x])
-    if not all(isinstance(c, np.ndarray | float | int) for c in x):
+    if not all(isinstance(c, np.ndarray | np.generic | float | int) for c in x):
         raise TypeError("rk45 is the NumPy reference integrator; got non-NumPy state components")
+    arrays = np.broadcast_arrays(*[np.asarray(c, dtype=np.float64) for c in x])
     shape = arrays[0].shape
     n = len(arrays)
 
