@@ -236,28 +236,9 @@ def test_euler_and_quaternion_models_agree(rng):
         s = random_state(rng)
         rpy = np.array([rng.uniform(-3, 3), rng.uniform(-1.3, 1.3), rng.uniform(-3, 3)])
         quat = rotation.from_euler(rpy)
-        a = first_principles.dynamics(
-            s["pos"],
-            quat,
-            s["vel"],
-            s["ang_vel"],
-            s["cmd"],
-            s["rotor_vel"],
-            s["dist_f"],
-            s["dist_t"],
-            **p,
-        )
-        b = euler_zyx.dynamics(
-            s["pos"],
-            rpy,
-            s["vel"],
-            s["ang_vel"],
-            s["cmd"],
-            s["rotor_vel"],
-            s["dist_f"],
-            s["dist_t"],
-            **p,
-        )
+        rest = [s[k] for k in ("vel", "ang_vel", "cmd", "rotor_vel", "dist_f", "dist_t")]
+        a = first_principles.dynamics(s["pos"], quat, *rest, **p)
+        b = euler_zyx.dynamics(s["pos"], rpy, *rest, **p)
         for x, y in zip(a[2:], b[2:], strict=True):
             np.testing.assert_allclose(x, y, rtol=1e-10, atol=1e-10)
         # Euler rates against a finite difference of the exact rotation
