@@ -245,3 +245,25 @@ def test_bad_arguments_are_clear():
         sim.step(np.zeros((3, 4)))
     with pytest.raises(ValueError, match="reset: pos must be finite"):
         sim.reset(pos=[np.nan, 0, 0])
+
+
+@pytest.mark.parametrize("backend", ["numpy", "torch", "native"])
+def test_reset_drones_resets_only_the_selected_ones(backend):
+    world = World(ground=Ground(crash_speed=0.5))
+    sim = Simulator("cf2x_L250", n=4, backend=backend, world=world)
+    sim.reset(pos=[[0, 0, 1], [0, 0, 1], [0, 0, 0.05], [0, 0, 1]])
+    sim.rollout(hover_cmds(sim, 100, 0.0))  # free fall: drone 2 hits the floor first and crashes
+    crashed = np.asarray(sim.status.crashed).copy()
+    assert crashed[2]
+    before = np.array(np.asarray(sim.state.pos))
+    sim.reset_drones(np.array([False, False, True, False]), pos=[0.0, 0.0, 2.0])
+    after = np.asarray(sim.state.pos)
+    assert np.array_equal(after[[0, 1, 3]], before[[0, 1, 3]])
+    assert np.array_equal(after[2], [0.0, 0.0, 2.0])
+    status = sim.status
+    assert not np.asarray(status.crashed)[2] and np.isnan(np.asarray(status.crash_time)[2])
+    assert np.array_equal(np.asarray(status.crashed)[[0, 1, 3]], crashed[[0, 1, 3]])
+    sim.rollout(hover_cmds(sim, 10))  # the reset drone flies again (hover from 2 m)
+    assert abs(np.asarray(sim.state.pos)[2, 2] - 2.0) < 1e-3
+    with pytest.raises(ValueError, match="pos must be finite"):
+        sim.reset_drones([1], pos=[np.nan, 0, 0])

@@ -262,6 +262,13 @@ def rollout(
     return final, status, trajectory
 
 
+def _to_numpy(a: Any) -> np.ndarray:
+    """A NumPy copy of a NumPy, JAX or PyTorch array."""
+    if hasattr(a, "detach"):  # torch
+        return a.detach().cpu().numpy()
+    return np.asarray(a)
+
+
 def _is_jax(xp: Any) -> bool:
     return "jax" in getattr(xp, "__name__", "")
 
@@ -437,6 +444,67 @@ class Simulator:
         if self._engine is not None:
             self._X = self._engine.pack(self.state, self._status, 0)
             self._loaded = False  # the step hot path loads its buffers when first used
+        return self.state
+
+    def reset_drones(
+        self, which: Any, pos: Any = None, attitude: Any = None, vel: Any = None,
+        ang_vel: Any = None, rotor_vel: Any = None,
+    ) -> NamedTuple:  # fmt: skip
+        """Reset only the drones selected by ``which`` (the others and the clock go on).
+
+        For vectorised environments with autoreset. Each argument broadcasts to ``(m, k)`` for the
+        ``m`` selected drones (defaults as in :meth:`reset`); their flags are cleared.
+
+        Args:
+            which: Boolean mask ``(n,)`` or integer indices of the drones to reset.
+            pos: Position [m] (default origin).
+            attitude: xyzw quaternion, or roll/pitch/yaw for the Euler model (default level).
+            vel: Velocity [m/s] (default zero).
+            ang_vel: Body rates [rad/s] (default zero).
+            rotor_vel: Rotor speeds [RPM] (default hover).
+        """
+        idx = np.arange(self.n)[np.asarray(which)]
+        if idx.size == 0:
+            return self.state
+        att_size = 4 if self.system.attitude == "quat" else 3
+        defaults = {
+            "pos": [0.0] * 3, "vel": [0.0] * 3, "ang_vel": [0.0] * 3,
+            "quat": [0.0, 0.0, 0.0, 1.0], "rpy": [0.0] * 3,
+            "rotor_vel": [self.hover_rpm] * self.system.n_cmd,
+        }  # fmt: skip
+        given = {"pos": pos, "quat" if att_size == 4 else "rpy": attitude, "vel": vel,
+                 "ang_vel": ang_vel, "rotor_vel": rotor_vel}  # fmt: skip
+        fields = {}
+        for name, old in self.state._asdict().items():
+            if old is None:
+                fields[name] = None
+                continue
+            new = np.array(_to_numpy(old), dtype=np.float64)
+            value = given.get(name)
+            value = defaults[name] if value is None else value
+            value = np.broadcast_to(np.asarray(value, dtype=np.float64), (idx.size, new.shape[1]))
+            if not np.all(np.isfinite(value)):
+                raise ValueError(f"reset_drones: {name} must be finite")
+            new[idx] = value
+            fields[name] = new
+        status = self.status
+        if status is not None:
+            flags = [np.array(_to_numpy(s)) for s in status]
+            for f, clear in zip(flags, (False, False, math.nan, -1, 0), strict=True):
+                f[idx] = clear
+            status = Status(*flags)
+        state = type(self.state)(**fields)
+        if self._engine is not None:
+            self._X = self._engine.pack(state, status, self.k)
+            self._loaded = False
+            self._unpack_native()
+            return self.state
+        xp = self.xp
+        self.state = type(self.state)(
+            *(None if f is None else xp.asarray(f, dtype=self.dtype) for f in state)
+        )
+        if status is not None:
+            self.status = Status(*(xp.asarray(f) for f in status))
         return self.state
 
     def _setup_wind(self, wind: Wind | None) -> None:
