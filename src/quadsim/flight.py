@@ -1,0 +1,307 @@
+r"""Closed-loop flight: trajectory -> controller -> allocation -> simulator, logged in chunks.
+
+One control step at time ``t_k = k dt`` (the controller runs at the simulator's rate):
+
+.. math::
+
+    r_k = \mathrm{traj}(t_k) + o, \quad (w_k, c_{k+1}) = \mathrm{control}(x_k, r_k, g, c_k), \quad
+    Ω^{cmd}_k = \mathrm{allocate}(w_k), \quad x_{k+1} = \mathrm{sim.step}(Ω^{cmd}_k),
+
+with per-drone reference offsets ``o``. The controller reads the true state; sensor readings
+(IMU, motion capture) are simulated alongside and logged. The IMU's accelerometer at ``t_k`` uses
+the mean acceleration over the last step, ``a_k = (v_k - v_{k-1}) / dt`` (exact at rest and for
+constant acceleration; the first sample takes ``a_0 = 0``).
+
+Reference, controller, allocation and sensors form one pure function per step; with JAX
+installed it is compiled (float64, inside a local ``jax.enable_x64`` block), otherwise it runs on
+NumPy. Sensor noise comes from one NumPy generator either way.
+
+The log is a ``dict`` of time-major NumPy arrays (see :mod:`quadsim.io` for the keys and units),
+handed to ``on_chunk`` every ``chunk_steps`` steps, so a long flight streams to disk and a
+Ctrl-C keeps every completed chunk (:attr:`FlightResult.interrupted`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = ["FlightResult", "fly", "to_numpy"]
+
+
+class FlightResult(NamedTuple):
+    """What :func:`fly` returns.
+
+    Attributes:
+        log: Time-major arrays of the recorded samples (concatenated chunks; empty dict when
+            ``keep_log`` is false).
+        meta: Run metadata (drone, dt, duration, n, rotor limits and geometry, ...).
+        steps: Control steps completed.
+        interrupted: True when the flight stopped on ``KeyboardInterrupt``; the log holds every
+            completed chunk.
+        wall_time: Wall-clock time of the flight loop [s].
+    """
+
+    log: dict
+    meta: dict
+    steps: int
+    interrupted: bool
+    wall_time: float
+
+
+def to_numpy(a: Any) -> np.ndarray:
+    """A NumPy copy of a NumPy, JAX or PyTorch array."""
+    if hasattr(a, "detach"):
+        return a.detach().cpu().numpy()
+    return np.array(a)
+
+
+def _meta(sim: Any, duration: float, extra: dict | None) -> dict:
+    d = sim.drone
+    meta = {
+        "drone": d.name,
+        "dt": sim.dt,
+        "duration": duration,
+        "n": sim.n,
+        "n_rotors": int(d.mixing_matrix.shape[1]),
+        "rotor_positions": np.asarray(d.rotor_positions).tolist(),
+        "rpm_min": float(d.rpm_min),
+        "rpm_max": float(d.rpm_max),
+        "backend": sim.backend,
+        "model": sim.system.name if hasattr(sim.system, "name") else None,
+    }
+    meta.update(extra or {})
+    return meta
+
+
+def _make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, xp):
+    """The per-step function: reference, sensors, controller and allocation (pure)."""
+    from . import rotors
+
+    def brain(t, pos, quat, vel, ang_vel, vel_prev, offset, cstate, imu_state, mocap_state, z):
+        from .sim import State
+
+        ref = trajectory(t)
+        ref_pos = xp.asarray(ref.pos) + offset
+        ref = ref._replace(pos=ref_pos)
+        state = State(pos, quat, vel, ang_vel, None)
+        wrench, cstate = control(state, ref, gains, cstate)
+        alloc = rotors.allocate(wrench, allocator)
+        out = {
+            "ref_pos": ref_pos,
+            "ref_vel": xp.broadcast_to(xp.asarray(ref.vel), pos.shape),
+            "ref_yaw": xp.broadcast_to(xp.asarray(ref.yaw), pos.shape[:-1]),
+            "cmd_rpm": alloc.rpm,
+            "cmd_wrench": wrench,
+            "lost_wrench": alloc.lost,
+            "saturated": alloc.saturated,
+        }
+        if imu is not None:
+            from .sensors import imu_measure
+
+            acc = (vel - vel_prev) / dt
+            reading, imu_state = imu_measure(
+                quat, ang_vel, acc, g_vec, imu, imu_state, dt, z[..., :12]
+            )
+            out["gyro"], out["accel"] = reading.gyro, reading.accel
+        if mocap is not None:
+            from .sensors import mocap_measure
+
+            reading, mocap_state = mocap_measure(pos, quat, mocap, mocap_state, z[..., 12:18])
+            out["mocap_pos"] = reading.pos
+        return out, cstate, imu_state, mocap_state
+
+    return brain
+
+
+def _jax_or_none() -> Any:
+    try:
+        import jax
+    except ImportError:
+        return None
+    return jax
+
+
+def fly(
+    sim: Any,
+    trajectory: Callable[[Any], Any],
+    control: Callable,
+    gains: Any,
+    *,
+    duration: float,
+    ctrl_state: Any = None,
+    allocator: Any = None,
+    ref_offset: Any = None,
+    imu: Any = None,
+    mocap: Any = None,
+    rng: np.random.Generator | None = None,
+    log_every: int = 1,
+    chunk_steps: int = 1000,
+    on_chunk: Callable[[dict], None] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    keep_log: bool = True,
+    meta: dict | None = None,
+    jit: bool | None = None,
+) -> FlightResult:
+    """Fly ``sim`` (already reset) along ``trajectory`` for ``duration`` seconds.
+
+    Sample ``k`` of the log is taken at ``t_k`` before the step: state ``x_k``, reference
+    ``r_k``, the command computed from them, and the sensor readings at ``t_k``.
+
+    Args:
+        sim: A :class:`~quadsim.sim.Simulator` with a rotor-level model.
+        trajectory: Callable ``t -> Reference`` (:mod:`quadsim.trajectories`).
+        control: Controller ``(state, ref, gains, ctrl_state) -> (wrench (n, 4), ctrl_state)``
+            (:mod:`quadsim.control`).
+        gains: The controller's gains record.
+        duration: Flight time [s]; rounded to whole steps.
+        ctrl_state: Initial controller state (default: :func:`quadsim.control.init_state`).
+        allocator: From :func:`quadsim.rotors.make_allocator` (default: built from ``sim.drone``).
+        ref_offset: Per-drone reference offsets ``(n, 3)`` or ``(3,)`` [m] (formations).
+        imu: :class:`~quadsim.sensors.ImuParams` to simulate and log an IMU at the control
+            rate, or ``None``.
+        mocap: :class:`~quadsim.sensors.MocapParams` to simulate and log motion capture.
+        rng: Generator of the sensor noise (default: ``sim.rng``).
+        log_every: Record every ``log_every``-th step.
+        chunk_steps: Steps per chunk handed to ``on_chunk``.
+        on_chunk: Called with each completed chunk (a log dict).
+        progress: Called as ``progress(steps_done, steps_total)`` after each chunk.
+        keep_log: Keep the concatenated log in the result (turn off for huge streamed runs).
+        meta: Extra metadata merged into the result's ``meta``.
+        jit: Run reference, controller, allocation and sensors as one JAX-compiled float64
+            function (about 25x faster than NumPy per step; costs ~1-3 s of compilation).
+            ``None``: when JAX is installed. The results are the same to rounding.
+
+    Returns:
+        :class:`FlightResult`.
+    """
+    from . import rotors
+    from .control import init_state
+
+    if not (duration > 0 and math.isfinite(duration)):
+        raise ValueError(f"duration must be a positive number of seconds; got {duration!r}")
+    if (
+        int(log_every) != log_every
+        or log_every < 1
+        or int(chunk_steps) != chunk_steps
+        or (chunk_steps < 1)
+    ):
+        raise ValueError("log_every and chunk_steps must be positive integers")
+    if sim.system.n_cmd != sim.drone.mixing_matrix.shape[1]:
+        raise ValueError("fly needs a rotor-level model (first_principles or euler_zyx)")
+    if sim.system.attitude != "quat":
+        raise ValueError("fly needs a quaternion model (the controllers read quaternions)")
+    jax = _jax_or_none() if jit in (None, True) else None
+    if jit and jax is None:
+        raise ValueError("jit=True needs JAX (pip install 'quadsim[jax]')")
+    n, dt = sim.n, sim.dt
+    total = max(1, round(duration / dt))
+    chunk_steps = max(log_every, chunk_steps - chunk_steps % log_every)
+    allocator = rotors.make_allocator(sim.drone) if allocator is None else allocator
+    offset = (
+        np.zeros((n, 3))
+        if ref_offset is None
+        else np.broadcast_to(np.asarray(ref_offset, dtype=np.float64), (n, 3))
+    )
+    rng = sim.rng if rng is None else rng
+    g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
+    xp = np
+    if jax is not None:
+        import jax.numpy as jnp
+
+        xp = jnp
+    brain = _make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, xp)
+    state = _numpy_state(sim.state)
+    with _x64(jax):
+        cstate = init_state(gains, (n,), xp, xp.float64) if ctrl_state is None else ctrl_state
+        imu_state = mocap_state = None
+        if imu is not None:
+            from .sensors import imu_init
+
+            imu_state = imu_init(imu, (n,), rng.standard_normal((n, 6)), xp=xp, dtype=xp.float64)
+        if mocap is not None:
+            from .sensors import mocap_init
+
+            mocap_state = mocap_init(xp.asarray(state.pos), xp.asarray(state.quat), mocap, dt)
+        if jax is not None:
+            brain = jax.jit(brain)
+    n_noise = (18 if mocap is not None else 12) if (imu or mocap) else 0
+
+    rows: dict[str, list] = {}
+    chunks: list[dict] = []
+    k = 0
+    interrupted = False
+    vel_prev = state.vel
+    t0 = time.perf_counter()
+    try:
+        while k < total:
+            n_chunk = min(chunk_steps, total - k)
+            for i in range(n_chunk):
+                t = sim.time
+                z = rng.standard_normal((n, n_noise)) if n_noise else np.zeros((n, 0))
+                with _x64(jax):
+                    out, cstate, imu_state, mocap_state = brain(
+                        t,
+                        state.pos,
+                        state.quat,
+                        state.vel,
+                        state.ang_vel,
+                        vel_prev,
+                        offset,
+                        cstate,
+                        imu_state,
+                        mocap_state,
+                        z,
+                    )
+                    rpm = np.asarray(out["cmd_rpm"])
+                if (k + i) % log_every == 0:
+                    status = sim.status
+                    rec = {key: np.asarray(v) for key, v in out.items()}
+                    rec.update(
+                        time=np.asarray(t),
+                        pos=state.pos,
+                        quat=state.quat,
+                        vel=state.vel,
+                        ang_vel=state.ang_vel,
+                        rotor_rpm=state.rotor_vel if state.rotor_vel is not None else rpm,
+                        crashed=_flag(status, "crashed", n),
+                        landed=_flag(status, "landed", n),
+                    )
+                    for key, value in rec.items():
+                        rows.setdefault(key, []).append(np.array(value))
+                vel_prev = state.vel
+                state = _numpy_state(sim.step(rpm))
+            chunk = {key: np.stack(v) for key, v in rows.items()}
+            rows = {}
+            k += n_chunk
+            if on_chunk is not None and chunk:
+                on_chunk(chunk)
+            if keep_log and chunk:
+                chunks.append(chunk)
+            if progress is not None:
+                progress(k, total)
+    except KeyboardInterrupt:
+        interrupted = True
+    wall = time.perf_counter() - t0
+    log = {key: np.concatenate([c[key] for c in chunks]) for key in chunks[0]} if chunks else {}
+    return FlightResult(log, _meta(sim, total * dt, meta), k, interrupted, wall)
+
+
+def _flag(status: Any, name: str, n: int) -> np.ndarray:
+    return to_numpy(getattr(status, name)) if status is not None else np.zeros(n, bool)
+
+
+def _x64(jax: Any) -> Any:
+    """Float64 for JAX inside the block only (the process-wide setting is left alone)."""
+    import contextlib
+
+    return jax.enable_x64(True) if jax is not None else contextlib.nullcontext()
+
+
+def _numpy_state(state: Any) -> Any:
+    """The state with NumPy float64 fields (controllers and sensors run in NumPy here)."""
+    return type(state)(*(None if f is None else to_numpy(f).astype(np.float64) for f in state))

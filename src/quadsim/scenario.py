@@ -1,0 +1,545 @@
+"""Scenario files: one TOML file describes a flight; validated before anything runs.
+
+The schema is :data:`SCHEMA` (section -> key -> :class:`Key`), the one place where defaults live;
+``docs/scenarios.md`` prints it (:func:`schema_markdown`, checked by a test). Loading turns
+strings into objects (presets, integrators, controllers, trajectories, sensors, world) here and
+nowhere else. Every error is a ``ValueError`` that names the file, the key path (``trajectory.
+radius``), the line where it can be found, and what was expected.
+
+Example (``examples/figure8_wind.toml``)::
+
+    duration = 12.0
+    seed = 1
+    [drone]
+    preset = "cf2x_L250"
+    [trajectory]
+    kind = "lemniscate"
+    [wind]
+    turbulence = "moderate"
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = ["SCHEMA", "Key", "Scenario", "build", "load_scenario", "schema_markdown"]
+
+
+class Key(NamedTuple):
+    """One scenario key: expected type, default (``REQUIRED`` if none) and meaning."""
+
+    type: str  # "float", "int", "bool", "str", "vec3", "list", "table", "floats"
+    default: Any
+    doc: str
+    choices: tuple | None = None
+    positive: bool = False
+
+
+REQUIRED = object()
+_NONE = None
+
+SCHEMA: dict[str, dict[str, Key]] = {
+    "": {
+        "name": Key("str", "", "Free-form name of the run (shown in the summary)."),
+        "duration": Key("float", 10.0, "Simulated time [s].", positive=True),
+        "seed": Key("int", 0, "Seed of every random draw (wind, sensors, randomisation)."),
+        "n": Key("int", 1, "Number of drones flown in one batch.", positive=True),
+    },
+    "drone": {
+        "preset": Key(
+            "str", "cf2x_L250", "Preset name (`quadsim presets`) or path to a TOML file."
+        ),
+        "mass": Key("float", _NONE, "Override: mass [kg].", positive=True),
+        "inertia": Key("vec3", _NONE, "Override: diagonal inertia [kg m^2]."),
+        "drag_coef": Key("float", _NONE, "Override: quadratic drag k_d [N s^2/m^2]."),
+    },
+    "sim": {
+        "model": Key(
+            "str", "first_principles", "Dynamics model.", choices=("first_principles", "euler_zyx")
+        ),
+        "integrator": Key(
+            "str",
+            "rk4",
+            "Integrator.",
+            choices=("euler", "semi_implicit", "rk4", "geometric", "rk45"),
+        ),
+        "dt": Key("float", 0.002, "Physics and control step [s].", positive=True),
+        "backend": Key(
+            "str", "numpy", "Array backend.", choices=("numpy", "jax", "torch", "native")
+        ),
+        "dtype": Key("str", "float64", "Floating-point type.", choices=("float32", "float64")),
+        "rotor_dynamics": Key("bool", True, "Rotor speeds lag the command (motor model)."),
+    },
+    "initial": {
+        "pos": Key(
+            "vec3", [0.0, 0.0, 1.0], "Initial position [m]; default: the reference at t = 0."
+        ),
+        "rpy_deg": Key("vec3", [0.0, 0.0, 0.0], "Initial roll, pitch, yaw [deg]."),
+        "vel": Key("vec3", [0.0, 0.0, 0.0], "Initial velocity, world frame [m/s]."),
+        "ang_vel": Key("vec3", [0.0, 0.0, 0.0], "Initial body rates [rad/s]."),
+        "start_on_reference": Key(
+            "bool",
+            True,
+            "Start at the reference's position, velocity and yaw at t = 0 (ignores pos and vel).",
+        ),
+    },
+    "randomize": {
+        "mass_rel": Key("float", 0.0, "Per-drone mass, uniform within ± this fraction."),
+        "inertia_rel": Key("float", 0.0, "Per-drone inertia, uniform within ± this fraction."),
+        "pos_std": Key("float", 0.0, "Initial position noise, std per axis [m]."),
+        "vel_std": Key("float", 0.0, "Initial velocity noise, std per axis [m/s]."),
+        "rpy_std_deg": Key("float", 0.0, "Initial roll/pitch/yaw noise, std [deg]."),
+        "spacing": Key(
+            "float",
+            0.0,
+            "Formation: drones on a grid this far apart [m], "
+            "each flying the reference shifted by its offset.",
+        ),
+    },
+    "controller": {
+        "kind": Key("str", "geometric", "Controller.", choices=("geometric", "pid")),
+        "gains": Key(
+            "str",
+            "",
+            "Gains file name (`quadsim/presets/gains`) or path; default `<preset>_<kind>`.",
+        ),
+    },
+    "trajectory": {
+        "kind": Key(
+            "str",
+            "hover",
+            "Reference.",
+            choices=("hover", "step", "circle", "lemniscate", "min_snap"),
+        ),
+        "center": Key(
+            "vec3", [0.0, 0.0, 1.0], "Hover point / centre of circle and figure eight [m]."
+        ),
+        "radius": Key("float", 1.0, "Circle radius [m].", positive=True),
+        "speed": Key("float", 1.0, "Circle speed; minimum-snap mean speed [m/s].", positive=True),
+        "size": Key(
+            "float",
+            1.0,
+            "Figure eight (Gerono): half width; it spans 2 size x size [m].",
+            positive=True,
+        ),
+        "period": Key("float", 8.0, "Figure-eight period [s].", positive=True),
+        "yaw": Key("float", 0.0, "Constant yaw [rad] (hover, step, circle, figure eight)."),
+        "target": Key("vec3", [1.0, 0.0, 1.0], "Step: position after the step [m]."),
+        "t_step": Key("float", 1.0, "Step: time of the step [s]."),
+        "rise_time": Key(
+            "float",
+            0.0,
+            "Step: 0 for a jump, else a smooth rest-to-rest move taking this long [s].",
+        ),
+        "waypoints": Key("list", _NONE, "Minimum snap: list of [x, y, z] waypoints [m]."),
+        "segment_times": Key(
+            "floats",
+            _NONE,
+            "Minimum snap: duration of each segment [s]; default from the distance at `speed`.",
+        ),
+    },
+    "wind": {
+        "mean": Key("vec3", [0.0, 0.0, 0.0], "Mean wind, world frame [m/s]."),
+        "turbulence": Key(
+            "str",
+            "none",
+            "Dryden turbulence (MIL-F-8785C low altitude).",
+            choices=("none", "light", "moderate", "severe"),
+        ),
+        "altitude": Key("float", 10.0, "Altitude for the Dryden scales [m].", positive=True),
+        "airspeed": Key("float", 1.0, "Airspeed for the Dryden scales [m/s].", positive=True),
+    },
+    "sensors": {
+        "imu": Key("str", "none", "IMU preset (`adis16470`, `bmi088`), TOML path, or none."),
+        "mocap_pos_std": Key(
+            "float", _NONE, "Motion capture: position noise std [m]; omit for no motion capture."
+        ),
+        "mocap_att_std": Key("float", 0.0, "Motion capture: attitude noise std [rad]."),
+        "mocap_latency": Key("float", 0.0, "Motion capture latency [s] (a multiple of dt)."),
+    },
+    "world": {
+        "ground": Key("bool", True, "A floor at z = ground_height."),
+        "ground_height": Key("float", 0.0, "Floor height [m]."),
+        "restitution": Key("float", _NONE, "Bounce coefficient; omit for seed 001's sticky floor."),
+        "friction": Key("float", 0.0, "Coulomb friction coefficient of the floor."),
+        "crash_speed": Key(
+            "float", 2.0, "Touching the floor faster than this is a crash [m/s].", positive=True
+        ),
+        "walls": Key("list", [], "Walls: list of {axis = 'x', at = 3.0, side = 1}."),
+        "boxes": Key("list", [], "Obstacles: list of {lo = [x, y, z], hi = [x, y, z]} [m]."),
+    },
+    "output": {
+        "log_every": Key("int", 1, "Record every k-th step.", positive=True),
+        "chunk_steps": Key(
+            "int", 500, "Steps per Parquet row group (what Ctrl-C keeps).", positive=True
+        ),
+        "csv": Key("bool", False, "Also write trajectory.csv."),
+        "plots": Key("bool", True, "Write the PNG figures."),
+        "plot_drones": Key("int", 4, "Drones drawn in the figures.", positive=True),
+        "settle": Key("float", 0.0, "Tracking errors in the summary start at this time [s]."),
+    },
+}
+"""The scenario schema: section (``""`` = top level) -> key -> :class:`Key`."""
+
+
+class Scenario(NamedTuple):
+    """A validated scenario: section -> key -> value (defaults filled), and where it came from."""
+
+    values: dict
+    source: str
+
+    def get(self, path: str) -> Any:
+        """Value at ``"section.key"`` (or ``"key"`` for the top level)."""
+        section, _, key = path.rpartition(".")
+        return self.values[section][key]
+
+
+def _line_of(text: str, section: str, key: str) -> int | None:
+    """1-based line of ``key`` inside ``[section]`` (or the header), found by scanning the text."""
+    lines = text.splitlines()
+    current = ""
+    header_line = None
+    for i, line in enumerate(lines, 1):
+        s = line.strip()
+        m = re.match(r"^\[([^\[\]]+)\]", s)
+        if m:
+            current = m.group(1).strip()
+            if current == section:
+                header_line = i
+            continue
+        if current == section and re.match(rf"^{re.escape(key)}\s*=", s):
+            return i
+    return header_line
+
+
+def _type_ok(kind: str, v: Any) -> bool:
+    num = isinstance(v, int | float) and not isinstance(v, bool)
+    if kind == "float":
+        return num
+    if kind == "int":
+        return isinstance(v, int) and not isinstance(v, bool)
+    if kind == "bool":
+        return isinstance(v, bool)
+    if kind == "str":
+        return isinstance(v, str)
+    if kind == "vec3":
+        return isinstance(v, list) and len(v) == 3 and all(_type_ok("float", x) for x in v)
+    if kind == "floats":
+        return isinstance(v, list) and all(_type_ok("float", x) for x in v)
+    return isinstance(v, list)
+
+
+_EXPECT = {
+    "float": "a number",
+    "int": "an integer",
+    "bool": "true or false",
+    "str": "a string",
+    "vec3": "a list of 3 numbers",
+    "floats": "a list of numbers",
+    "list": "a list",
+}
+
+
+def load_scenario(path_or_text: str | os.PathLike[str], *, text: bool = False) -> Scenario:
+    """Read and validate a scenario file (or, with ``text=True``, TOML text).
+
+    Raises:
+        ValueError: Naming the file, key path, line and what was expected.
+    """
+    if text:
+        raw, where = str(path_or_text), "<scenario>"
+    else:
+        p = Path(path_or_text)
+        if not p.is_file():
+            raise ValueError(f"scenario file not found: {p}")
+        raw, where = p.read_text(encoding="utf-8"), str(p)
+    try:
+        doc = tomllib.loads(raw)
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{where}: malformed TOML: {e}") from e
+
+    def fail(section: str, key: str, msg: str) -> ValueError:
+        path = f"{section}.{key}" if section else key
+        line = _line_of(raw, section, key) if key else _line_of(raw, section, "\0")
+        at = f" (line {line})" if line else ""
+        return ValueError(f"{where}: {path}{at}: {msg}")
+
+    values: dict[str, dict] = {}
+    for section, keys in SCHEMA.items():
+        given = doc if section == "" else doc.get(section, {})
+        if not isinstance(given, dict):
+            raise fail("", section, "must be a table ([section])")
+        out = {}
+        for key, spec in keys.items():
+            if key not in given:
+                if spec.default is REQUIRED:
+                    raise fail(section, key, f"missing; expected {_EXPECT[spec.type]}")
+                out[key] = spec.default
+                continue
+            v = given[key]
+            if not _type_ok(spec.type, v):
+                raise fail(section, key, f"expected {_EXPECT[spec.type]}; got {v!r}")
+            if spec.type == "float":
+                v = float(v)
+                if not math.isfinite(v):
+                    raise fail(section, key, f"must be finite; got {v!r}")
+            if spec.type in ("vec3", "floats"):
+                v = [float(x) for x in v]
+                if not all(math.isfinite(x) for x in v):
+                    raise fail(section, key, f"must be finite; got {v!r}")
+            if spec.positive and v <= 0:
+                raise fail(section, key, f"must be positive; got {v!r}")
+            if spec.type in ("float",) and key.endswith(("_rel", "_std", "_std_deg")) and v < 0:
+                raise fail(section, key, f"must be >= 0; got {v!r}")
+            if spec.choices is not None and v not in spec.choices:
+                raise fail(section, key, f"expected one of {list(spec.choices)}; got {v!r}")
+            out[key] = v
+        unknown = [k for k in given if k not in keys and not (section == "" and k in SCHEMA)]
+        if unknown:
+            valid = sorted(keys) if section else sorted([*keys, *[s for s in SCHEMA if s]])
+            raise fail(section, unknown[0], f"unknown key; valid keys here: {valid}")
+        values[section] = out
+    _check_combinations(values, fail)
+    return Scenario(values, where)
+
+
+def _check_combinations(v: dict, fail: Any) -> None:
+    """Impossible combinations, named by key path."""
+    traj, sim = v["trajectory"], v["sim"]
+    if traj["kind"] == "min_snap":
+        wps = traj["waypoints"]
+        if wps is None:
+            raise fail("trajectory", "waypoints", "required for kind = 'min_snap'")
+        if len(wps) < 2 or not all(_type_ok("vec3", w) for w in wps):
+            raise fail("trajectory", "waypoints", "expected a list of at least two [x, y, z]")
+        times = traj["segment_times"]
+        if times is not None and (len(times) != len(wps) - 1 or min(times) <= 0):
+            raise fail(
+                "trajectory",
+                "segment_times",
+                f"expected {len(wps) - 1} positive durations; got {times!r}",
+            )
+    if v[""]["duration"] < sim["dt"]:
+        raise fail("", "duration", f"shorter than one step (sim.dt = {sim['dt']})")
+    if sim["integrator"] == "rk45" and sim["backend"] != "numpy":
+        raise fail("sim", "integrator", "rk45 runs on the numpy backend only")
+    if sim["model"] == "euler_zyx" and sim["integrator"] == "geometric":
+        raise fail("sim", "integrator", "geometric integration needs a quaternion model")
+    lat = v["sensors"]["mocap_latency"]
+    if lat < 0 or abs(lat / sim["dt"] - round(lat / sim["dt"])) > 1e-9:
+        raise fail(
+            "sensors",
+            "mocap_latency",
+            f"must be a non-negative multiple of sim.dt = {sim['dt']}; got {lat}",
+        )
+    for i, w in enumerate(v["world"]["walls"]):
+        if not (
+            isinstance(w, dict)
+            and w.get("axis") in ("x", "y", "z")
+            and _type_ok("float", w.get("at"))
+            and w.get("side", 1) in (1, -1)
+            and set(w) <= {"axis", "at", "side"}
+        ):
+            raise fail(
+                "world",
+                "walls",
+                f"entry {i}: expected {{axis = 'x'|'y'|'z', at = number, side = 1|-1}}; got {w!r}",
+            )
+    for i, b in enumerate(v["world"]["boxes"]):
+        if not (
+            isinstance(b, dict)
+            and set(b) == {"lo", "hi"}
+            and _type_ok("vec3", b["lo"])
+            and _type_ok("vec3", b["hi"])
+            and all(lo < hi for lo, hi in zip(b["lo"], b["hi"], strict=True))
+        ):
+            raise fail(
+                "world",
+                "boxes",
+                f"entry {i}: expected {{lo = [x, y, z], hi = [x, y, z]}} with lo < hi; got {b!r}",
+            )
+
+
+def schema_markdown() -> str:
+    """The defaults table of ``docs/scenarios.md``."""
+    out = ["| key | type | default | meaning |", "| --- | --- | --- | --- |"]
+    for section, keys in SCHEMA.items():
+        for key, spec in keys.items():
+            path = f"{section}.{key}" if section else key
+            d = "(none)" if spec.default is None else repr(spec.default).replace("|", "\\|")
+            doc = spec.doc + (
+                f" One of {', '.join(map(str, spec.choices))}." if spec.choices else ""
+            )
+            out.append(f"| `{path}` | {spec.type} | `{d}` | {doc} |")
+    return "\n".join(out) + "\n"
+
+
+def _rng(seed: int, stream: int) -> np.random.Generator:
+    return np.random.default_rng([seed, stream])
+
+
+def build(sc: Scenario) -> dict:
+    """Objects of a validated scenario, ready for :func:`quadsim.flight.fly`.
+
+    Returns:
+        ``dict`` with ``sim`` (reset), ``trajectory``, ``control``, ``gains``, ``ref_offset``,
+        ``imu``, ``mocap``, ``duration``, ``output`` (the output section) and ``rng`` (sensors).
+    """
+    from .control import control as control_fn
+    from .control import load_gains
+    from .params import load_params
+    from .sim import Simulator, Wind
+    from .world import Box, Ground, World, wall
+
+    v = sc.values
+    top, dr, sm, ini, rnd = v[""], v["drone"], v["sim"], v["initial"], v["randomize"]
+    seed, n = top["seed"], top["n"]
+    drone = load_params(dr["preset"])
+    over = {}
+    if dr["mass"] is not None:
+        over["mass"] = dr["mass"]
+    if dr["inertia"] is not None:
+        J = np.diag(dr["inertia"])
+        over["J"], over["J_inv"] = J, np.linalg.inv(J)
+    if dr["drag_coef"] is not None:
+        over["drag_coef"] = dr["drag_coef"]
+    drone = drone._replace(**over)
+
+    traj = _trajectory(v["trajectory"])
+    wd = v["world"]
+    ground = None
+    if wd["ground"]:
+        ground = Ground(
+            height=wd["ground_height"],
+            restitution=wd["restitution"],
+            friction=wd["friction"],
+            crash_speed=wd["crash_speed"],
+        )
+    boxes = tuple(wall(w["axis"], float(w["at"]), int(w.get("side", 1))) for w in wd["walls"])
+    boxes += tuple(Box(tuple(b["lo"]), tuple(b["hi"])) for b in wd["boxes"])
+    world = World(ground=ground, boxes=boxes)
+
+    wv = v["wind"]
+    wind = None
+    if any(wv["mean"]) or wv["turbulence"] != "none":
+        turb = None
+        if wv["turbulence"] != "none":
+            from .wind import dryden_preset
+
+            turb = dryden_preset(wv["turbulence"], wv["altitude"], wv["airspeed"])
+        wind = Wind(mean=tuple(wv["mean"]), turbulence=turb)
+
+    r = _rng(seed, 1)
+    per_drone: dict[str, np.ndarray] = {}
+    if rnd["mass_rel"] > 0:
+        per_drone["mass"] = drone.mass * (1 + r.uniform(-1, 1, n) * rnd["mass_rel"])
+    if rnd["inertia_rel"] > 0:
+        scale = 1 + r.uniform(-1, 1, (n, 3)) * rnd["inertia_rel"]
+        per_drone["J"] = np.asarray(drone.J)[None] * (scale[:, :, None] * scale[:, None, :]) ** 0.5
+    sim = Simulator(
+        drone,
+        n=n,
+        dt=sm["dt"],
+        model=sm["model"],
+        integrator=sm["integrator"],
+        backend=sm["backend"],
+        dtype=sm["dtype"],
+        seed=seed,
+        world=world,
+        rotor_dynamics=sm["rotor_dynamics"],
+        params=per_drone or None,
+        wind=wind,
+    )
+
+    offset = np.zeros((n, 3))
+    if rnd["spacing"] > 0:
+        side = math.ceil(math.sqrt(n))
+        ij = np.stack([np.arange(n) % side, np.arange(n) // side], axis=1).astype(float)
+        offset[:, :2] = (ij - (side - 1) / 2) * rnd["spacing"]
+    ref0 = traj(0.0)
+    if ini["start_on_reference"]:
+        pos = np.asarray(ref0.pos, dtype=float) + offset
+        vel = np.broadcast_to(np.asarray(ref0.vel, dtype=float), (n, 3))
+        rpy = np.array([*np.deg2rad(ini["rpy_deg"][:2]), float(ref0.yaw)])
+    else:
+        pos, vel = np.asarray(ini["pos"]) + offset, np.asarray(ini["vel"])
+        rpy = np.deg2rad(ini["rpy_deg"])
+    pos = pos + r.normal(0, 1, (n, 3)) * rnd["pos_std"]
+    vel = vel + r.normal(0, 1, (n, 3)) * rnd["vel_std"]
+    rpy = rpy + r.normal(0, 1, (n, 3)) * math.radians(rnd["rpy_std_deg"])
+    if sm["model"] == "euler_zyx":
+        attitude = rpy
+    else:
+        from .rotation import from_euler
+
+        attitude = from_euler(rpy)
+    sim.reset(pos=pos, attitude=attitude, vel=vel, ang_vel=ini["ang_vel"])
+
+    ct = v["controller"]
+    gains_name = ct["gains"] or f"{Path(dr['preset']).stem}_{ct['kind']}"
+    gains = load_gains(gains_name, drone=drone, dt=sm["dt"])
+    control = control_fn
+
+    imu = mocap = None
+    sv = v["sensors"]
+    if sv["imu"] != "none":
+        from .sensors import load_imu
+
+        imu = load_imu(sv["imu"])
+    if sv["mocap_pos_std"] is not None:
+        from .sensors import MocapParams
+
+        mocap = MocapParams(
+            pos_std=sv["mocap_pos_std"],
+            att_std=sv["mocap_att_std"],
+            latency=sv["mocap_latency"],
+            rate=1.0 / sm["dt"],
+        )
+    return {
+        "sim": sim,
+        "trajectory": traj,
+        "control": control,
+        "gains": gains,
+        "ref_offset": offset,
+        "imu": imu,
+        "mocap": mocap,
+        "duration": top["duration"],
+        "output": v["output"],
+        "rng": _rng(seed, 2),
+        "drone": drone,
+    }
+
+
+def _trajectory(t: dict) -> Any:
+    from . import trajectories as tr
+
+    kind = t["kind"]
+    if kind == "hover":
+        return tr.Hover(pos=tuple(t["center"]), yaw=t["yaw"])
+    if kind == "step":
+        return tr.Step(
+            start=tuple(t["center"]),
+            end=tuple(t["target"]),
+            t_step=t["t_step"],
+            rise_time=t["rise_time"],
+            yaw=t["yaw"],
+        )
+    if kind == "circle":
+        return tr.Circle(
+            radius=t["radius"], speed=t["speed"], center=tuple(t["center"]), yaw=t["yaw"]
+        )
+    if kind == "lemniscate":
+        return tr.Lemniscate(
+            size=t["size"], period=t["period"], center=tuple(t["center"]), yaw=t["yaw"]
+        )
+    wps = np.asarray(t["waypoints"], dtype=float)
+    if t["segment_times"] is not None:
+        return tr.MinSnap(wps, durations=t["segment_times"], yaw=t["yaw"])
+    return tr.MinSnap(wps, speed=t["speed"], yaw=t["yaw"])
