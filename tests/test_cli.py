@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import quadsim
@@ -53,3 +54,116 @@ def test_bench_table_and_json(tmp_path, monkeypatch, capsys):
     records = json.loads(path.read_text())
     assert records == fake["records"]
     assert set(records[0]) == {"system", "backend", "dtype", "n", "drone_steps_per_s"}
+
+
+SHORT = """
+name = "short"
+duration = 0.6
+n = 2
+seed = 5
+[drone]
+preset = "cf2x_L250"
+[sim]
+backend = "native"
+[controller]
+kind = "geometric"
+[trajectory]
+kind = "circle"
+radius = 0.5
+speed = 0.5
+[sensors]
+imu = "bmi088"
+mocap_pos_std = 0.001
+mocap_latency = 0.004
+[output]
+chunk_steps = 100
+log_every = 2
+"""
+
+
+def _png_ok(path):
+    from PIL import Image
+
+    with Image.open(path) as im:
+        im.load()
+        a = np.asarray(im)
+    return path.stat().st_size > 10_000 and a.std() > 0
+
+
+def test_fly_end_to_end_writes_what_it_says(tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    from quadsim import io
+
+    scen = tmp_path / "short.toml"
+    scen.write_text(SHORT)
+    out = tmp_path / "out"
+    rc = cli.main(["fly", str(scen), "--out", str(out), "--csv", "--animate", "--quiet"])
+    text = capsys.readouterr().out
+    assert rc == 0, text
+    assert "tracking RMS" in text and "trajectory.parquet" in text
+    names = {p.name for p in out.iterdir()}
+    assert {"trajectory.parquet", "trajectory.csv", "summary.json", "path_3d.png", "states.png",
+            "rotors.png", "tracking_error.png", "flight.gif"} <= names  # fmt: skip
+    for png in out.glob("*.png"):
+        assert _png_ok(png), png
+    # the Parquet reads back with the documented schema: one row per drone and sample, units
+    table = pq.read_table(out / "trajectory.parquet")
+    units = io.column_units(4)
+    assert set(table.column_names) == set(units)
+    for field in table.schema:
+        assert field.metadata[b"unit"].decode() == units[field.name]
+    steps = round(0.6 / 0.002)
+    assert table.num_rows == 2 * steps // 2
+    log, meta = io.read_log(out / "trajectory.parquet")
+    assert log["pos"].shape == (steps // 2, 2, 3) and meta["drone"] == "cf2x_L250"
+    assert np.allclose(np.linalg.norm(log["accel"].mean(axis=(0, 1))), 9.81, atol=0.5)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is False and summary["crash_count"] == 0
+    assert summary["tracking_rms_m"] < 0.05 and summary["sim_time_s"] == pytest.approx(0.6, 0.02)
+    assert sum(1 for _ in open(out / "trajectory.csv")) == table.num_rows + 1
+
+
+def test_fly_interrupted_keeps_completed_chunks(tmp_path, monkeypatch):
+    from quadsim import io
+    from quadsim.run import fly_scenario
+    from quadsim.sim import Simulator
+
+    scen = tmp_path / "short.toml"
+    scen.write_text(SHORT)
+    step = Simulator.step
+
+    def interrupted_step(self, *a, **k):
+        if self.k == 250:  # in the third chunk of 100 steps
+            raise KeyboardInterrupt
+        return step(self, *a, **k)
+
+    monkeypatch.setattr(Simulator, "step", interrupted_step)
+    summary = fly_scenario(scen, tmp_path / "out", progress=False)
+    assert summary["interrupted"] is True
+    log, _ = io.read_log(tmp_path / "out" / "trajectory.parquet")
+    assert log["time"].shape == (100,)  # two chunks of 100 steps, logged every 2nd step
+    saved = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert saved["interrupted"] is True
+
+
+def test_fly_exit_codes(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[trajectory]\nkind = 'circle'\nradius = -1\n")
+    assert cli.main(["fly", str(bad), "--quiet"]) == 2
+    assert "trajectory.radius (line 3): must be positive" in capsys.readouterr().err
+    crash = tmp_path / "crash.toml"  # a wall in the way of the step: the drone crashes
+    crash.write_text(SHORT.replace("kind = \"circle\"", "kind = \"step\"\ntarget = [4.0, 0.0, 1.0]")
+                     + "[world]\nwalls = [{axis = 'x', at = 1.0}]\n")  # fmt: skip
+    crash.write_text(crash.read_text().replace("duration = 0.6", "duration = 3.0"))
+    assert cli.main(["fly", str(crash), "--out", str(tmp_path / "c"), "--quiet",
+                     "--no-plots"]) == 1  # fmt: skip
+    assert "crashes" in capsys.readouterr().out
+
+
+def test_info_prints_the_envelope_and_plots(tmp_path, capsys):
+    assert cli.main(["info", "skydio2_x", "--plot", str(tmp_path / "env.png")]) == 0
+    out = capsys.readouterr().out
+    assert "60.00 deg" in out and "6.44 m/s" in out
+    assert _png_ok(tmp_path / "env.png")
+    assert cli.main(["info", "nope"]) == 2
