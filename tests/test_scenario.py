@@ -37,7 +37,8 @@ def test_defaults_fill_every_key_and_the_docs_print_the_schema():
         ("[initial]\npos = [0, 1]\n", r"initial\.pos \(line 2\): expected a list of 3 numbers"),
         ("[trajectory]\nkind = 'min_snap'\n", r"trajectory\.waypoints \(line 1\): required"),
         (
-            "[trajectory]\nkind = 'min_snap'\nwaypoints = [[0,0,1],[1,0,1]]\nsegment_times = [1, 2]\n",
+            "[trajectory]\nkind = 'min_snap'\nwaypoints = [[0,0,1],[1,0,1]]\n"
+            "segment_times = [1, 2]\n",
             r"trajectory\.segment_times \(line 4\): expected 1 positive durations",
         ),
         ("[sim]\nintegrator = 'rk45'\nbackend = 'jax'\n", r"sim\.integrator \(line 2\): rk45 runs"),
