@@ -1,0 +1,368 @@
+r"""The batched core shared by the single and the vectorised environments.
+
+One :class:`~quadsim.sim.Simulator` with ``n`` drones (one per environment) at physics step
+``dt``; each control step holds the action for ``sim_steps_per_action`` physics steps (default
+500 Hz physics, 100 Hz control). With the position error ``e_p = p - p_ref(t)`` [m], the velocity
+error ``e_v = v - v_ref(t)`` [m/s] (hover: ``v_ref = 0``), body rates ``ω`` [rad/s] and actions
+``a_t``:
+
+* observation (float32), in this order: ``e_p`` (3), ``v`` (3, world), ``R_wb`` row-major (9),
+  ``ω`` (3, body), ``a_{t-1}`` (k, the action just applied; zeros after a reset); tracking adds
+  ``v_ref(t)`` (3) and ``p - p_ref(t + τ_j)`` (3 per look-ahead time ``τ_j``);
+* reward ``r = exp(-(w_p ‖e_p‖ + w_v ‖e_v‖ + w_ω ‖ω‖ + w_a ‖a_t - a_{t-1}‖))`` ∈ (0, 1],
+  minus ``crash_penalty`` on the step that terminates;
+* termination: crash (the world's ground impact, boxes or bounds), a simulator fault (diverged
+  state), ``‖e_p‖ > max_pos_error`` or tilt ``arccos(R_zz) > max_tilt``;
+* truncation: ``max_episode_steps`` control steps (``None``: never).
+
+Initial states are drawn uniformly around the reference at ``t = 0``: position offset per axis
+``±pos`` [m], roll and pitch ``±tilt`` [rad], yaw ``±yaw`` [rad], velocity per axis ``±vel``
+[m/s], body rates per axis ``±ang_vel`` [rad/s]; rotors start at hover speed.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..world import Ground, World
+from ._geom import quat_from_euler, rot_matrix
+from .actions import make_action_level
+
+__all__ = [
+    "ENV_WORLD",
+    "HoverTask",
+    "InitRanges",
+    "QuadCore",
+    "RewardWeights",
+    "Termination",
+    "TrackTask",
+    "resolve_backend",
+]
+
+ENV_WORLD = World(ground=Ground(height=0.0, crash_speed=0.0))
+"""Default world of the environments: any descending contact with the floor at z = 0 is a crash."""
+
+
+class InitRanges(NamedTuple):
+    """Half-widths of the uniform initial-state distribution (around the reference at t = 0).
+
+    Attributes:
+        pos: Position offset per axis [m].
+        vel: Velocity per axis [m/s].
+        tilt: Roll and pitch [rad].
+        yaw: Yaw [rad].
+        ang_vel: Body rates per axis [rad/s].
+    """
+
+    pos: float = 0.5
+    vel: float = 0.5
+    tilt: float = 0.3
+    yaw: float = math.pi
+    ang_vel: float = 0.5
+
+
+class RewardWeights(NamedTuple):
+    """Weights of the reward ``exp(-(w_p ‖e_p‖ + w_v ‖e_v‖ + w_ω ‖ω‖ + w_a ‖Δa‖))``.
+
+    Attributes:
+        pos: ``w_p`` [1/m].
+        vel: ``w_v`` [s/m].
+        ang_vel: ``w_ω`` [s/rad].
+        action_rate: ``w_a`` (per unit of normalised action change).
+        crash_penalty: Subtracted on the step that terminates the episode.
+    """
+
+    pos: float = 1.0
+    vel: float = 0.1
+    ang_vel: float = 0.05
+    action_rate: float = 0.05
+    crash_penalty: float = 10.0
+
+
+class Termination(NamedTuple):
+    """Termination limits besides crashes and faults (``None`` disables one).
+
+    Attributes:
+        max_pos_error: Largest distance to the reference ``‖e_p‖`` [m].
+        max_tilt: Largest angle between body z and world z [rad].
+    """
+
+    max_pos_error: float | None = 2.0
+    max_tilt: float | None = math.pi / 2
+
+
+class HoverTask:
+    """Hold a fixed target position (yaw is free).
+
+    Args:
+        target: World target [m], ``(3,)``.
+    """
+
+    name = "hover"
+    future: tuple[float, ...] = ()
+
+    def __init__(self, target: Any = (0.0, 0.0, 1.0)) -> None:
+        target = np.asarray(target, dtype=np.float64)
+        if target.shape != (3,) or not np.all(np.isfinite(target)):
+            raise ValueError(f"target must be a finite (3,) position [m]; got {target!r}")
+        self.target = target
+
+    def reference(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Reference position and velocity ``(n, 3)`` at times ``t`` ``(n,)`` [s]."""
+        shape = (*np.shape(t), 3)
+        return np.broadcast_to(self.target, shape), np.zeros(shape)
+
+    def ahead(self, t: np.ndarray) -> np.ndarray:
+        """Look-ahead reference positions ``(n, 0, 3)`` (none for hover)."""
+        return np.zeros((*np.shape(t), 0, 3))
+
+
+class TrackTask:
+    """Follow a trajectory ``traj(t) -> Reference`` (:mod:`quadsim.trajectories`).
+
+    Args:
+        trajectory: Callable of time [s] (any shape ``(...)``) returning a
+            :class:`~quadsim.trajectories.Reference` with ``pos``, ``vel`` of shape ``(..., 3)``.
+        future: Look-ahead times ``τ_j`` [s] of the reference points in the observation.
+    """
+
+    name = "track"
+
+    def __init__(self, trajectory: Callable, future: Any = (0.1, 0.25, 0.5)) -> None:
+        if not callable(trajectory):
+            raise ValueError(f"trajectory must be a callable t -> Reference; got {trajectory!r}")
+        self.trajectory = trajectory
+        self.future = tuple(float(x) for x in future)
+
+    def reference(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Reference position and velocity ``(n, 3)`` at times ``t`` ``(n,)`` [s]."""
+        ref = self.trajectory(np.asarray(t, dtype=np.float64))
+        shape = (*np.shape(t), 3)
+        return (np.broadcast_to(np.asarray(ref.pos, dtype=np.float64), shape),
+                np.broadcast_to(np.asarray(ref.vel, dtype=np.float64), shape))  # fmt: skip
+
+    def ahead(self, t: np.ndarray) -> np.ndarray:
+        """Reference positions ``(n, J, 3)`` at ``t + τ_j``."""
+        t = np.asarray(t, dtype=np.float64)
+        if not self.future:
+            return np.zeros((*t.shape, 0, 3))
+        tt = t[..., None] + np.asarray(self.future)
+        pos = np.asarray(self.trajectory(tt).pos, dtype=np.float64)
+        return np.broadcast_to(pos, (*tt.shape, 3))
+
+
+def resolve_backend(backend: str, warn: bool) -> str:
+    """``"auto"``: ``"native"`` when a C compiler and CasADi are there, else ``"numpy"``."""
+    if backend != "auto":
+        return backend
+    from ..native import available
+
+    if available():
+        return "native"
+    if warn:
+        warnings.warn(
+            "quadsim envs: the native backend is not available (CasADi or a C compiler missing); "
+            "falling back to the much slower numpy backend",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return "numpy"
+
+
+class QuadCore:
+    """``n`` environments over one simulator (NumPy arrays with a leading axis ``n``).
+
+    Args:
+        n: Number of environments.
+        task: :class:`HoverTask` or :class:`TrackTask`.
+        action_level: ``"rotor_speeds"``, ``"thrust_rates"`` or ``"thrust_attitude"``.
+        drone: Preset name, TOML path or :class:`~quadsim.params.Params`.
+        dt: Physics step [s].
+        sim_steps_per_action: Physics steps per control step.
+        backend: Simulator backend, or ``"auto"`` (native when available, else numpy).
+        dtype: Simulator dtype.
+        world: :class:`~quadsim.world.World` (default :data:`ENV_WORLD`).
+        init: :class:`InitRanges`.
+        termination: :class:`Termination`.
+        reward: :class:`RewardWeights`.
+        max_episode_steps: Truncation length in control steps, or ``None``.
+        warn_fallback: Warn when ``"auto"`` falls back to numpy.
+        action_options: Extra keyword arguments of the action level (e.g. ``max_rate``).
+    """
+
+    def __init__(
+        self, n: int, task: Any, *, action_level: str = "rotor_speeds",
+        drone: Any = "cf2x_L250", dt: float = 1 / 500, sim_steps_per_action: int = 5,
+        backend: str = "auto", dtype: str = "float64", world: World | None = ENV_WORLD,
+        init: InitRanges | None = None, termination: Termination | None = None,
+        reward: RewardWeights | None = None, max_episode_steps: int | None = None,
+        warn_fallback: bool = False, action_options: dict | None = None,
+    ) -> None:  # fmt: skip
+        from ..params import Params, load_params
+
+        if not (isinstance(sim_steps_per_action, int) and sim_steps_per_action >= 1):
+            raise ValueError(
+                f"sim_steps_per_action must be a positive integer; got {sim_steps_per_action!r}"
+            )
+        if max_episode_steps is not None and not (
+            isinstance(max_episode_steps, int) and max_episode_steps >= 1
+        ):
+            raise ValueError(
+                f"max_episode_steps must be a positive integer or None; got {max_episode_steps!r}"
+            )
+        self.n, self.task = n, task
+        self.params = drone if isinstance(drone, Params) else load_params(drone)
+        self.dt, self.substeps = float(dt), sim_steps_per_action
+        self.control_dt = self.dt * sim_steps_per_action
+        self.backend = resolve_backend(backend, warn_fallback)
+        self.dtype, self.world = dtype, world
+        self.init = InitRanges() if init is None else InitRanges(*init)
+        self.termination = Termination() if termination is None else Termination(*termination)
+        self.weights = RewardWeights() if reward is None else RewardWeights(*reward)
+        self.max_episode_steps = max_episode_steps
+        self.level = make_action_level(action_level, self.params, n, self.dt,
+                                       **(action_options or {}))  # fmt: skip
+        self.act_dim = self.level.dim
+        self.obs_dim = 18 + self.act_dim + (3 + 3 * len(task.future) if task.name == "track" else 0)
+        self.sim = None
+        self.build_sim()
+        self.steps = np.zeros(n, dtype=np.int64)
+        self.last_action = np.zeros((n, self.act_dim))
+
+    # -- simulator --------------------------------------------------------------------------------
+    def build_sim(self, params: dict | None = None) -> None:
+        """(Re)create the simulator, with per-environment parameter overrides ``params``."""
+        from ..sim import Simulator
+
+        self.sim = Simulator(self.params, n=self.n, dt=self.dt, backend=self.backend,
+                             dtype=self.dtype, world=self.world, params=params)  # fmt: skip
+
+    def nominal(self, name: str) -> np.ndarray:
+        """Nominal value of the model parameter ``name``."""
+        if name not in self.sim.model_params:
+            raise ValueError(
+                f"randomize_params: {name!r} is not a model parameter; choose from "
+                f"{sorted(self.sim.model_params)}"
+            )
+        return np.asarray(getattr(self.params, name), dtype=np.float64)
+
+    # -- episodes ---------------------------------------------------------------------------------
+    def reset(
+        self, which: np.ndarray, rng: np.random.Generator, full: bool = False,
+        state: dict | None = None,
+    ) -> None:  # fmt: skip
+        """Draw new initial states for the environments selected by the mask ``which`` ``(n,)``.
+
+        Args:
+            which: Boolean mask ``(n,)``.
+            rng: Generator of the random initial states.
+            full: Restart the whole simulator (clock and flags), else only those drones.
+            state: Overrides of the drawn values, broadcast to the selected environments:
+                ``pos`` [m], ``attitude`` (xyzw), ``vel`` [m/s], ``ang_vel`` [rad/s].
+        """
+        idx = np.flatnonzero(which)
+        m = idx.size
+        if m == 0:
+            return
+        r = self.init
+        t0 = np.zeros(m)
+        ref_pos, ref_vel = self.task.reference(t0)
+        pos = ref_pos + rng.uniform(-r.pos, r.pos, (m, 3))
+        rpy = rng.uniform(-1.0, 1.0, (m, 3)) * (r.tilt, r.tilt, r.yaw)
+        quat = quat_from_euler(rpy[:, 0], rpy[:, 1], rpy[:, 2])
+        vel = ref_vel + rng.uniform(-r.vel, r.vel, (m, 3))
+        ang_vel = rng.uniform(-r.ang_vel, r.ang_vel, (m, 3))
+        if self.world is not None and self.world.ground is not None:
+            pos[:, 2] = np.maximum(pos[:, 2], self.world.ground.height + 0.05)
+        state = dict(state or {})
+        unknown = set(state) - {"pos", "attitude", "vel", "ang_vel"}
+        if unknown:
+            raise ValueError(f"reset state: unknown keys {sorted(unknown)}; use pos, attitude, "
+                             "vel, ang_vel")  # fmt: skip
+        pos = state.get("pos", pos)
+        quat = state.get("attitude", quat)
+        vel = state.get("vel", vel)
+        ang_vel = state.get("ang_vel", ang_vel)
+        if full:
+            self.sim.reset(pos=pos, attitude=quat, vel=vel, ang_vel=ang_vel)
+        else:
+            self.sim.reset_drones(idx, pos=pos, attitude=quat, vel=vel, ang_vel=ang_vel)
+        self.steps[idx] = 0
+        self.last_action[idx] = 0.0
+        self.level.reset(which)
+
+    def observe(self) -> np.ndarray:
+        """Observations ``(n, obs_dim)`` float32 of the current states."""
+        obs, _ = self._observe()
+        return obs
+
+    def _observe(self) -> tuple[np.ndarray, dict]:
+        st = self.sim.state
+        pos, vel = np.asarray(st.pos, np.float64), np.asarray(st.vel, np.float64)
+        quat, w = np.asarray(st.quat, np.float64), np.asarray(st.ang_vel, np.float64)
+        t = self.steps * self.control_dt
+        ref_pos, ref_vel = self.task.reference(t)
+        R = rot_matrix(quat)
+        e_p = pos - ref_pos
+        parts = [e_p, vel, np.clip(R.reshape(-1, 9), -1.0, 1.0), w, self.last_action]
+        if self.task.name == "track":
+            parts += [ref_vel, (pos[:, None, :] - self.task.ahead(t)).reshape(self.n, -1)]
+        obs = np.concatenate(parts, axis=1).astype(np.float32)
+        return obs, {"e_p": e_p, "e_v": vel - ref_vel, "w": w, "Rzz": R[:, 2, 2]}
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                dict]:  # fmt: skip
+        """One control step of every environment.
+
+        Returns:
+            ``(obs (n, d) float32, reward (n,), terminated (n,), truncated (n,), info)``; info
+            holds per-environment arrays ``crashed``, ``fault``, ``out_of_bounds``, ``tilted``
+            (bool), ``pos_error`` [m] and ``time`` [s].
+        """
+        from ..sim import SimulationError
+
+        a = np.clip(np.asarray(action, dtype=np.float64).reshape(self.n, self.act_dim), -1, 1)
+        diverged = False
+        try:
+            if not self.level.inner_loop:
+                self.sim.rollout(self.level.command(a, None), record=False, steps=self.substeps)
+            else:
+                for _ in range(self.substeps):
+                    self.sim.step(self.level.command(a, self.sim.state))
+        except SimulationError:  # n == 1: the state is kept at its last good value
+            diverged = True
+        self.steps += 1
+        prev, self.last_action = self.last_action, a
+        obs, q = self._observe()
+        status = self.sim.status
+        n = self.n
+        crashed = np.zeros(n, bool) if status is None else np.array(status.crashed, bool)
+        fault = np.full(n, diverged)
+        if status is not None:
+            fault |= np.asarray(status.fault_step) >= 0
+        dist = np.linalg.norm(q["e_p"], axis=1)
+        term = self.termination
+        out = np.zeros(n, bool) if term.max_pos_error is None else dist > term.max_pos_error
+        tilted = (np.zeros(n, bool) if term.max_tilt is None
+                  else q["Rzz"] < math.cos(term.max_tilt))  # fmt: skip
+        terminated = crashed | fault | out | tilted
+        wt = self.weights
+        cost = (wt.pos * dist + wt.vel * np.linalg.norm(q["e_v"], axis=1)
+                + wt.ang_vel * np.linalg.norm(q["w"], axis=1)
+                + wt.action_rate * np.linalg.norm(a - prev, axis=1))  # fmt: skip
+        reward = np.exp(-cost) - wt.crash_penalty * terminated
+        reward = np.where(np.isfinite(reward), reward, -wt.crash_penalty)
+        if not np.all(np.isfinite(obs)):  # a diverged single drone: keep observations finite
+            obs = np.nan_to_num(obs, nan=0.0, posinf=1e6, neginf=-1e6)
+        if self.max_episode_steps is None:
+            truncated = np.zeros(n, bool)
+        else:
+            truncated = self.steps >= self.max_episode_steps
+        info = {"crashed": crashed, "fault": fault, "out_of_bounds": out, "tilted": tilted,
+                "pos_error": dist, "time": self.steps * self.control_dt}  # fmt: skip
+        return obs, reward, terminated, truncated, info
