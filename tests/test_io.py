@@ -288,3 +288,12 @@ def test_write_summary_nan_safe_and_table(tmp_path):
     table = io.format_summary_table(s)
     assert "INTERRUPTED" in table and "#1 at 1.2 s" in table and "n/a" in table
     assert len(table.splitlines()) == 10
+
+
+def test_docs_list_the_columns_of_the_code():
+    from pathlib import Path
+
+    from quadsim.io import describe_columns
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "outputs.md").read_text()
+    assert describe_columns(4) in doc
