@@ -21,7 +21,7 @@ def test_seed001_hover_with_pid_imu_and_wall(tmp_path):
     summary = fly_scenario(SCENARIO, tmp_path, plots=False, progress=False)
     assert summary["crash_count"] == 0 and not summary["interrupted"]
     assert summary["tracking_rms_m"] < 0.01  # hovering within 1 cm after 3 s
-    log, meta = io.read_log(tmp_path / "trajectory.parquet")
+    log, _ = io.read_log(tmp_path / "trajectory.parquet")
     assert log["pos"][..., 0].max() < 3.0  # the wall at x = 3 m was never reached
     assert log["pos"][..., 2].min() > 0.5 and not log["landed"].any()
     # the IMU reads +g up at rest and its gyro noise is the datasheet density at 200 Hz

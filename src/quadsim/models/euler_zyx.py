@@ -19,7 +19,8 @@ Seed 004 writes its state with Euler-angle *rates* and its eq. 10-11 for their d
 body rates as states (the same dynamics, without the long expression) and form ``η̇ = W ν``
 exactly. Seed 004's eq. 10 has two misprints, which ``examples/seed004_euler_vs_quaternion.py``
 shows numerically: entry (1, 3) must read ``-φ̇ s_φ t_θ`` (printed ``-φ̇ s_φ c_θ``) and entry
-(3, 2) ``θ̇ s_φ t_θ / c_θ`` (printed ``φ̇ s_φ t_θ / c_θ``). Seed 003's 16-element layout ``[pos, vel, rpy, ang_vel, rpm]`` with first-order motor lag
+(3, 2) ``θ̇ s_φ t_θ / c_θ`` (printed ``φ̇ s_φ t_θ / c_θ``). Seed 003's 16-element layout
+``[pos, vel, rpy, ang_vel, rpm]`` with first-order motor lag
 (``rotor_dyn_coef = [k_m, 0, k_m, 0]``) is :func:`dynamics_flat`.
 
 Gimbal lock: ``W`` is singular at ``|θ| = 90°``; the rates grow like ``1/cos θ`` near it. Where
