@@ -267,3 +267,22 @@ def test_reset_drones_resets_only_the_selected_ones(backend):
     assert abs(np.asarray(sim.state.pos)[2, 2] - 2.0) < 1e-3
     with pytest.raises(ValueError, match="pos must be finite"):
         sim.reset_drones([1], pos=[np.nan, 0, 0])
+
+
+@pytest.mark.parametrize("model", ["first_principles", "euler_zyx", "wrench"])
+def test_step_wrench_allocates_and_the_rotors_follow(model):
+    sim = Simulator("cf2x_L250", n=3, model=model, backend="numpy", world=None)
+    sim.reset(pos=[0.0, 0.0, 1.0])
+    weight = sim.drone.mass * 9.81
+    hover = np.array([weight, 0.0, 0.0, 0.0])
+    for _ in range(50):
+        state = sim.step_wrench(hover)
+    assert np.abs(np.asarray(state.vel)).max() < 1e-9  # allocation of m g is hover
+    if model != "wrench":
+        assert np.allclose(sim.last_allocation.rpm, sim.hover_rpm, rtol=1e-9)
+        too_much = np.array([weight, 0.0, 0.0, 1.0])  # 1 N m of yaw: far beyond the rotors
+        sim.step_wrench(too_much)
+        lost = sim.last_allocation.lost
+        assert sim.last_allocation.saturated.all() and np.abs(lost[:, :3]).max() < 1e-9
+    with pytest.raises(ValueError, match=r"wrench must have shape \(n, 4\)"):
+        sim.step_wrench(np.zeros(3))

@@ -595,6 +595,29 @@ class Simulator:
         self._check_single()
         return self.state
 
+    def step_wrench(
+        self, wrench: Any, wind: Any = None, dist_f: Any = None, dist_t: Any = None
+    ) -> Any:
+        """Advance by ``dt`` with a body wrench ``(n, 4)`` = ``[F (N), τx, τy, τz (N m)]``.
+
+        The wrench becomes desired rotor speeds through :func:`quadsim.rotors.allocate`
+        (saturation priorities: collective thrust and roll/pitch before yaw); the rotors then
+        follow their own dynamics, so the wrench the body feels comes from the actual rotor
+        speeds. The allocation of this step is kept in :attr:`last_allocation` (``lost`` says
+        what saturation cost). For the ``wrench`` model the wrench is applied directly.
+        """
+        w = np.asarray(_to_numpy(wrench), dtype=np.float64)
+        if w.shape[-1:] != (4,):
+            raise ValueError(f"wrench must have shape (n, 4); got {w.shape}")
+        if self.system.model == "wrench":
+            return self.step(w, wind, dist_f, dist_t)
+        from . import rotors
+
+        if getattr(self, "_allocator", None) is None:
+            self._allocator = rotors.make_allocator(self.drone)
+        self.last_allocation = rotors.allocate(np.broadcast_to(w, (self.n, 4)), self._allocator)
+        return self.step(self.last_allocation.rpm, wind, dist_f, dist_t)
+
     def rollout(self, cmds: Any, record: bool = True, steps: int | None = None) -> Any:
         """Run ``T`` steps and return the trajectory (states after each step, leading axis T).
 
