@@ -283,6 +283,30 @@ def test_dynamics_flat_uses_seed_003_layout(rng):
 # --- CasADi twins --------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("model", [first_principles, euler_zyx])
+def test_rotor_models_apply_quadratic_and_rotational_drag(model):
+    """skydio2_x's k_d and c_w act in the rotor-level models as in the wrench model (seed 002):
+    level flight at v_terminal(theta) is an equilibrium, and rotational drag is -c_w w."""
+    params = quadsim.load_params("skydio2_x")
+    f = quadsim.parametrize(model.dynamics, params)
+    th = np.radians(10.0)
+    v = quadsim.terminal_velocity(params, th)
+    att = rotation.from_euler(np.array([0.0, th, 0.0])) if model is first_principles else (
+        np.array([0.0, th, 0.0]))  # fmt: skip
+    rpm = quadsim.params.invert_curve(params.rpm2thrust, params.mass * 10.0 / np.cos(th) / 4)
+    cmd = np.full(4, rpm)
+    w = np.array([0.3, -0.2, 0.1])
+    out = f(np.zeros(3), att, np.array([v, 0.0, 0.0]), np.zeros(3), cmd, cmd)
+    np.testing.assert_allclose(out[2], 0.0, atol=1e-12)
+    spun = f(np.zeros(3), att, np.zeros(3), w, cmd, cmd)[3]
+    level = f(np.zeros(3), att, np.zeros(3), np.zeros(3), cmd, cmd)[3]
+    # J w_dot = tau - c w - w x (J w) - w x h_r: the drag part is linear in w
+    J = params.J
+    h_r = -params.prop_inertia * (params.mixing_matrix[2] @ (cmd * 2 * np.pi / 60)) * np.eye(3)[2]
+    rhs = J @ (spun - level) + np.cross(w, J @ w) + np.cross(w, h_r)
+    np.testing.assert_allclose(rhs, -params.rot_drag_coef * w, rtol=1e-9, atol=1e-15)
+
+
 def _fp_x(s, quat_or_rpy, flags):
     parts = [s["pos"], quat_or_rpy, s["vel"], s["ang_vel"]]
     parts += [s[k] for k, on in zip(("rotor_vel", "dist_f", "dist_t"), flags, strict=True) if on]
@@ -290,7 +314,7 @@ def _fp_x(s, quat_or_rpy, flags):
 
 
 @pytest.mark.parametrize("flags", [(True, False, False), (False, False, False), (True, True, True)])
-@pytest.mark.parametrize("name", ["cf2x_L250", "cf21B_500", "f450_plus", "generic_x"])
+@pytest.mark.parametrize("name", ["cf2x_L250", "cf21B_500", "f450_plus", "generic_x", "skydio2_x"])
 def test_casadi_twins_equal_numeric(rng, name, flags):
     cs = pytest.importorskip("casadi")
     p = fp_params(name)

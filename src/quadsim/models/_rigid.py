@@ -25,12 +25,16 @@ Body wrench, with mixing matrix ``M`` (3 x N), lever ``L`` and propeller inertia
 converted to rad/s for ``h_r`` and ``\dot Ω``. The gyroscopic torque ``-ω × h_r`` is perpendicular
 to ``ω`` and does no work; the last term is the reaction to spinning the rotors up.
 
-Newton and Euler, with ``R = R_wb``, body drag matrix ``D`` and world disturbances:
+Newton and Euler, with ``R = R_wb``, air-relative velocity ``a = v - w`` (wind ``w``), linear body
+drag matrix ``D``, quadratic drag ``k_d`` and rotational drag ``c_ω`` (seed 002) and world
+disturbances:
 
 .. math::
 
-    m \dot v = m g + R F_b + R D R^T (v - w) + f_{dist}, \qquad
-    J \dot ω = τ + R^T τ_{dist} - ω × J ω .
+    m \dot v = m g + R F_b + R D R^T a - k_d \lVert a \rVert a + f_{dist}, \qquad
+    J \dot ω = τ - c_ω ω + R^T τ_{dist} - ω × J ω .
+
+Terms whose parameter is an exact Python ``0`` are left out of the traced code.
 """
 
 from __future__ import annotations
@@ -61,6 +65,8 @@ ROTOR_PARAMS: dict[str, tuple[int | None, ...]] = {
     "rpm2torque": (3,),
     "rotor_dyn_coef": (4,),
     "drag_matrix": (3, 3),
+    "drag_coef": (),
+    "rot_drag_coef": (),
 }
 """Keyword parameters of the rotor-level models and their trailing shapes (``None``: rotors)."""
 
@@ -239,20 +245,39 @@ def linear_accel(
     p: Any,
     dist_f: Comp | None,
     wind: Comp | None = None,
+    ops: Any = None,
 ) -> Comp:
-    """World acceleration [m/s²]: gravity, body thrust, linear body drag, world disturbance.
+    """World acceleration [m/s²]: gravity, body thrust, drag, world disturbance.
 
-    Drag acts on the air-relative velocity ``vel - wind`` (world frame, m/s).
+    Drag acts on the air-relative velocity ``a = vel - wind`` (world frame, m/s): linear body drag
+    ``R D Rᵀ a`` and quadratic drag ``-k_d |a| a`` (seed 002; needs ``ops`` when ``k_d != 0``).
     """
     air = vel if wind is None else tuple(vel[i] - wind[i] for i in range(3))
     force = [R[i][2] * thrust for i in range(3)]
     if not all(_is_const(d, 0) for row in p.drag_matrix for d in row):
         drag_w = matvec(R, matvec(p.drag_matrix, matTvec(R, air)))
         force = [force[i] + drag_w[i] for i in range(3)]
+    if not _is_const(p.drag_coef, 0):
+        speed = _norm_safe(air, ops)
+        force = [force[i] - p.drag_coef * speed * air[i] for i in range(3)]
     if dist_f is not None:
         force = [force[i] + dist_f[i] for i in range(3)]
     inv_m = 1.0 / p.mass
     return tuple(_kdot((p.gravity_vec[i], inv_m), (1.0, force[i])) for i in range(3))
+
+
+def _norm_safe(v: Comp, ops: Any) -> Any:
+    """``|v|`` with a finite derivative at ``v = 0`` (double where: no ``sqrt(0)`` gradient)."""
+    s2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
+    pos = s2 > 0
+    return ops.where(pos, ops.sqrt(ops.where(pos, s2, 1.0 + 0.0 * s2)), 0.0 * s2)
+
+
+def rotational_drag(torque: Comp, ang_vel: Comp, p: Any) -> Comp:
+    """Body torque minus linear rotational drag ``c_ω ω`` [N m] (seed 002)."""
+    if _is_const(p.rot_drag_coef, 0):
+        return torque
+    return tuple(torque[i] - p.rot_drag_coef * ang_vel[i] for i in range(3))
 
 
 def angular_accel(

@@ -42,6 +42,7 @@ from ._rigid import (
     check_state,
     linear_accel,
     numeric_params,
+    rotational_drag,
     rotor_speed_dot,
     rotor_wrench,
     symbolic_params,
@@ -87,8 +88,8 @@ def _kernel(rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t, p, ops, small_ang
         rotor, rotor_dot = rotor_vel, rotor_speed_dot(cmd, rotor_vel, p.rotor_dyn_coef, ops)
     R = rotation_matrix(rpy, ops)
     thrust, torque = rotor_wrench(rotor, rotor_dot, ang_vel, p)
-    vel_dot = linear_accel(R, vel, thrust, p, dist_f, wind)
-    ang_vel_dot = angular_accel(R, ang_vel, torque, p, dist_t)
+    vel_dot = linear_accel(R, vel, thrust, p, dist_f, wind, ops)
+    ang_vel_dot = angular_accel(R, ang_vel, rotational_drag(torque, ang_vel, p), p, dist_t)
     rpy_dot = tuple(ang_vel) if small_angle else _euler_rates(rpy, ang_vel, ops, eps)
     return rpy_dot, vel_dot, ang_vel_dot, rotor_dot
 
@@ -114,6 +115,8 @@ def dynamics(
     mixing_matrix: Any,
     drag_matrix: Any,
     rotor_dyn_coef: Any,
+    drag_coef: Any = 0.0,
+    rot_drag_coef: Any = 0.0,
     small_angle: bool = False,
 ) -> tuple[Any, Any, Any, Any, Any | None]:
     """Euler-angle quadrotor dynamics with rotor speeds in RPM.
@@ -137,6 +140,8 @@ def dynamics(
         rpm2torque: Torque polynomial [N m, N m/RPM, N m/RPM²].
         mixing_matrix: Mixing matrix ``(3, N)``.
         drag_matrix: Linear body drag [N s/m].
+        drag_coef: Quadratic drag ``k_d`` [N s²/m²], ``f = -k_d |v| v`` (seed 002; default 0).
+        rot_drag_coef: Linear rotational drag [N m s/rad], ``τ = -c ω`` (default 0).
         rotor_dyn_coef: Rotor dynamics coefficients.
         small_angle: Use ``rpy_dot = ang_vel`` (seed 003) instead of ``W(rpy) ang_vel``.
 
@@ -149,6 +154,7 @@ def dynamics(
         xp, pos, ROTOR_PARAMS, mass=mass, L=L, prop_inertia=prop_inertia, gravity_vec=gravity_vec,
         J=J, J_inv=J_inv, rpm2thrust=rpm2thrust, rpm2torque=rpm2torque,
         mixing_matrix=mixing_matrix, drag_matrix=drag_matrix, rotor_dyn_coef=rotor_dyn_coef,
+        drag_coef=drag_coef, rot_drag_coef=rot_drag_coef,
     )  # fmt: skip
     n = len(p.mixing_matrix[0])
     check_state(pos=(pos, 3), rpy=(rpy, 3), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, n),
@@ -205,6 +211,8 @@ def symbolic_dynamics(
     mixing_matrix: Any,
     drag_matrix: Any,
     rotor_dyn_coef: Any,
+    drag_coef: Any = 0.0,
+    rot_drag_coef: Any = 0.0,
     small_angle: bool = False,
 ) -> tuple[Any, Any, Any, Any]:
     """CasADi twin of :func:`dynamics` (same kernel, fresh ``MX`` symbols on every call).
@@ -226,13 +234,16 @@ def symbolic_dynamics(
         rpm2torque: Torque polynomial.
         mixing_matrix: Mixing matrix ``(3, N)``.
         drag_matrix: Linear body drag.
+        drag_coef: Quadratic drag ``k_d`` [N s²/m²], ``f = -k_d |v| v`` (seed 002; default 0).
+        rot_drag_coef: Linear rotational drag [N m s/rad], ``τ = -c ω`` (default 0).
         rotor_dyn_coef: Rotor dynamics coefficients.
         small_angle: As in :func:`dynamics`.
     """
     p = symbolic_params(
         ROTOR_PARAMS, mass=mass, L=L, prop_inertia=prop_inertia, gravity_vec=gravity_vec, J=J,
         J_inv=J_inv, rpm2thrust=rpm2thrust, rpm2torque=rpm2torque, mixing_matrix=mixing_matrix,
-        drag_matrix=drag_matrix, rotor_dyn_coef=rotor_dyn_coef,
+        drag_matrix=drag_matrix, rotor_dyn_coef=rotor_dyn_coef, drag_coef=drag_coef,
+        rot_drag_coef=rot_drag_coef,
     )  # fmt: skip
     n = len(p.mixing_matrix[0])
     parts = {"pos": 3, "rpy": 3, "vel": 3, "ang_vel": 3, "rotor_vel": n * model_rotor_vel,

@@ -47,6 +47,7 @@ from ._rigid import (
     check_state,
     linear_accel,
     numeric_params,
+    rotational_drag,
     rotor_speed_dot,
     rotor_wrench,
     symbolic_params,
@@ -74,8 +75,8 @@ def _kernel(
         rotor, rotor_dot = rotor_vel, rotor_speed_dot(cmd, rotor_vel, p.rotor_dyn_coef, ops)
     R = _kmatrix(quat)
     thrust, torque = rotor_wrench(rotor, rotor_dot, ang_vel, p)
-    vel_dot = linear_accel(R, vel, thrust, p, dist_f, wind)
-    ang_vel_dot = angular_accel(R, ang_vel, torque, p, dist_t)
+    vel_dot = linear_accel(R, vel, thrust, p, dist_f, wind, ops)
+    ang_vel_dot = angular_accel(R, ang_vel, rotational_drag(torque, ang_vel, p), p, dist_t)
     return _kquat_dot(quat, ang_vel), vel_dot, ang_vel_dot, rotor_dot
 
 
@@ -100,6 +101,8 @@ def dynamics(
     mixing_matrix: Any,
     drag_matrix: Any,
     rotor_dyn_coef: Any,
+    drag_coef: Any = 0.0,
+    rot_drag_coef: Any = 0.0,
 ) -> tuple[Any, Any, Any, Any, Any | None]:
     """First-principles quadrotor dynamics with rotor speeds in RPM.
 
@@ -128,6 +131,8 @@ def dynamics(
         rpm2torque: Drag-torque polynomial ``[m0, m1, m2]`` [N m, N m/RPM, N m/RPM²].
         mixing_matrix: Roll, pitch and yaw signs per rotor, shape ``(3, N)``.
         drag_matrix: Linear body-frame drag [N s/m], shape ``(3, 3)``, negative semi-definite.
+        drag_coef: Quadratic drag ``k_d`` [N s²/m²], ``f = -k_d |v| v`` (seed 002; default 0).
+        rot_drag_coef: Linear rotational drag [N m s/rad], ``τ = -c ω`` (default 0).
         rotor_dyn_coef: Spin-up/down coefficients ``[c0, c1, c2, c3]``
             [1/s, 1/(s RPM), 1/s, 1/(s RPM)].
 
@@ -140,6 +145,7 @@ def dynamics(
         xp, pos, ROTOR_PARAMS, mass=mass, L=L, prop_inertia=prop_inertia,
         gravity_vec=gravity_vec, J=J, J_inv=J_inv, rpm2thrust=rpm2thrust, rpm2torque=rpm2torque,
         mixing_matrix=mixing_matrix, drag_matrix=drag_matrix, rotor_dyn_coef=rotor_dyn_coef,
+        drag_coef=drag_coef, rot_drag_coef=rot_drag_coef,
     )  # fmt: skip
     n = len(p.mixing_matrix[0])
     check_state(pos=(pos, 3), quat=(quat, 4), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, n),
@@ -171,6 +177,8 @@ def symbolic_dynamics(
     mixing_matrix: Any,
     rotor_dyn_coef: Any,
     drag_matrix: Any,
+    drag_coef: Any = 0.0,
+    rot_drag_coef: Any = 0.0,
 ) -> tuple[Any, Any, Any, Any]:
     """CasADi twin of :func:`dynamics` (same kernel, fresh ``MX`` symbols on every call).
 
@@ -189,6 +197,8 @@ def symbolic_dynamics(
         mixing_matrix: Mixing matrix ``(3, N)``.
         rotor_dyn_coef: Rotor dynamics coefficients.
         drag_matrix: Linear drag matrix.
+        drag_coef: Quadratic drag ``k_d`` [N s²/m²], ``f = -k_d |v| v`` (seed 002; default 0).
+        rot_drag_coef: Linear rotational drag [N m s/rad], ``τ = -c ω`` (default 0).
 
     Returns:
         ``(X_dot, X, U, Y)``: ``X = [pos(3), quat(4), vel(3), ang_vel(3)]`` followed by
@@ -199,7 +209,8 @@ def symbolic_dynamics(
     p = symbolic_params(
         ROTOR_PARAMS, mass=mass, L=L, prop_inertia=prop_inertia, gravity_vec=gravity_vec, J=J,
         J_inv=J_inv, rpm2thrust=rpm2thrust, rpm2torque=rpm2torque, mixing_matrix=mixing_matrix,
-        drag_matrix=drag_matrix, rotor_dyn_coef=rotor_dyn_coef,
+        drag_matrix=drag_matrix, rotor_dyn_coef=rotor_dyn_coef, drag_coef=drag_coef,
+        rot_drag_coef=rot_drag_coef,
     )  # fmt: skip
     n = len(p.mixing_matrix[0])
     parts = {"pos": 3, "quat": 4, "vel": 3, "ang_vel": 3, "rotor_vel": n * model_rotor_vel,
