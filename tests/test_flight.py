@@ -185,3 +185,15 @@ def test_hover_holds_with_zero_error():
     gains = load_gains("cf2x_L250_geometric", drone=sim.drone, dt=sim.dt)
     res = fly(sim, Hover(pos=(0.0, 0.0, 1.0)), control, gains, duration=1.0)
     assert np.abs(res.log["pos"] - [0.0, 0.0, 1.0]).max() < 1e-6
+
+
+def test_the_euler_angle_model_flies_the_same_loop_as_the_quaternion_model():
+    """fly() hands the controllers quaternions from Euler angles: both models fly the same path."""
+    traj = Circle(radius=1.0, speed=1.0, center=(0.0, 0.0, 1.0))
+    paths = []
+    for model in ("first_principles", "euler_zyx"):
+        sim = Simulator("cf2x_L250", n=2, dt=1 / 500, model=model, backend="native")
+        start_on(sim, traj, np.zeros((2, 3)))
+        gains = load_gains("cf2x_L250_geometric", drone=sim.drone, dt=sim.dt)
+        paths.append(fly(sim, traj, control, gains, duration=1.0).log["pos"])
+    assert np.abs(paths[0] - paths[1]).max() < 1e-6

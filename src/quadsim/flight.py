@@ -193,8 +193,6 @@ def fly(
         raise ValueError("log_every and chunk_steps must be positive integers")
     if sim.system.n_cmd != sim.drone.mixing_matrix.shape[1]:
         raise ValueError("fly needs a rotor-level model (first_principles or euler_zyx)")
-    if sim.system.attitude != "quat":
-        raise ValueError("fly needs a quaternion model (the controllers read quaternions)")
     jax = _jax_or_none() if jit in (None, True) else None
     if jit and jax is None:
         raise ValueError("jit=True needs JAX (pip install 'quadsim[jax]')")
@@ -303,5 +301,13 @@ def _x64(jax: Any) -> Any:
 
 
 def _numpy_state(state: Any) -> Any:
-    """The state with NumPy float64 fields (controllers and sensors run in NumPy here)."""
-    return type(state)(*(None if f is None else to_numpy(f).astype(np.float64) for f in state))
+    """A :class:`~quadsim.sim.State` with NumPy float64 fields; Euler angles become quaternions."""
+    from .sim import State
+
+    fields = [None if f is None else to_numpy(f).astype(np.float64) for f in state]
+    if hasattr(state, "rpy"):
+        from .rotation import from_euler
+
+        pos, rpy, vel, ang_vel, rotor_vel = fields
+        return State(pos, from_euler(rpy), vel, ang_vel, rotor_vel)
+    return State(*fields)
