@@ -302,5 +302,5 @@ def test_simulator_gusts_are_the_wind_module_recursion():
     d = np.full((3, 2), np.sqrt(0.5))
     for i in range(50):
         g, gust = dryden_step(g, noise[i], disc)
-        np.testing.assert_allclose(got[i], np.array([1.0, 1.0, 0.0]) + gust_to_world(gust, d), rtol=1e-12,
-                                   atol=1e-12)  # fmt: skip
+        want = np.array([1.0, 1.0, 0.0]) + gust_to_world(gust, d)
+        np.testing.assert_allclose(got[i], want, rtol=1e-12, atol=1e-12)
