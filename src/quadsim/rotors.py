@@ -8,14 +8,18 @@ with spin ``s_i = ±1`` (+1 = counter-clockwise seen from above). As in :mod:`qu
 
 **Allocation.** Per-rotor thrust ``f`` [N] maps to the wrench ``w = [F, τ_x, τ_y, τ_z]`` by
 
-.. math::  w = A f, \qquad A = [\mathbf 1^T;\; L M_0;\; L M_1;\; κ M_2], \quad κ = m_2 / k_2,
+.. math::  w = A f, \qquad A = [\mathbf 1^T;\; L M_0;\; L M_1;\; κ M_2], \quad
+    κ = \frac{dτ_p}{df}\Big|_{Ω_h} = \frac{m_1 + 2 m_2 Ω_h}{k_1 + 2 k_2 Ω_h},
 
-(``κ = m_1/k_1`` if ``k_2 = 0``). ``κ`` is exact for pure quadratic curves (``f = k_2 Ω^2``,
-``τ_p = m_2 Ω^2``); with constant or linear terms (the Crazyflie presets have ``k_1, m_1 ≠ 0``) the
-yaw row is an approximation: ``F, τ_x, τ_y`` are still met exactly (the thrust curve is inverted
-exactly), the achieved ``τ_z = M_2 τ_p(Ω)`` differs by ``Σ_i M_{2i} [(m_0-κk_0) + (m_1-κk_1) Ω_i]``
-and :func:`allocate` reports that difference in ``lost``. Seed 003/004's matrix in rotor-speed-
-squared units (thrust ``c_T Ω^2``, drag torque ``c_Q Ω^2``) is :func:`rpm_sq_allocation_matrix`.
+the drag torque per unit thrust linearised at the hover speed ``Ω_h``. ``κ = m_2/k_2`` exactly for
+pure quadratic curves (``f = k_2 Ω^2``, ``τ_p = m_2 Ω^2``, seeds 001-004). With linear terms (the
+Crazyflie presets have ``k_1, m_1 ≠ 0``) the yaw row is exact to first order about hover when the
+yaw signs sum to zero (``Σ M_{2i} = 0``, every balanced layout), since the constant part of
+``τ_p(f) ≈ τ_p(f_h) + κ (f - f_h)`` then cancels: ``F, τ_x, τ_y`` are still met exactly (the thrust
+curve is inverted exactly), the achieved ``τ_z = M_2 τ_p(Ω)`` differs at second order in the
+thrust differences, and :func:`allocate` reports that difference in ``lost``. Seed 003/004's
+matrix in rotor-speed-squared units (thrust ``c_T Ω^2``, drag torque ``c_Q Ω^2``) is
+:func:`rpm_sq_allocation_matrix`.
 
 :func:`allocate` splits ``f = P w`` (``P = A^{-1}`` for N = 4, else the minimum-norm
 pseudo-inverse) into ``P_0 F + s_{rp} P_{12} τ_{xy} + s_z P_3 τ_z``, with per-rotor bounds
@@ -54,6 +58,7 @@ import numpy as np
 
 from ._array import as_like, check_shape, eps_of, namespace, stack
 from .models._rigid import poly2, rotor_speed_dot
+from .params import invert_curve
 
 __all__ = [
     "Allocation",
@@ -239,8 +244,15 @@ def rpm_sq_allocation_matrix(positions: Any, spins: Any, cT: float, cQ: float) -
 
 
 def _kappa(params: Any) -> float:
+    """Drag torque per unit thrust [m], ``dτ_p/df`` at the hover speed (module docstring)."""
     k, m = params.rpm2thrust, params.rpm2torque
-    return float(m[2] / k[2]) if k[2] != 0.0 else float(m[1] / k[1])
+    if k[0] == 0.0 and k[1] == 0.0 and m[0] == 0.0 and m[1] == 0.0:
+        return float(m[2] / k[2])  # pure quadratic: exact at every speed
+    g = float(np.linalg.norm(params.gravity_vec))
+    w = invert_curve(k, params.mass * g / params.mixing_matrix.shape[1])
+    if not np.isfinite(w):  # hover out of reach: linearise at the top speed
+        w = float(params.rpm_max)
+    return float((m[1] + 2.0 * m[2] * w) / (k[1] + 2.0 * k[2] * w))
 
 
 def allocation_matrix(params: Any) -> np.ndarray:
