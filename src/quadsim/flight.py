@@ -23,7 +23,10 @@ Ctrl-C keeps every completed chunk (:attr:`FlightResult.interrupted`).
 
 from __future__ import annotations
 
+import contextlib
 import math
+import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -275,11 +278,12 @@ def fly(
                 state = _numpy_state(sim.step(rpm))
             chunk = {key: np.stack(v) for key, v in rows.items()}
             rows = {}
-            k += n_chunk
-            if on_chunk is not None and chunk:
-                on_chunk(chunk)
-            if keep_log and chunk:
-                chunks.append(chunk)
+            with _interrupt_after():  # the chunk reaches the writer and the log, or neither
+                k += n_chunk
+                if on_chunk is not None and chunk:
+                    on_chunk(chunk)
+                if keep_log and chunk:
+                    chunks.append(chunk)
             if progress is not None:
                 progress(k, total)
     except KeyboardInterrupt:
@@ -289,14 +293,28 @@ def fly(
     return FlightResult(log, _meta(sim, total * dt, meta), k, interrupted, wall)
 
 
+@contextlib.contextmanager
+def _interrupt_after() -> Any:
+    """Hold a Ctrl-C (SIGINT) that arrives inside the block until the block is done."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+    previous = signal.signal(signal.SIGINT, lambda *args: caught.append(args))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
 def _flag(status: Any, name: str, n: int) -> np.ndarray:
     return to_numpy(getattr(status, name)) if status is not None else np.zeros(n, bool)
 
 
 def _x64(jax: Any) -> Any:
     """Float64 for JAX inside the block only (the process-wide setting is left alone)."""
-    import contextlib
-
     return jax.enable_x64(True) if jax is not None else contextlib.nullcontext()
 
 
