@@ -1,0 +1,113 @@
+"""The log-key -> column table (:data:`COLUMNS`): column names, units and descriptions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple
+
+
+class Field(NamedTuple):
+    """One log key and its flat columns.
+
+    Attributes:
+        key: Key in the log dict.
+        columns: Column names; a single ``"name_{i}"`` template when ``per_rotor``.
+        units: Unit of each column (same length as ``columns``).
+        kind: ``"f"`` float (dtype kept), ``"b"`` bool.
+        per_rotor: The array is (T, N, R), one column per rotor.
+        required: The writer refuses a chunk without it.
+        description: What the columns hold.
+    """
+
+    key: str
+    columns: tuple[str, ...]
+    units: tuple[str, ...]
+    kind: str
+    per_rotor: bool
+    required: bool
+    description: str
+
+
+def _f(
+    key: str,
+    cols: str,
+    units: str | tuple[str, ...],
+    desc: str,
+    *,
+    kind: str = "f",
+    per_rotor: bool = False,
+    required: bool = False,
+) -> Field:
+    names = tuple(cols.split())
+    u = (units,) * len(names) if isinstance(units, str) else units
+    return Field(key, names, u, kind, per_rotor, required, desc)
+
+
+#: The log-key -> columns table (``time`` and ``drone`` are the index columns).
+COLUMNS: tuple[Field, ...] = (
+    _f("time", "time", "s", "simulation time of the sample", required=True),
+    _f("drone", "drone", "index", "drone index 0..N-1 (int32; not a log key)"),
+    _f("pos", "x y z", "m", "position, world ENU", required=True),
+    _f("quat", "qx qy qz qw", "1", "attitude quaternion xyzw, body FLU -> world", required=True),
+    _f("vel", "vx vy vz", "m/s", "velocity, world frame"),
+    _f("ang_vel", "wx wy wz", "rad/s", "angular velocity, body frame"),
+    _f("rotor_rpm", "rpm_{i}", "RPM", "actual rotor speed", per_rotor=True),
+    _f("cmd_rpm", "cmd_rpm_{i}", "RPM", "commanded rotor speed (after allocation)", per_rotor=True),
+    _f(
+        "cmd_wrench",
+        "cmd_thrust cmd_tau_x cmd_tau_y cmd_tau_z",
+        ("N", "N m", "N m", "N m"),
+        "controller wrench: collective thrust along body z, body torque",
+    ),
+    _f(
+        "lost_wrench",
+        "lost_thrust lost_tau_x lost_tau_y lost_tau_z",
+        ("N", "N m", "N m", "N m"),
+        "requested minus achieved wrench (allocation)",
+    ),
+    _f("saturated", "saturated", "bool", "allocation could not meet the request", kind="b"),
+    _f("ref_pos", "ref_x ref_y ref_z", "m", "reference position"),
+    _f("ref_vel", "ref_vx ref_vy ref_vz", "m/s", "reference velocity"),
+    _f("ref_yaw", "ref_yaw", "rad", "reference yaw"),
+    _f("gyro", "gyro_x gyro_y gyro_z", "rad/s", "IMU gyroscope reading, body frame"),
+    _f("accel", "accel_x accel_y accel_z", "m/s^2", "IMU accelerometer reading, body frame"),
+    _f("mocap_pos", "mocap_x mocap_y mocap_z", "m", "motion-capture position, world"),
+    _f("crashed", "crashed", "bool", "drone has crashed", kind="b"),
+    _f("landed", "landed", "bool", "drone rests on the ground", kind="b"),
+)
+_BY_KEY = {f.key: f for f in COLUMNS}
+_DATA = tuple(f for f in COLUMNS if f.key not in ("time", "drone"))
+
+
+def _names(field: Field, n_rotors: int) -> list[str]:
+    if field.per_rotor:
+        return [field.columns[0].format(i=i) for i in range(n_rotors)]
+    return list(field.columns)
+
+
+def _units(field: Field, n_rotors: int) -> list[str]:
+    return [field.units[0]] * n_rotors if field.per_rotor else list(field.units)
+
+
+def column_units(n_rotors: int, keys: Iterable[str] | None = None) -> dict[str, str]:
+    """Column name -> unit for ``n_rotors`` rotors (all keys, or ``time``, ``drone`` + ``keys``)."""
+    want = None if keys is None else {"time", "drone", *keys}
+    out: dict[str, str] = {}
+    for f in COLUMNS:
+        if want is None or f.key in want:
+            out.update(zip(_names(f, n_rotors), _units(f, n_rotors), strict=True))
+    return out
+
+
+def describe_columns(n_rotors: int = 4) -> str:
+    """The column table as Markdown (log key, columns, unit, meaning), for the docs."""
+    lines = ["| log key | columns | unit | meaning |", "|---|---|---|---|"]
+    for f in COLUMNS:
+        cols = (
+            ", ".join(_names(f, n_rotors))
+            if not f.per_rotor
+            else (f"{f.columns[0].format(i=0)} … {f.columns[0].format(i=n_rotors - 1)}")
+        )
+        units = ", ".join(dict.fromkeys(f.units))
+        lines.append(f"| `{f.key}` | {cols} | {units} | {f.description} |")
+    return "\n".join(lines)

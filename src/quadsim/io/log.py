@@ -1,0 +1,329 @@
+"""Flight logs on disk: :class:`LogWriter`, :func:`write_log`, :func:`read_log`.
+
+Conversions between the log dict of (T, N, ...) arrays and the long Arrow table (one row per
+sample and drone) written to Parquet and CSV; pyarrow is imported only when used.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._json import _dumps
+from .columns import _BY_KEY, _DATA, COLUMNS, Field, _names, _units, column_units
+
+FORMAT = "quadsim-log"
+VERSION = 1
+_META_KEY = b"quadsim"
+
+
+def _check_chunk(chunk: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], int, int, int]:
+    """Validate a chunk; return (numpy arrays, T, N, R) (R = 0 without rotor keys)."""
+    unknown = sorted(k for k in chunk if k not in _BY_KEY or k == "drone")
+    if unknown:
+        raise ValueError(
+            f"log chunk: unknown key(s) {unknown}; known keys: {[f.key for f in _DATA]} "
+            "(add a row to quadsim.io.COLUMNS)"
+        )
+    for f in COLUMNS:
+        if f.required and f.key not in chunk:
+            raise ValueError(f"log chunk: missing required key {f.key!r}")
+    arrs = {k: np.asarray(v) for k, v in chunk.items()}
+    time = arrs["time"]
+    if time.ndim != 1:
+        raise ValueError(f"log chunk: 'time' must have shape (T,), got {time.shape}")
+    T = time.shape[0]
+    pos = arrs["pos"]
+    if pos.ndim != 3 or pos.shape[0] != T or pos.shape[2] != 3:
+        raise ValueError(f"log chunk: 'pos' must have shape (T={T}, N, 3), got {pos.shape}")
+    N = pos.shape[1]
+    R = 0
+    for f in _DATA:
+        if f.key not in arrs:
+            continue
+        a = arrs[f.key]
+        if f.per_rotor:
+            if a.ndim != 3 or a.shape[:2] != (T, N):
+                raise ValueError(
+                    f"log chunk: {f.key!r} must have shape (T={T}, N={N}, R), got {a.shape}"
+                )
+            if R and a.shape[2] != R:
+                raise ValueError(f"log chunk: {f.key!r} has {a.shape[2]} rotors, expected {R}")
+            R = a.shape[2]
+            continue
+        k = len(f.columns)
+        want = (T, N, k) if k > 1 else (T, N)
+        if a.shape != want:
+            raise ValueError(f"log chunk: {f.key!r} must have shape {want}, got {a.shape}")
+    return arrs, T, N, R
+
+
+def _pa_type(pa: Any, f: Field, a: np.ndarray) -> Any:
+    if f.kind == "b":
+        return pa.bool_()
+    return pa.float32() if a.dtype == np.float32 else pa.float64()
+
+
+def _schema(
+    pa: Any, arrs: Mapping[str, np.ndarray], N: int, R: int, meta: Mapping[str, Any]
+) -> Any:
+    fields = []
+    for f in COLUMNS:
+        if f.key == "drone":
+            typ = pa.int32()
+        elif f.key == "time":
+            typ = pa.float64()
+        elif f.key in arrs:
+            typ = _pa_type(pa, f, arrs[f.key])
+        else:
+            continue
+        for name, unit in zip(_names(f, R), _units(f, R), strict=True):
+            fields.append(
+                pa.field(
+                    name, typ, nullable=False, metadata={"unit": unit, "description": f.description}
+                )
+            )
+    units = {fl.name: fl.metadata[b"unit"].decode() for fl in fields}
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "meta": meta,
+        "units": units,
+        "n": N,
+        "n_rotors": R,
+    }
+    return pa.schema(fields, metadata={_META_KEY: _dumps(doc).encode()})
+
+
+def _long_columns(
+    arrs: Mapping[str, np.ndarray], schema: Any, T: int, N: int, R: int
+) -> list[np.ndarray]:
+    """(T, N, ...) arrays -> one flat (T*N,) array per schema column, time-major then drone."""
+    cols: dict[str, np.ndarray] = {
+        "time": np.repeat(np.asarray(arrs["time"], dtype=np.float64), N),
+        "drone": np.tile(np.arange(N, dtype=np.int32), T),
+    }
+    for f in _DATA:
+        if f.key not in arrs:
+            continue
+        names = _names(f, R)
+        a = arrs[f.key].reshape(T * N, -1)
+        for j, name in enumerate(names):
+            cols[name] = a[:, j]
+    out = []
+    for fl in schema:
+        if fl.name not in cols:
+            raise ValueError(
+                f"log chunk: column {fl.name!r} missing (keys must match the first chunk)"
+            )
+        out.append(np.ascontiguousarray(cols[fl.name], dtype=fl.type.to_pandas_dtype()))
+    if len(cols) != len(schema):
+        extra = sorted(set(cols) - set(schema.names))
+        raise ValueError(f"log chunk: columns {extra} not in the first chunk")
+    return out
+
+
+class LogWriter:
+    """Stream log chunks to Parquet (and optionally CSV); use it as a context manager.
+
+    ``write`` appends a chunk as one Parquet row group (and CSV rows); ``close`` writes the
+    Parquet footer, also when the ``with`` block is left by an exception (e.g. Ctrl-C), so the
+    file stays readable with every completed chunk. The schema (which optional keys, N, R,
+    float32 or float64) is fixed by the first chunk. If no chunk was written, ``close`` writes
+    no file.
+
+    Args:
+        path: Parquet file to create (parent directories are created).
+        meta: Run metadata (JSON-able; NumPy values converted), stored in the schema.
+        csv_path: Also write the rows to this CSV file (header ``name [unit]``).
+        compression: Parquet codec (``"zstd"``, ``"snappy"``, ``"none"`` ...).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        meta: Mapping[str, Any] | None = None,
+        csv_path: str | os.PathLike[str] | None = None,
+        compression: str = "zstd",
+    ):
+        import pyarrow  # noqa: F401  (fail early with ImportError when missing)
+
+        self.path = Path(path)
+        self.csv_path = None if csv_path is None else Path(csv_path)
+        self.meta = json.loads(_dumps(dict(meta or {})))
+        self.compression = compression
+        self.rows = 0
+        self.chunks = 0
+        self._pq: Any = None
+        self._csv: Any = None
+        self._csv_file: Any = None
+        self._schema: Any = None
+        self._shape: tuple[int, int] | None = None
+        self._closed = False
+
+    def __enter__(self) -> LogWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _open(self, arrs: Mapping[str, np.ndarray], N: int, R: int) -> None:
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+        import pyarrow.parquet as pq
+
+        self._schema = _schema(pa, arrs, N, R, self.meta)
+        self._shape = (N, R)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # dictionary encoding only for the drone index: on float columns it costs 4x the time
+        self._pq = pq.ParquetWriter(
+            self.path, self._schema, compression=self.compression, use_dictionary=["drone"]
+        )
+        if self.csv_path is not None:
+            self.csv_path.parent.mkdir(parents=True, exist_ok=True)
+            self._csv_file = open(self.csv_path, "wb")  # closed in close()
+            units = column_units(R)
+            header = ",".join(f"{n} [{units[n]}]" for n in self._schema.names)
+            self._csv_file.write((header + "\n").encode())
+            self._csv = pcsv.CSVWriter(
+                self._csv_file,
+                self._schema.remove_metadata(),
+                write_options=pcsv.WriteOptions(include_header=False),
+            )
+
+    def write(self, chunk: Mapping[str, Any]) -> None:
+        """Append a chunk: ``{"time": (T,), "pos": (T, N, 3), ...}`` (see :data:`COLUMNS`).
+
+        Raises:
+            ValueError: On unknown keys, bad shapes, or keys/N/R differing from the first chunk.
+        """
+        import pyarrow as pa
+
+        if self._closed:
+            raise ValueError("LogWriter is closed")
+        arrs, T, N, R = _check_chunk(chunk)
+        if self._schema is None:
+            self._open(arrs, N, R)
+        elif (N, R) != self._shape:
+            raise ValueError(
+                f"log chunk: (N, R) = {(N, R)} differs from the first chunk's {self._shape}"
+            )
+        if T == 0:
+            return
+        cols = _long_columns(arrs, self._schema, T, N, R)
+        table = pa.Table.from_arrays(cols, schema=self._schema)
+        self._pq.write_table(table)
+        if self._csv is not None:
+            self._csv.write_table(table.replace_schema_metadata(None))
+            self._csv_file.flush()
+        self.rows += T * N
+        self.chunks += 1
+
+    def close(self) -> None:
+        """Write the Parquet footer and close the files (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._pq is not None:
+                self._pq.close()
+        finally:
+            if self._csv is not None:
+                self._csv.close()
+            if self._csv_file is not None:
+                self._csv_file.close()
+
+
+def write_log(
+    path: str | os.PathLike[str],
+    log: Mapping[str, Any],
+    meta: Mapping[str, Any] | None = None,
+    csv_path: str | os.PathLike[str] | None = None,
+) -> None:
+    """Write a whole log (one chunk) to Parquet (and CSV); see :class:`LogWriter`."""
+    with LogWriter(path, meta, csv_path=csv_path) as w:
+        w.write(log)
+
+
+def read_log(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """Read a log written by :class:`LogWriter` (Parquet, or CSV by the ``.csv`` suffix).
+
+    Returns:
+        ``(log, meta)``: the log dict of (T, N, ...) arrays (the inverse of the writer: values
+        and dtypes are bitwise those written) and the run metadata (``{}`` for CSV).
+
+    Raises:
+        ValueError: If the rows are not a complete time-major (T, N) grid.
+    """
+    p = Path(path)
+    if p.suffix.lower() == ".csv":
+        import pyarrow as pa
+        import pyarrow.csv as pcsv
+
+        with open(p, encoding="utf-8") as fh:
+            header = fh.readline().strip().split(",")
+        types = {
+            h: pa.bool_()
+            if h.endswith("[bool]")
+            else pa.int32()
+            if h.split(" [")[0] == "drone"
+            else pa.float64()
+            for h in header
+        }
+        table = pcsv.read_csv(p, convert_options=pcsv.ConvertOptions(column_types=types))
+        table = table.rename_columns([n.split(" [")[0] for n in table.column_names])
+        meta: dict[str, Any] = {}
+        n = None
+    else:
+        import pyarrow.parquet as pq
+
+        table = pq.read_table(p)
+        raw = (table.schema.metadata or {}).get(_META_KEY)
+        doc = json.loads(raw) if raw else {}
+        meta = doc.get("meta", {})
+        n = doc.get("n")
+    return _from_table(table, n, p), meta
+
+
+def _from_table(table: Any, n: int | None, p: Path) -> dict[str, np.ndarray]:
+    names = set(table.column_names)
+    for req in ("time", "drone"):
+        if req not in names:
+            raise ValueError(f"{p}: column {req!r} missing; not a quadsim log")
+    drone = table.column("drone").to_numpy()
+    if n is None:
+        n = int(drone.max()) + 1 if drone.size else 0
+    rows = table.num_rows
+    if rows and (n == 0 or rows % n):
+        raise ValueError(f"{p}: {rows} rows is not a multiple of N = {n} drones")
+    T = rows // n if n else 0
+    if not np.array_equal(drone, np.tile(np.arange(n, dtype=drone.dtype), T)):
+        raise ValueError(f"{p}: rows are not ordered time-major then drone 0..{n - 1}")
+    R = max(
+        (
+            int(c.split("_")[-1]) + 1
+            for c in names
+            if c.startswith(("rpm_", "cmd_rpm_")) and c.split("_")[-1].isdigit()
+        ),
+        default=0,
+    )
+
+    def col(name: str) -> np.ndarray:
+        return table.column(name).to_numpy()
+
+    time = col("time")
+    log: dict[str, np.ndarray] = {"time": time[::n] if n else time[:0]}
+    for f in _DATA:
+        cols = _names(f, R)
+        if not cols or cols[0] not in names:
+            continue
+        if f.per_rotor or len(cols) > 1:
+            log[f.key] = np.stack([col(c) for c in cols], axis=-1).reshape(T, n, len(cols))
+        else:
+            log[f.key] = col(cols[0]).reshape(T, n)
+    return log

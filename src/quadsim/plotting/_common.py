@@ -1,0 +1,120 @@
+"""Shared plotting helpers: figure creation, data masking, drone selection, styles.
+
+Agg figures and saving, figure sizes and colours, non-finite masking, drone selection, titles,
+Euler angles and axis limits.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+DPI = 100
+#: Figure sizes [inch] (pixels = inches × :data:`DPI`).
+FIGSIZE = {
+    "path_3d": (8.0, 7.0),
+    "states": (13.0, 10.0),
+    "rotors": (12.0, 8.0),
+    "tracking_error": (11.0, 8.0),
+    "envelope": (8.0, 5.0),
+}
+MAX_DRONES = 8
+
+
+def _figure(kind: str, figsize: tuple[float, float] | None = None, dpi: int = DPI) -> Any:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize or FIGSIZE[kind], dpi=dpi)
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: Any, path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(p, dpi=fig.dpi)
+    return p
+
+
+def _fin(a: Any) -> np.ndarray:
+    """Float64 copy with non-finite entries replaced by NaN (matplotlib breaks lines there)."""
+    a = np.asarray(a, dtype=np.float64)
+    return np.where(np.isfinite(a), a, np.nan)
+
+
+def _drones(log: Mapping[str, Any], drones: Sequence[int] | None, max_drones: int) -> list[int]:
+    n = np.asarray(log["pos"]).shape[1]
+    if drones is None:
+        return list(range(min(n, max_drones)))
+    sel = [int(i) for i in drones]
+    bad = [i for i in sel if not 0 <= i < n]
+    if bad:
+        raise ValueError(f"drones: indices {bad} outside [0, {n})")
+    return sel[:max_drones]
+
+
+def _title(meta: Mapping[str, Any], what: str, shown: list[int], n: int) -> str:
+    parts = [what]
+    if meta.get("drone"):
+        parts.append(str(meta["drone"]))
+    if meta.get("scenario"):
+        parts.append(str(meta["scenario"]))
+    t = " — ".join(parts)
+    if n > len(shown):
+        t += f"  ({len(shown)} of {n} drones shown)"
+    return t
+
+
+def _color(k: int) -> str:
+    return f"C{k % 10}"
+
+
+def _unwrap(a: np.ndarray) -> np.ndarray:
+    """np.unwrap along axis 0 over the finite samples only (NaN stay NaN)."""
+    out = np.array(a, dtype=np.float64)
+    for idx in np.ndindex(out.shape[1:]):
+        col = out[(slice(None), *idx)]
+        ok = np.isfinite(col)
+        if ok.any():
+            col[ok] = np.unwrap(col[ok])
+    return out
+
+
+def _euler_deg(quat: Any) -> np.ndarray:
+    from ..rotation import to_euler
+
+    q = np.asarray(quat, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rpy = to_euler(q)
+    rpy = _fin(rpy)
+    rpy[..., 2] = _unwrap(rpy[..., 2])
+    return np.degrees(rpy)
+
+
+def _limits(*arrays: np.ndarray, pad: float = 0.05, min_span: float = 0.5) -> np.ndarray:
+    """Cube limits (3, 2) [m] around the finite points of (..., 3) arrays."""
+    pts = np.concatenate([np.asarray(a, dtype=np.float64).reshape(-1, 3) for a in arrays])
+    pts = pts[np.all(np.isfinite(pts), axis=1)]
+    if pts.size == 0:
+        return np.array([[-1.0, 1.0]] * 3)
+    lo, hi = pts.min(axis=0), pts.max(axis=0)
+    c = (lo + hi) / 2
+    h = max(float((hi - lo).max()), min_span) * (0.5 + pad)
+    return np.stack([c - h, c + h], axis=1)
+
+
+def _no_data(ax: Any, what: str) -> None:
+    ax.text(
+        0.5,
+        0.5,
+        f"{what} not logged",
+        ha="center",
+        va="center",
+        transform=ax.transAxes,
+        color="0.5",
+    )

@@ -1,0 +1,69 @@
+"""Flight-envelope figure: level-flight terminal velocity against tilt."""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._common import _figure, _fin, _save
+
+
+def plot_envelope(params: Any, path: str | os.PathLike[str], n: int = 200) -> Path:
+    """Terminal velocity in level flight [m/s] against tilt [deg], up to ``tilt_max`` (marked).
+
+    Uses :func:`quadsim.envelope.terminal_velocity` (seed 002's ``v(θ)`` curve with this drone's
+    drag) on ``n`` tilts in ``[0, tilt_max]``.
+
+    Args:
+        params: A :class:`~quadsim.params.Params`, preset name or TOML path.
+        path: PNG file to write.
+        n: Number of tilt samples.
+
+    Returns:
+        The path written.
+    """
+    from ..envelope import envelope, terminal_velocity
+    from ..params import Params, load_params
+
+    p = params if isinstance(params, Params) else load_params(params)
+    env = envelope(p)
+    th = np.linspace(0.0, env.tilt_max, n)
+    v = _fin(terminal_velocity(p, th))
+    fig = _figure("envelope")
+    ax = fig.add_subplot()
+    deg = np.degrees(th)
+    ax.plot(deg, v, lw=2, label="terminal velocity")
+    ax.axvline(
+        math.degrees(env.tilt_max),
+        color="red",
+        ls="--",
+        label=f"tilt_max = {math.degrees(env.tilt_max):.1f}° (T/W = {env.thrust_to_weight:.2f})",
+    )
+    if np.isfinite(v[-1]):
+        ax.plot(deg[-1], v[-1], "o", color="red")
+        ax.annotate(
+            f"{v[-1]:.1f} m/s",
+            (deg[-1], v[-1]),
+            textcoords="offset points",
+            xytext=(-10, 6),
+            ha="right",
+            color="red",
+        )
+    if not np.isfinite(v[1:]).any():
+        ax.text(
+            0.5, 0.5, "no drag in this model: speed unbounded", ha="center", transform=ax.transAxes
+        )
+    ax.set_xlim(0, max(float(deg[-1]) * 1.05, 1.0))
+    if np.isfinite(v).any():
+        ax.set_ylim(0, float(np.nanmax(v)) * 1.12 + 1e-9)
+    ax.set_xlabel("tilt [deg]")
+    ax.set_ylabel("speed [m/s]")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left")
+    ax.set_title(f"{p.name}: level-flight speed vs tilt (hover {env.hover_rpm:.0f} RPM)")
+    fig.subplots_adjust(left=0.09, right=0.97, bottom=0.1, top=0.92)
+    return _save(fig, path)

@@ -1,0 +1,363 @@
+"""Flight-log figures: 3-D path, states, rotor speeds, tracking error, and all of them at once."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._common import (
+    MAX_DRONES,
+    _color,
+    _drones,
+    _euler_deg,
+    _figure,
+    _fin,
+    _limits,
+    _no_data,
+    _save,
+    _title,
+    _unwrap,
+)
+
+
+def plot_path_3d(
+    log: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    path: str | os.PathLike[str],
+    drones: Sequence[int] | None = None,
+    max_drones: int = MAX_DRONES,
+) -> Path:
+    """3-D path of the drones (solid) against their reference (dashed); equal axes [m].
+
+    Args:
+        log: Log dict with ``pos`` (T, N, 3) [m], optionally ``ref_pos`` (T, N, 3) [m],
+            ``crashed`` (T, N).
+        meta: Run metadata (``drone``, ``scenario`` for the title).
+        path: PNG file to write.
+        drones: Drone indices to show (default the first ``max_drones``).
+        max_drones: At most this many drones are drawn.
+
+    Returns:
+        The path written.
+    """
+    from matplotlib.lines import Line2D
+
+    sel = _drones(log, drones, max_drones)
+    pos = _fin(log["pos"])[:, sel]
+    ref = _fin(log["ref_pos"])[:, sel] if "ref_pos" in log else None
+    fig = _figure("path_3d")
+    ax = fig.add_subplot(projection="3d")
+    for k, i in enumerate(sel):
+        c = _color(k)
+        ax.plot(pos[:, k, 0], pos[:, k, 1], pos[:, k, 2], color=c, lw=1.5)
+        if ref is not None:
+            ax.plot(ref[:, k, 0], ref[:, k, 1], ref[:, k, 2], color=c, lw=1.0, ls="--", alpha=0.7)
+        ok = np.flatnonzero(np.all(np.isfinite(pos[:, k]), axis=1))
+        if ok.size:
+            ax.scatter(*pos[ok[0], k], color=c, marker="o", s=20)
+            ax.scatter(*pos[ok[-1], k], color=c, marker="s", s=20)
+        if "crashed" in log and np.asarray(log["crashed"], dtype=bool)[:, i].any():
+            j = int(np.argmax(np.asarray(log["crashed"], dtype=bool)[:, i]))
+            ax.scatter(*pos[j, k], color=c, marker="X", s=60)
+    lim = _limits(pos, *(() if ref is None else (ref,)))
+    ax.set_xlim(*lim[0])
+    ax.set_ylim(*lim[1])
+    ax.set_zlim(*lim[2])
+    ax.set_box_aspect((1, 1, 1))
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_zlabel("z [m]")
+    handles = [
+        Line2D([], [], color="k", lw=1.5, label="flown"),
+        Line2D([], [], color="k", lw=1.0, ls="--", label="reference"),
+        Line2D([], [], color="k", marker="o", ls="", label="start"),
+        Line2D([], [], color="k", marker="s", ls="", label="end"),
+        Line2D([], [], color="k", marker="X", ls="", label="crash"),
+    ]
+    handles += [
+        Line2D([], [], color=_color(k), lw=2, label=f"drone {i}") for k, i in enumerate(sel)
+    ]
+    ax.legend(handles=handles, loc="upper left", fontsize="small")
+    ax.set_title(_title(meta, "3-D path", sel, np.asarray(log["pos"]).shape[1]))
+    return _save(fig, path)
+
+
+def plot_states(
+    log: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    path: str | os.PathLike[str],
+    drones: Sequence[int] | None = None,
+    max_drones: int = MAX_DRONES,
+) -> Path:
+    """State against time: position [m], velocity [m/s], attitude [deg], body rates [deg/s].
+
+    A 4 × 3 grid (rows: position, velocity, roll/pitch/yaw, body rates; columns: axes), one
+    colour per drone; the reference (``ref_pos``, ``ref_vel``, ``ref_yaw``) dashed.
+
+    Args:
+        log: Log dict: ``time`` (T,), ``pos`` (T, N, 3), ``quat`` (T, N, 4); optionally
+            ``vel``, ``ang_vel`` (T, N, 3), ``ref_pos``, ``ref_vel`` (T, N, 3), ``ref_yaw``
+            (T, N) [rad].
+        meta: Run metadata (title).
+        path: PNG file to write.
+        drones: Drone indices to show (default the first ``max_drones``).
+        max_drones: At most this many drones are drawn.
+
+    Returns:
+        The path written.
+    """
+    sel = _drones(log, drones, max_drones)
+    t = _fin(log["time"])
+    rows: list[tuple[str, str, Any, Any, tuple[str, ...]]] = [
+        ("position", "m", log.get("pos"), log.get("ref_pos"), ("x", "y", "z")),
+        ("velocity", "m/s", log.get("vel"), log.get("ref_vel"), ("vx", "vy", "vz")),
+        ("attitude", "deg", None, None, ("roll", "pitch", "yaw")),
+        ("body rate", "deg/s", None, None, ("ωx", "ωy", "ωz")),
+    ]
+    att = _euler_deg(np.asarray(log["quat"])[:, sel])
+    ref_att = None
+    if "ref_yaw" in log:
+        ref_att = np.full(att.shape, np.nan)
+        ref_att[..., 2] = np.degrees(_unwrap(_fin(np.asarray(log["ref_yaw"])[:, sel])))
+    rows[2] = (*rows[2][:2], att, ref_att, rows[2][4])
+    if "ang_vel" in log:
+        rows[3] = (
+            *rows[3][:2],
+            np.degrees(_fin(np.asarray(log["ang_vel"])[:, sel])),
+            None,
+            rows[3][4],
+        )
+    fig = _figure("states")
+    axes = fig.subplots(4, 3, sharex=True, squeeze=False)
+    for r, (name, unit, val, ref, comps) in enumerate(rows):
+        for j, comp in enumerate(comps):
+            ax = axes[r, j]
+            ax.set_ylabel(f"{comp} [{unit}]")
+            ax.grid(True, alpha=0.3)
+            if val is None:
+                _no_data(ax, name)
+                continue
+            v = _fin(val) if r >= 2 else _fin(np.asarray(val)[:, sel])
+            for k in range(len(sel)):
+                ax.plot(
+                    t,
+                    v[:, k, j],
+                    color=_color(k),
+                    lw=1.2,
+                    label=f"drone {sel[k]}" if (r, j) == (0, 0) else None,
+                )
+                if ref is not None:
+                    rv = _fin(ref) if r >= 2 else _fin(np.asarray(ref)[:, sel])
+                    if np.isfinite(rv[:, k, j]).any():
+                        ax.plot(t, rv[:, k, j], color=_color(k), lw=1.0, ls="--", alpha=0.8)
+    for ax in axes[-1]:
+        ax.set_xlabel("time [s]")
+    if len(sel) > 1:
+        axes[0, 0].legend(fontsize="x-small", ncol=2)
+    fig.suptitle(_title(meta, "states (reference dashed)", sel, np.asarray(log["pos"]).shape[1]))
+    fig.subplots_adjust(left=0.07, right=0.985, bottom=0.06, top=0.94, wspace=0.28, hspace=0.12)
+    return _save(fig, path)
+
+
+def plot_rotors(
+    log: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    path: str | os.PathLike[str],
+    drones: Sequence[int] | None = None,
+    max_drones: int = MAX_DRONES,
+) -> Path:
+    """Rotor speeds [RPM] against time, one panel per rotor, with the limits and the command.
+
+    Actual ``rotor_rpm`` solid, commanded ``cmd_rpm`` dashed, ``meta["rpm_min"]`` and
+    ``meta["rpm_max"]`` as red dotted lines; intervals where any shown drone's allocation
+    saturated (``saturated``) are shaded.
+
+    Args:
+        log: Log dict: ``time`` (T,), ``rotor_rpm`` and/or ``cmd_rpm`` (T, N, R) [RPM],
+            optionally ``saturated`` (T, N).
+        meta: Run metadata (``rpm_min``, ``rpm_max`` [RPM], title).
+        path: PNG file to write.
+        drones: Drone indices to show (default the first ``max_drones``).
+        max_drones: At most this many drones are drawn.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: If the log has neither ``rotor_rpm`` nor ``cmd_rpm``.
+    """
+    if "rotor_rpm" not in log and "cmd_rpm" not in log:
+        raise ValueError("plot_rotors: log has neither 'rotor_rpm' nor 'cmd_rpm'")
+    sel = _drones(log, drones, max_drones)
+    t = _fin(log["time"])
+    act = _fin(np.asarray(log["rotor_rpm"])[:, sel]) if "rotor_rpm" in log else None
+    cmd = _fin(np.asarray(log["cmd_rpm"])[:, sel]) if "cmd_rpm" in log else None
+    R = (act if act is not None else cmd).shape[2]
+    sat = (
+        np.asarray(log["saturated"], dtype=bool)[:, sel].any(axis=1) if "saturated" in log else None
+    )
+    ncols = 1 if R == 1 else 2
+    nrows = math.ceil(R / ncols)
+    fig = _figure("rotors")
+    axes = np.atleast_1d(
+        fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
+    ).ravel()
+    for r in range(R):
+        ax = axes[r]
+        if sat is not None and sat.any():
+            ax.fill_between(
+                t,
+                0,
+                1,
+                where=sat,
+                transform=ax.get_xaxis_transform(),
+                color="red",
+                alpha=0.12,
+                lw=0,
+                label="saturated" if r == 0 else None,
+            )
+        for k in range(len(sel)):
+            if act is not None:
+                ax.plot(
+                    t,
+                    act[:, k, r],
+                    color=_color(k),
+                    lw=1.2,
+                    label=f"drone {sel[k]}" if r == 0 else None,
+                )
+            if cmd is not None:
+                ax.plot(
+                    t,
+                    cmd[:, k, r],
+                    color=_color(k),
+                    lw=0.9,
+                    ls="--",
+                    alpha=0.8,
+                    label="commanded" if r == 0 and k == 0 else None,
+                )
+        for lim in ("rpm_min", "rpm_max"):
+            if meta.get(lim) is not None:
+                ax.axhline(
+                    float(meta[lim]),
+                    color="red",
+                    ls=":",
+                    lw=1.2,
+                    label="limits" if r == 0 and lim == "rpm_max" else None,
+                )
+        ax.set_ylabel(f"rotor {r} [RPM]")
+        ax.grid(True, alpha=0.3)
+    for ax in axes[R:]:
+        ax.set_visible(False)
+    for ax in axes[max(R - ncols, 0) : R]:
+        ax.set_xlabel("time [s]")
+    axes[0].legend(fontsize="x-small", ncol=2)
+    fig.suptitle(
+        _title(meta, "rotor speeds (commanded dashed)", sel, np.asarray(log["pos"]).shape[1])
+    )
+    fig.subplots_adjust(left=0.08, right=0.985, bottom=0.08, top=0.93, wspace=0.12, hspace=0.1)
+    return _save(fig, path)
+
+
+def plot_tracking_error(
+    log: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    path: str | os.PathLike[str],
+    drones: Sequence[int] | None = None,
+    max_drones: int = MAX_DRONES,
+) -> Path:
+    """Position tracking error ``pos - ref_pos`` [m] per axis and its norm against time.
+
+    Crashes (first ``crashed`` sample) are marked with a vertical line.
+
+    Args:
+        log: Log dict: ``time`` (T,), ``pos``, ``ref_pos`` (T, N, 3) [m], optionally
+            ``crashed`` (T, N).
+        meta: Run metadata (title).
+        path: PNG file to write.
+        drones: Drone indices to show (default the first ``max_drones``).
+        max_drones: At most this many drones are drawn.
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: If the log has no ``ref_pos``.
+    """
+    if "ref_pos" not in log:
+        raise ValueError("plot_tracking_error: log has no 'ref_pos'")
+    sel = _drones(log, drones, max_drones)
+    t = _fin(log["time"])
+    e = _fin(np.asarray(log["pos"])[:, sel]) - _fin(np.asarray(log["ref_pos"])[:, sel])
+    en = np.linalg.norm(e, axis=-1)
+    fig = _figure("tracking_error")
+    axes = fig.subplots(4, 1, sharex=True)
+    labels = ("e_x [m]", "e_y [m]", "e_z [m]", "|e| [m]")
+    for j, ax in enumerate(axes):
+        for k in range(len(sel)):
+            y = e[:, k, j] if j < 3 else en[:, k]
+            ax.plot(t, y, color=_color(k), lw=1.2, label=f"drone {sel[k]}" if j == 0 else None)
+        ax.set_ylabel(labels[j])
+        ax.grid(True, alpha=0.3)
+    if "crashed" in log:
+        cr = np.asarray(log["crashed"], dtype=bool)[:, sel]
+        for k in range(len(sel)):
+            if cr[:, k].any():
+                tc = t[np.argmax(cr[:, k])]
+                for ax in axes:
+                    ax.axvline(tc, color=_color(k), ls=":", lw=1.5)
+                axes[3].annotate(
+                    "crash",
+                    (tc, 1.0),
+                    xycoords=("data", "axes fraction"),
+                    va="top",
+                    fontsize="small",
+                    color=_color(k),
+                )
+    axes[-1].set_xlabel("time [s]")
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(en)
+        rms = float(np.sqrt(np.mean(en[ok] ** 2))) if ok.any() else math.nan
+        mx = float(en[ok].max()) if ok.any() else math.nan
+    axes[0].legend(fontsize="x-small", ncol=4)
+    fig.suptitle(
+        _title(
+            meta,
+            f"tracking error (RMS {rms:.3g} m, max {mx:.3g} m)",
+            sel,
+            np.asarray(log["pos"]).shape[1],
+        )
+    )
+    fig.subplots_adjust(left=0.09, right=0.98, bottom=0.07, top=0.94, hspace=0.1)
+    return _save(fig, path)
+
+
+def plot_all(
+    log: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    out_dir: str | os.PathLike[str],
+    drones: Sequence[int] | None = None,
+    max_drones: int = MAX_DRONES,
+) -> list[Path]:
+    """Write ``path_3d.png``, ``states.png``, ``rotors.png``, ``tracking_error.png`` to ``out_dir``.
+
+    A figure whose data are not in the log (no rotor speeds, no reference) is skipped. With more
+    than ``max_drones`` drones only ``drones`` (default the first ``max_drones``) are drawn.
+
+    Returns:
+        The paths written.
+    """
+    out = Path(out_dir)
+    paths = [
+        plot_path_3d(log, meta, out / "path_3d.png", drones, max_drones),
+        plot_states(log, meta, out / "states.png", drones, max_drones),
+    ]
+    if "rotor_rpm" in log or "cmd_rpm" in log:
+        paths.append(plot_rotors(log, meta, out / "rotors.png", drones, max_drones))
+    if "ref_pos" in log:
+        paths.append(plot_tracking_error(log, meta, out / "tracking_error.png", drones, max_drones))
+    return paths

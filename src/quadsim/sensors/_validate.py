@@ -1,0 +1,39 @@
+"""Validation of sensor parameters: finite per-axis vectors, positive numbers, sample periods."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+
+def _vec3(value: Any, name: str, nonneg: bool = False) -> np.ndarray:
+    """A finite per-axis value as a read-only float64 ``(3,)`` array (scalars broadcast)."""
+    try:
+        a = np.array(value, dtype=np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name} must be a number or 3 numbers; got {value!r}") from e
+    if a.shape not in ((), (3,)):
+        raise ValueError(f"{name} must be a scalar or have shape (3,); got shape {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name} must be finite; got {a.tolist()}")
+    if nonneg and np.any(a < 0.0):
+        raise ValueError(f"{name} must be >= 0; got {a.tolist()}")
+    out = np.broadcast_to(a, (3,)).copy()
+    out.flags.writeable = False
+    return out
+
+
+def _positive(value: Any, name: str) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name} must be a finite number > 0; got {value!r}") from e
+    if not (math.isfinite(v) and v > 0.0):
+        raise ValueError(f"{name} must be a finite number > 0; got {value!r}")
+    return v
+
+
+def _dt(dt: Any, rate: float) -> float:
+    return 1.0 / rate if dt is None else _positive(dt, "dt")

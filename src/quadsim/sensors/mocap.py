@@ -1,0 +1,169 @@
+r"""Motion capture: parameters, delay-line state, readings and the sampling functions.
+
+**Motion capture** delivers the pose ``latency`` seconds old (an integer number ``k`` of sample
+periods; a delay line of the last ``k`` true poses) plus noise::
+
+    p_m = p(t - latency) + σ_p ⊙ z_p,    q_m = q(t - latency) ⊗ exp(σ_θ ⊙ z_θ)
+
+(attitude noise is a body-frame rotation vector applied through the exponential map).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, NamedTuple
+
+import numpy as np
+from array_api_compat import device as _device
+
+from .. import rotation
+from .._array import as_like, check_shape, namespace
+from ._noise import _batch, _normals
+from ._validate import _dt, _positive, _vec3
+
+MOCAP_NOISE_DIM = 6  # z[..., 0:3] position, 3:6 attitude (body rotation vector)
+
+
+class MocapParams(NamedTuple):
+    """Motion-capture noise and delay.
+
+    Attributes:
+        pos_std: Position noise std [m], scalar or ``(3,)`` (world xyz), >= 0.
+        att_std: Attitude noise std [rad] of the body rotation vector, scalar or ``(3,)``, >= 0.
+        latency: Delay of the delivered pose [s], >= 0, an integer number of sample periods.
+        rate: Sample rate [Hz], > 0; ``dt = 1/rate`` unless given to :func:`mocap_init`.
+    """
+
+    pos_std: Any
+    att_std: Any
+    latency: float
+    rate: float
+
+
+class MocapState(NamedTuple):
+    """Delay line: the last ``k`` true poses, oldest first.
+
+    Attributes:
+        pos_buf: Positions [m], shape ``(..., k, 3)``.
+        quat_buf: Attitudes (xyzw), shape ``(..., k, 4)``.
+        count: Integer array, shape ``()``: samples taken so far, saturating at ``k``.
+    """
+
+    pos_buf: Any
+    quat_buf: Any
+    count: Any
+
+
+class MocapReading(NamedTuple):
+    """Delivered pose ``pos`` [m] ``(..., 3)``, ``quat`` ``(..., 4)``, and ``valid`` ``(...)``.
+
+    ``valid`` is False while the delivered pose is still the initial fill of the delay line
+    (the first ``k`` samples), True once it is a pose passed to :func:`mocap_measure`.
+    """
+
+    pos: Any
+    quat: Any
+    valid: Any
+
+
+def mocap_delay_steps(params: MocapParams, dt: float | None = None) -> int:
+    """Latency in sample periods, ``k = latency/dt`` (``dt`` default ``1/params.rate``) [s].
+
+    Raises:
+        ValueError: If ``latency`` < 0 or not an integer multiple of ``dt`` (1e-9 relative).
+    """
+    dt = _dt(dt, _positive(params.rate, "rate"))
+    lat = float(params.latency)
+    if not (math.isfinite(lat) and lat >= 0.0):
+        raise ValueError(f"latency must be finite and >= 0 s; got {params.latency!r}")
+    x = lat / dt
+    k = round(x)
+    if abs(x - k) > 1e-9 * max(1.0, x):
+        raise ValueError(
+            f"latency must be an integer multiple of the sample period dt = {dt!r} s; "
+            f"got latency = {lat!r} s = {x!r} periods"
+        )
+    return int(k)
+
+
+def _check_mocap(params: MocapParams) -> tuple[np.ndarray, np.ndarray]:
+    if not isinstance(params, MocapParams):
+        raise ValueError(f"params must be a MocapParams; got {type(params).__name__}")
+    _positive(params.rate, "rate")
+    return _vec3(params.pos_std, "pos_std", nonneg=True), _vec3(params.att_std, "att_std", True)
+
+
+def mocap_init(pos: Any, quat: Any, params: MocapParams, dt: float | None = None) -> MocapState:
+    """Delay line filled with the initial pose (the body rested there before ``t = 0``).
+
+    Args:
+        pos: Initial position [m], ``(..., 3)``.
+        quat: Initial attitude (xyzw), ``(..., 4)``.
+        params: Mocap parameters.
+        dt: Sample period [s], default ``1/params.rate``; ``latency/dt`` must be an integer.
+
+    Returns:
+        :class:`MocapState` with buffers ``(..., k, 3)``, ``(..., k, 4)`` and ``count = 0``.
+    """
+    check_shape(pos, (3,), "pos")
+    check_shape(quat, (4,), "quat")
+    _check_mocap(params)
+    k = mocap_delay_steps(params, dt)
+    xp = namespace(pos, quat)
+    batch = _batch(pos, quat)
+    p = xp.broadcast_to(pos, (*batch, 3))[..., None, :]
+    q = xp.broadcast_to(as_like(xp, quat, pos), (*batch, 4))[..., None, :]
+    if k:
+        pbuf, qbuf = xp.concat([p] * k, axis=-2), xp.concat([q] * k, axis=-2)
+    else:
+        pbuf = xp.zeros((*batch, 0, 3), dtype=pos.dtype, device=_device(pos))
+        qbuf = xp.zeros((*batch, 0, 4), dtype=pos.dtype, device=_device(pos))
+    return MocapState(pbuf, qbuf, xp.zeros((), dtype=xp.int32, device=_device(pos)))
+
+
+def mocap_measure(
+    pos: Any, quat: Any, params: MocapParams, mocap_state: MocapState, noise: Any
+) -> tuple[MocapReading, MocapState]:
+    """Push the current true pose, deliver the one ``k`` samples old plus noise (pure).
+
+    Args:
+        pos: True position now [m], ``(..., 3)`` (same batch shape as the state).
+        quat: True attitude now (xyzw), ``(..., 4)``.
+        params: Mocap parameters (the noise stds; the delay ``k`` is the state's buffer length).
+        mocap_state: From :func:`mocap_init` or the previous call.
+        noise: Generator, JAX key, torch Generator, or standard normals ``(..., 6)``
+            (``MOCAP_NOISE_DIM``: position, attitude rotation vector).
+
+    Returns:
+        ``(reading, state)``; arrays follow the namespace and dtype of ``pos``.
+    """
+    check_shape(pos, (3,), "pos")
+    check_shape(quat, (4,), "quat")
+    pos_std, att_std = _check_mocap(params)
+    xp = namespace(pos, quat)
+    pbuf, qbuf = mocap_state.pos_buf, mocap_state.quat_buf
+    if pbuf.ndim < 2:
+        raise ValueError(f"mocap_state.pos_buf must have shape (..., k, 3); got {pbuf.shape}")
+    k = pbuf.shape[-2]
+    batch = _batch(pos, quat)
+    if tuple(pbuf.shape[:-2]) != batch or tuple(qbuf.shape) != (*batch, k, 4):
+        raise ValueError(
+            f"mocap_state buffers must have shapes {(*batch, k, 3)} and {(*batch, k, 4)} for "
+            f"pos/quat batch shape {batch}; got {tuple(pbuf.shape)} and {tuple(qbuf.shape)}"
+        )
+    q = as_like(xp, quat, pos)
+    if k:
+        p_old, q_old = pbuf[..., 0, :], qbuf[..., 0, :]
+        p_new = xp.broadcast_to(pos, (*batch, 3))[..., None, :]
+        q_new = xp.broadcast_to(q, (*batch, 4))[..., None, :]
+        pbuf = xp.concat((pbuf[..., 1:, :], p_new), axis=-2)
+        qbuf = xp.concat((qbuf[..., 1:, :], q_new), axis=-2)
+    else:
+        p_old, q_old = pos, q
+    z = _normals(noise, batch, MOCAP_NOISE_DIM, xp, pos)
+    p_m = p_old + as_like(xp, pos_std, pos) * z[..., 0:3]
+    q_m = rotation.multiply(q_old, rotation.exp(as_like(xp, att_std, pos) * z[..., 3:6]))
+    count = mocap_state.count
+    valid = xp.broadcast_to(count >= k, batch)
+    count = xp.where(count < k, count + 1, count)
+    return MocapReading(p_m, q_m, valid), MocapState(pbuf, qbuf, count)
