@@ -79,6 +79,13 @@ def unstack(x: Any) -> tuple[Any, ...]:
     return tuple(x[..., i] for i in range(x.shape[-1]))
 
 
+def to_numpy(a: Any) -> np.ndarray:
+    """A NumPy array of a NumPy, JAX or PyTorch array (a copy unless ``a`` is NumPy already)."""
+    if hasattr(a, "detach"):  # torch
+        return a.detach().cpu().numpy()
+    return np.asarray(a)
+
+
 def stack(xp: Any, comps: Sequence[Any], like: Any) -> Any:
     """Stack components along a new last axis, broadcasting them to a common batch shape.
 

@@ -33,7 +33,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["FlightResult", "fly", "to_numpy"]
+from ._array import to_numpy
+
+__all__ = ["FlightResult", "fly"]
 
 
 class FlightResult(NamedTuple):
@@ -54,13 +56,6 @@ class FlightResult(NamedTuple):
     steps: int
     interrupted: bool
     wall_time: float
-
-
-def to_numpy(a: Any) -> np.ndarray:
-    """A NumPy copy of a NumPy, JAX or PyTorch array."""
-    if hasattr(a, "detach"):
-        return a.detach().cpu().numpy()
-    return np.array(a)
 
 
 def _meta(sim: Any, duration: float, extra: dict | None) -> dict:

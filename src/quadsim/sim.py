@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._array import namespace, stack, unstack
+from ._array import namespace, stack, to_numpy, unstack
 from .integrators import rk4
 from .models._rigid import numeric_params
 from .systems import Env, System, make_system
@@ -262,13 +262,6 @@ def rollout(
     return final, status, trajectory
 
 
-def _to_numpy(a: Any) -> np.ndarray:
-    """A NumPy copy of a NumPy, JAX or PyTorch array."""
-    if hasattr(a, "detach"):  # torch
-        return a.detach().cpu().numpy()
-    return np.asarray(a)
-
-
 def _is_jax(xp: Any) -> bool:
     return "jax" in getattr(xp, "__name__", "")
 
@@ -479,7 +472,7 @@ class Simulator:
             if old is None:
                 fields[name] = None
                 continue
-            new = np.array(_to_numpy(old), dtype=np.float64)
+            new = np.array(to_numpy(old), dtype=np.float64)
             value = given.get(name)
             value = defaults[name] if value is None else value
             value = np.broadcast_to(np.asarray(value, dtype=np.float64), (idx.size, new.shape[1]))
@@ -489,7 +482,7 @@ class Simulator:
             fields[name] = new
         status = self.status
         if status is not None:
-            flags = [np.array(_to_numpy(s)) for s in status]
+            flags = [np.array(to_numpy(s)) for s in status]
             for f, clear in zip(flags, (False, False, math.nan, -1, 0), strict=True):
                 f[idx] = clear
             status = Status(*flags)
@@ -613,7 +606,7 @@ class Simulator:
         speeds. The allocation of this step is kept in :attr:`last_allocation` (``lost`` says
         what saturation cost). For the ``wrench`` model the wrench is applied directly.
         """
-        w = np.asarray(_to_numpy(wrench), dtype=np.float64)
+        w = np.asarray(to_numpy(wrench), dtype=np.float64)
         if w.shape[-1:] != (4,):
             raise ValueError(f"wrench must have shape (n, 4); got {w.shape}")
         if self.system.model == "wrench":

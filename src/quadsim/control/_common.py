@@ -25,6 +25,7 @@ import numpy as np
 from array_api_compat import is_array_api_obj
 
 from .._array import stack, unstack
+from ..models._rigid import matTvec, matvec
 from ..rotation import _kcross, _kdot, _kmatrix, _kqmul
 
 Comp = tuple[Any, ...]
@@ -80,16 +81,6 @@ def mat(J: Any) -> tuple[Comp, ...]:
         a = np.asarray(J, dtype=np.float64)
         return tuple(tuple(float(c) for c in row) for row in a)
     return tuple(unstack(J[..., i, :]) for i in range(3))
-
-
-def matvec(A: tuple[Comp, ...], v: Comp) -> Comp:
-    """``A v`` for a matrix given as row tuples."""
-    return tuple(dot(row, v) for row in A)
-
-
-def matTvec(A: tuple[Comp, ...], v: Comp) -> Comp:
-    """``Aᵀ v`` for a matrix given as row tuples."""
-    return tuple(dot(tuple(row[j] for row in A), v) for j in range(3))
 
 
 def qconj(q: Comp) -> Comp:

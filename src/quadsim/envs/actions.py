@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ._geom import quat_from_euler, yaw_of
+from ..rotation import from_euler, to_euler
 
 __all__ = [
     "ACTION_LEVELS",
@@ -244,13 +244,13 @@ class ThrustAttitude(ThrustRates):
     def rates(self, action: np.ndarray, state: Any) -> np.ndarray:
         """Body-rate set points ``(n, 3)`` [rad/s] of the attitude stage."""
         q = np.asarray(state.quat, dtype=np.float64)
-        yaw = yaw_of(q)
+        yaw = to_euler(q)[:, 2]
         r = action[:, 3] * self.yaw_rate_limit
         sp = np.where(np.isnan(self.yaw_sp), yaw, self.yaw_sp) + r * self.dt
         err = np.clip((sp - yaw + np.pi) % (2 * np.pi) - np.pi, -0.5, 0.5)
         self.yaw_sp = yaw + err
         rp = action[:, 1:3] * self.tilt_limit
-        q_sp = quat_from_euler(rp[:, 0], rp[:, 1], self.yaw_sp)
+        q_sp = from_euler(np.column_stack([rp, self.yaw_sp]))
         return np.asarray(self.pid.attitude_control(q, q_sp, r, self.gains))
 
 

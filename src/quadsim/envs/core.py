@@ -29,8 +29,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..rotation import from_euler, to_matrix
 from ..world import Ground, World
-from ._geom import quat_from_euler, rot_matrix
 from .actions import make_action_level
 
 __all__ = [
@@ -274,7 +274,7 @@ class QuadCore:
         ref_pos, ref_vel = self.task.reference(t0)
         pos = ref_pos + rng.uniform(-r.pos, r.pos, (m, 3))
         rpy = rng.uniform(-1.0, 1.0, (m, 3)) * (r.tilt, r.tilt, r.yaw)
-        quat = quat_from_euler(rpy[:, 0], rpy[:, 1], rpy[:, 2])
+        quat = from_euler(rpy)
         vel = ref_vel + rng.uniform(-r.vel, r.vel, (m, 3))
         ang_vel = rng.uniform(-r.ang_vel, r.ang_vel, (m, 3))
         if self.world is not None and self.world.ground is not None:
@@ -307,7 +307,7 @@ class QuadCore:
         quat, w = np.asarray(st.quat, np.float64), np.asarray(st.ang_vel, np.float64)
         t = self.steps * self.control_dt
         ref_pos, ref_vel = self.task.reference(t)
-        R = rot_matrix(quat)
+        R = to_matrix(quat)
         e_p = pos - ref_pos
         parts = [e_p, vel, np.clip(R.reshape(-1, 9), -1.0, 1.0), w, self.last_action]
         if self.task.name == "track":

@@ -29,11 +29,13 @@ from typing import Any
 from .._array import CASADI_OPS, namespace, stack
 from ..rotation import _kmatrix, _kquat_dot
 from ._rigid import (
+    _norm_safe,
     angular_accel,
     casadi_assemble,
     casadi_state,
     check_state,
     numeric_params,
+    rotational_drag,
     symbolic_params,
     unstack_opt,
 )
@@ -54,17 +56,12 @@ WRENCH_PARAMS: dict[str, tuple[int, ...]] = {
 def _kernel(quat, vel, ang_vel, cmd, dist_f, dist_t, p, ops, wind=None):
     R = _kmatrix(quat)
     air = vel if wind is None else tuple(vel[i] - wind[i] for i in range(3))
-    speed2 = air[0] * air[0] + air[1] * air[1] + air[2] * air[2]
-    positive = speed2 > 0
-    # |v| with a finite derivative at v = 0 (double-where: never take sqrt(0) in the used branch).
-    speed = ops.where(
-        positive, ops.sqrt(ops.where(positive, speed2, 1.0 + 0.0 * speed2)), 0.0 * speed2
-    )
+    speed = _norm_safe(air, ops)
     force = [R[i][2] * cmd[0] - p.drag_coef * speed * air[i] for i in range(3)]
     if dist_f is not None:
         force = [force[i] + dist_f[i] for i in range(3)]
     vel_dot = tuple(p.gravity_vec[i] + force[i] / p.mass for i in range(3))
-    torque = tuple(cmd[1 + i] - p.rot_drag_coef * ang_vel[i] for i in range(3))
+    torque = rotational_drag(tuple(cmd[1:4]), ang_vel, p)
     ang_vel_dot = angular_accel(R, ang_vel, torque, p, dist_t)
     return _kquat_dot(quat, ang_vel), vel_dot, ang_vel_dot
 
