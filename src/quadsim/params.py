@@ -26,6 +26,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ._toml import read_entry
+
 __all__ = [
     "Params",
     "invert_curve",
@@ -143,7 +145,6 @@ _KEYS: dict[str, tuple[dict[str, Any], tuple[tuple[int, ...], ...], Any]] = {
     "rot_drag_coef": ({"N m s/rad": 1.0}, ((),), 0.0),
 }
 _TEXT_KEYS = ("name", "description", "layout")
-_FIELDS = {"value", "unit", "source", "note"}
 
 
 def list_presets() -> list[str]:
@@ -257,29 +258,8 @@ def _value(doc: dict[str, Any], key: str, preset: bool, fail: Any) -> Any:
         if default is _REQ:
             raise fail(key, "required key is missing")
         return None if default is None else np.asarray(default, dtype=np.float64)
-    entry = doc[key]
-    if isinstance(entry, dict):
-        extra = set(entry) - _FIELDS
-        if extra:
-            raise fail(key, f"unknown field(s) {sorted(extra)}; allowed: {sorted(_FIELDS)}")
-        if "value" not in entry:
-            raise fail(key, "value table has no 'value'")
-        if preset and not ("unit" in entry and "source" in entry):
-            raise fail(key, "presets must give 'unit' and 'source' for every value")
-        value, unit = entry["value"], entry.get("unit", next(iter(units)))
-    elif preset:
-        raise fail(key, "presets must give { value, unit, source }")
-    else:
-        value, unit = entry, next(iter(units))
-    norm = re.sub(r"\s*,\s*", ", ", " ".join(str(unit).split()))
-    if norm not in units:
-        raise fail(key, f"unit {unit!r} not accepted; use one of {list(units)}")
-    if not _is_numeric(value):
-        raise fail(key, f"value must be numbers; got {value!r}")
-    try:
-        a = np.asarray(value, dtype=np.float64)
-    except ValueError as e:
-        raise fail(key, f"value has a ragged shape: {value!r}") from e
+    a, factor = read_entry(doc, key, units, packaged=preset, packaged_name="presets",
+                           normalize=_norm_unit, fail=fail)  # fmt: skip
     ok = (
         len(s) == a.ndim and all(w in (-1, d) for w, d in zip(s, a.shape, strict=True))
         for s in shapes
@@ -288,11 +268,10 @@ def _value(doc: dict[str, Any], key: str, preset: bool, fail: Any) -> Any:
         want = " or ".join(str(s).replace("-1", "N") for s in shapes)
         raise fail(key, f"wrong shape {a.shape}; expected {want}")
     if not np.all(np.isfinite(a)):
-        raise fail(key, f"must be finite; got {value!r}")
-    return a * np.asarray(units[norm])
+        raise fail(key, f"must be finite; got {a.tolist()!r}")
+    return a * np.asarray(factor)
 
 
-def _is_numeric(x: Any) -> bool:
-    if isinstance(x, list):
-        return all(_is_numeric(y) for y in x)
-    return isinstance(x, int | float) and not isinstance(x, bool)
+def _norm_unit(unit: str) -> str:
+    """A unit as spelled in ``_KEYS``: single spaces, ``", "`` between the curve's units."""
+    return re.sub(r"\s*,\s*", ", ", " ".join(unit.split()))

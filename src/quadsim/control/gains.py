@@ -57,6 +57,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._toml import read_entry
 from ..envelope import envelope
 from ..params import Params, load_params
 from ..rotors import Allocator, allocation_matrix, make_allocator
@@ -223,7 +224,6 @@ _PID = {
 }
 _SPECS = {"geometric": _GEOMETRIC, "pid": _PID}
 _TEXT = ("controller", "name", "description", "drone")
-_FIELDS = {"value", "unit", "source", "note"}
 
 
 def _root() -> Any:
@@ -375,41 +375,19 @@ def _value(doc: dict, key: str, spec: tuple, packaged: bool, fail: Any) -> Any:
         if default is _REQ:
             raise fail(key, "required key is missing")
         return None if default is None else np.asarray(default, dtype=np.float64)
-    entry = doc[key]
-    if isinstance(entry, dict):
-        extra = set(entry) - _FIELDS
-        if extra:
-            raise fail(key, f"unknown field(s) {sorted(extra)}; allowed: {sorted(_FIELDS)}")
-        if "value" not in entry:
-            raise fail(key, "value table has no 'value'")
-        if packaged and not ("unit" in entry and "source" in entry):
-            raise fail(key, "packaged gains must give 'unit' and 'source' for every value")
-        value, unit = entry["value"], entry.get("unit", next(iter(units)))
-    elif packaged:
-        raise fail(key, "packaged gains must give { value, unit, source }")
-    else:
-        value, unit = entry, next(iter(units))
-    norm = " ".join(re.sub(r"\s*/\s*", "/", str(unit)).split())
-    if norm not in units:
-        raise fail(key, f"unit {unit!r} not accepted; use one of {list(units)}")
-    if not _numeric(value):
-        raise fail(key, f"value must be a number or a list of numbers; got {value!r}")
-    try:
-        a = np.asarray(value, dtype=np.float64)
-    except ValueError as e:
-        raise fail(key, f"value has a ragged shape: {value!r}") from e
+    a, factor = read_entry(doc, key, units, packaged=packaged, packaged_name="packaged gains",
+                           normalize=_norm_unit, fail=fail)  # fmt: skip
     if a.shape not in shapes:
         raise fail(key, f"wrong shape {a.shape}; expected one of {list(shapes)}")
     if not np.all(np.isfinite(a)):
-        raise fail(key, f"must be finite; got {value!r}")
+        raise fail(key, f"must be finite; got {a.tolist()!r}")
     if np.any(a < 0.0):
-        raise fail(key, f"must be >= 0 (no negative gains or limits); got {value!r}")
+        raise fail(key, f"must be >= 0 (no negative gains or limits); got {a.tolist()!r}")
     if positive and np.any(a == 0.0):
-        raise fail(key, f"must be > 0; got {value!r}")
-    return a * units[norm]
+        raise fail(key, f"must be > 0; got {a.tolist()!r}")
+    return a * factor
 
 
-def _numeric(x: Any) -> bool:
-    if isinstance(x, list):
-        return all(_numeric(y) for y in x)
-    return isinstance(x, int | float) and not isinstance(x, bool)
+def _norm_unit(unit: str) -> str:
+    """A unit as spelled in the key tables: single spaces, no spaces around ``/``."""
+    return " ".join(re.sub(r"\s*/\s*", "/", unit).split())

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from .._toml import read_entry
 from ._validate import _vec3
 from .imu import ImuParams, check_imu_params
 
@@ -63,7 +64,6 @@ _IMU_KEYS: dict[str, tuple[dict[str, float], Any]] = {
     "accel_scale": ({"1": 1.0}, 1.0),
 }
 _TEXT_KEYS = ("name", "description")
-_FIELDS = {"value", "unit", "source", "note"}
 
 
 def _norm_unit(unit: str) -> str:
@@ -172,33 +172,11 @@ def _entry(doc: dict[str, Any], key: str, preset: bool, fail: Any) -> Any:
         if default is _REQ:
             raise fail(key, "required key is missing")
         return None if default is None else np.asarray(default, dtype=np.float64)
-    entry = doc[key]
-    if isinstance(entry, dict):
-        extra = set(entry) - _FIELDS
-        if extra:
-            raise fail(key, f"unknown field(s) {sorted(extra)}; allowed: {sorted(_FIELDS)}")
-        if "value" not in entry:
-            raise fail(key, "value table has no 'value'")
-        if preset and not ("unit" in entry and "source" in entry):
-            raise fail(key, "presets must give 'unit' and 'source' for every value")
-        value, unit = entry["value"], entry.get("unit", next(iter(units)))
-    elif preset:
-        raise fail(key, "presets must give { value, unit, source }")
-    else:
-        value, unit = entry, next(iter(units))
-    norm = _norm_unit(unit)
-    if norm not in units:
-        raise fail(key, f"unit {unit!r} not accepted; use one of {list(units)}")
-
-    def number(x: Any) -> bool:
-        return isinstance(x, int | float) and not isinstance(x, bool)
-
-    if not (number(value) or (isinstance(value, list) and all(number(x) for x in value))):
-        raise fail(key, f"value must be a number or a list of 3 numbers; got {value!r}")
-    a = np.asarray(value, dtype=np.float64)
+    a, factor = read_entry(doc, key, units, packaged=preset, packaged_name="presets",
+                           normalize=_norm_unit, fail=fail)  # fmt: skip
     shapes = ((),) if key == "rate" else ((), (3,))
     if a.shape not in shapes:
         raise fail(key, f"wrong shape {a.shape}; expected one of {list(shapes)}")
     if not np.all(np.isfinite(a)):
-        raise fail(key, f"must be finite; got {value!r}")
-    return a * units[norm]
+        raise fail(key, f"must be finite; got {a.tolist()!r}")
+    return a * factor
