@@ -290,6 +290,21 @@ def rate_control(
     return wrench, new
 
 
+def _attitude_rate(
+    xp: Any, state: Any, qd: tuple, yaw_rate: Any, f: Any, vint: tuple, gains: PidGains,
+    cstate: PidState,
+) -> tuple[Any, PidState]:  # fmt: skip
+    """Attitude and rate stages to a wrench with thrust ``f``; store the loop integrators."""
+    like = state.pos
+    wsp = _kattitude(xp, unstack(state.quat), qd, yaw_rate, gains)
+    tau, rint = _krate(xp, unstack(state.ang_vel), wsp, gains, unstack(cstate.rate_int),
+                       unstack(cstate.prev_ang_vel), cstate.started)  # fmt: skip
+    wrench = tostack(xp, (f, *tau), like)
+    cs = cstate._replace(vel_int=tostack(xp, vint, like), rate_int=tostack(xp, rint, like),
+                         prev_ang_vel=state.ang_vel + 0.0)  # fmt: skip
+    return _finish(xp, wrench, gains, cs)
+
+
 def _finish(xp: Any, wrench: Any, gains: PidGains, cs: PidState) -> tuple[Any, PidState]:
     out, est, started = _lead(xp, wrench, gains, cs)
     return out, cs._replace(wrench_est=est, started=started)
@@ -315,14 +330,7 @@ def control(state: Any, ref: Any, gains: PidGains, cstate: PidState) -> tuple[An
     T, vint = _kvelocity(xp, unstack(state.vel), vs, _c(xp, ref.acc, like), gains,
                          unstack(cstate.vel_int), rot_matrix(q))  # fmt: skip
     qd, f = _thrust_attitude(xp, T, as_like(xp, ref.yaw, like), q, gains)
-    wsp = _kattitude(xp, q, qd, as_like(xp, ref.yaw_rate, like), gains)
-    w = unstack(state.ang_vel)
-    tau, rint = _krate(xp, w, wsp, gains, unstack(cstate.rate_int),
-                       unstack(cstate.prev_ang_vel), cstate.started)  # fmt: skip
-    wrench = tostack(xp, (f, *tau), like)
-    cs = cstate._replace(vel_int=tostack(xp, vint, like), rate_int=tostack(xp, rint, like),
-                         prev_ang_vel=state.ang_vel + 0.0)  # fmt: skip
-    return _finish(xp, wrench, gains, cs)
+    return _attitude_rate(xp, state, qd, as_like(xp, ref.yaw_rate, like), f, vint, gains, cstate)
 
 
 def attitude_altitude_control(
@@ -363,12 +371,5 @@ def attitude_altitude_control(
     cz = R[2][2]
     cz = xp.where(cz > 0.1, cz, 0.1 + 0.0 * cz)
     f = clip(xp, T[2] / cz, scalar(gains.thrust_min), scalar(gains.thrust_max))
-    qd = _c(xp, quat_sp, like)
-    wsp = _kattitude(xp, q, qd, as_like(xp, yaw_rate_ff, like) + zero, gains)
-    w = unstack(state.ang_vel)
-    tau, rint = _krate(xp, w, wsp, gains, unstack(cstate.rate_int),
-                       unstack(cstate.prev_ang_vel), cstate.started)  # fmt: skip
-    wrench = tostack(xp, (f, *tau), like)
-    cs = cstate._replace(vel_int=tostack(xp, vint, like), rate_int=tostack(xp, rint, like),
-                         prev_ang_vel=state.ang_vel + 0.0)  # fmt: skip
-    return _finish(xp, wrench, gains, cs)
+    yaw_rate = as_like(xp, yaw_rate_ff, like) + zero
+    return _attitude_rate(xp, state, _c(xp, quat_sp, like), yaw_rate, f, vint, gains, cstate)
