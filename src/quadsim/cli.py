@@ -1,8 +1,14 @@
-"""The ``quadsim`` command. Exit codes: 0 success, 2 bad input, 1 simulation failure.
+"""The ``quadsim`` command.
 
-``quadsim fly SCENARIO [--out DIR] [--csv] [--no-plots] [--animate {gif,mp4}]`` flies a scenario
-file and writes the results; ``quadsim info PRESET [--plot FILE]`` prints the flight envelope;
-``quadsim presets`` lists the drones; ``quadsim bench`` measures speed.
+``quadsim fly SCENARIO [--out DIR] [--csv] [--no-plots] [--animate {gif,mp4}] [--quiet]`` flies a
+scenario file and writes the results; ``quadsim recover DIR`` rebuilds the results of a killed
+run; ``quadsim info PRESET [--plot FILE]`` prints the flight envelope; ``quadsim presets`` lists
+the drones; ``quadsim bench`` measures speed.
+
+Exit codes: 0 success, 1 simulation failure (a drone diverged or crashed), 2 bad input (one line
+``quadsim: FILE: KEY (line N): what is wrong``, or ``quadsim: what is wrong``), 128 + the signal
+number when SIGINT (130), SIGTERM (143) or SIGHUP (129) stopped the run (what was computed is
+kept), 70 an internal error (a bug: please report it).
 """
 
 from __future__ import annotations
@@ -28,7 +34,11 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     f = sub.add_parser("fly", help="fly a scenario file and write the log, summary and plots")
     f.add_argument("scenario", help="scenario TOML file (see docs/scenarios.md)")
-    f.add_argument("--out", metavar="DIR", help="output directory (default runs/<scenario name>)")
+    f.add_argument(
+        "--out",
+        metavar="DIR",
+        help="output directory (default runs/<scenario file name without .toml>)",
+    )
     f.add_argument("--csv", action="store_true", default=None, help="also write trajectory.csv")
     f.add_argument(
         "--no-plots", dest="plots", action="store_false", default=None, help="skip the PNG figures"
@@ -40,15 +50,22 @@ def _parser() -> argparse.ArgumentParser:
         choices=("gif", "mp4"),
         help="also write an animation of drone 0 (default gif)",
     )
-    f.add_argument("--quiet", action="store_true", help="no progress bar")
+    f.add_argument(
+        "--quiet", action="store_true", help="print nothing but errors (no progress, no summary)"
+    )
+    r = sub.add_parser(
+        "recover", help="rebuild trajectory.parquet and summary.json of a run that was killed"
+    )
+    r.add_argument("dir", metavar="DIR", help="the killed run's output directory")
+    r.add_argument("--no-plots", dest="plots", action="store_false", help="skip the figures")
     i = sub.add_parser("info", help="flight envelope of a preset")
     i.add_argument("preset", help="preset name or drone TOML file")
     i.add_argument(
         "--plot",
         metavar="FILE",
         nargs="?",
-        const="envelope.png",
-        help="also draw terminal velocity against tilt (default envelope.png)",
+        const="",
+        help="also draw terminal velocity against tilt (default runs/<preset>/envelope.png)",
     )
     sub.add_parser("presets", help="list the drone presets")
     b = sub.add_parser("bench", help="measure drone-steps per second (and the peers, if installed)")
@@ -85,16 +102,45 @@ def _info(preset: str, plot: str | None) -> int:
     print(f"{drone.name}")
     for k, val in rows:
         print(f"  {k:<{width}}  {val}")
-    if plot:
+    if plot is not None:
+        from pathlib import Path
+
         from .plotting import plot_envelope
 
-        print(f"wrote {plot_envelope(drone, plot)}")
+        path = plot or Path("runs") / Path(drone.name).stem / "envelope.png"
+        print(f"wrote {plot_envelope(drone, path)}")
+    return 0
+
+
+def _presets() -> int:
+    import tomllib
+    from importlib import resources
+
+    from .envelope import envelope
+    from .params import list_presets, load_params
+
+    rows = []
+    for name in list_presets():
+        doc = tomllib.loads((resources.files("quadsim") / "presets" / f"{name}.toml").read_text())
+        drone = load_params(name)
+        rows.append(
+            (
+                name,
+                f"{drone.mass * 1e3:.4g} g",
+                f"{doc.get('layout', '?')}, {drone.mixing_matrix.shape[1]} rotors",
+                f"T/W {envelope(drone).thrust_to_weight:.2f}",
+                doc.get("description", ""),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[4])
     return 0
 
 
 def _fly(args: argparse.Namespace) -> int:
     from .io import format_summary_table
-    from .run import fly_scenario
+    from .run import exit_code, fly_scenario
 
     summary = fly_scenario(
         args.scenario,
@@ -103,30 +149,71 @@ def _fly(args: argparse.Namespace) -> int:
         plots=args.plots,
         animate=args.animate,
         progress=not args.quiet,
+        echo=(lambda line: None) if args.quiet else None,
     )
+    code = exit_code(summary)
+    if not args.quiet:
+        print(format_summary_table(summary))
+        print("wrote:")
+        for f in summary["files"]:
+            print(f"  {f}")
+    if summary.get("interrupted"):
+        print(
+            f"quadsim: interrupted ({summary.get('signal', 'SIGINT')}): the files hold every "
+            "completed chunk",
+            file=sys.stderr,
+        )
+    return code
+
+
+def _recover(args: argparse.Namespace) -> int:
+    from .io import format_summary_table
+    from .run import recover
+
+    summary = recover(args.dir, plots=args.plots)
+    if summary is None:
+        print(f"quadsim: {args.dir}: nothing to recover (its trajectory.parquet and summary.json are complete)")
+        return 0
     print(format_summary_table(summary))
-    print("wrote:")
+    print("recovered:")
     for f in summary["files"]:
         print(f"  {f}")
-    if summary.get("interrupted"):
-        print("interrupted: the files hold every completed chunk", file=sys.stderr)
-        return 130
-    return 1 if summary.get("crashes", 0) else 0
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``quadsim`` command."""
-    args = _parser().parse_args(argv)
+    """Entry point of the ``quadsim`` command (see the module docstring for exit codes)."""
+    import threading
+
+    from .flight import Interrupted, raise_on_signals
+
+    if threading.current_thread() is threading.main_thread():
+        raise_on_signals()  # SIGTERM and SIGHUP stop a run as Ctrl-C does
+    try:
+        args = _parser().parse_args(argv)
+        return _dispatch(args)
+    except KeyboardInterrupt as e:  # start-up, compilation, or writing the results
+        signum = e.signum if isinstance(e, Interrupted) else 2
+        print(f"quadsim: interrupted ({_signal_name(signum)})", file=sys.stderr)
+        return 128 + signum
+
+
+def _signal_name(signum: int) -> str:
+    import signal
+
+    return signal.Signals(signum).name
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     try:
         if args.command == "fly":
             return _fly(args)
+        if args.command == "recover":
+            return _recover(args)
         if args.command == "info":
             return _info(args.preset, args.plot)
         if args.command == "presets":
-            from .params import list_presets
-
-            print("\n".join(list_presets()))
-            return 0
+            return _presets()
         if args.command == "bench":
             from .bench import main as bench_main
 
@@ -137,9 +224,20 @@ def main(argv: list[str] | None = None) -> int:
     except ImportError as e:
         print(f"quadsim: {e} (install the extra: pip install 'quadsim[cli]')", file=sys.stderr)
         return 2
+    except MemoryError:
+        print("quadsim: out of memory (fewer drones, a larger log_every or chunk_steps less "
+              "help)", file=sys.stderr)  # fmt: skip
+        return 2
+    except OSError as e:  # a file or directory the user named
+        print(f"quadsim: {e}", file=sys.stderr)
+        return 2
     except RuntimeError as e:  # SimulationError and friends
         print(f"quadsim: {e}", file=sys.stderr)
         return 1
+    except Exception as e:  # a bug: one line, not a traceback; exit 70 (EX_SOFTWARE)
+        print(f"quadsim: internal error, please report it: {type(e).__name__}: {e}",
+              file=sys.stderr)  # fmt: skip
+        return 70
     return 2
 
 

@@ -17,8 +17,10 @@ installed it is compiled (float64, inside a local ``jax.enable_x64`` block), oth
 NumPy. Sensor noise comes from one NumPy generator either way.
 
 The log is a ``dict`` of time-major NumPy arrays (see :mod:`quadsim.io` for the keys and units),
-handed to ``on_chunk`` every ``chunk_steps`` steps, so a long flight streams to disk and a
-Ctrl-C keeps every completed chunk (:attr:`FlightResult.interrupted`).
+handed to ``on_chunk`` every ``chunk_steps`` steps (fewer when a chunk would pass
+:data:`CHUNK_BYTES`), so a long flight streams to disk and a Ctrl-C, SIGTERM or SIGHUP keeps
+every completed chunk (:attr:`FlightResult.interrupted`). A flight that completes also logs the
+end sample at ``t = duration`` (its command is computed and logged but not applied).
 """
 
 from __future__ import annotations
@@ -35,7 +37,10 @@ import numpy as np
 
 from ._array import to_numpy
 
-__all__ = ["FlightResult", "fly"]
+__all__ = ["CHUNK_BYTES", "FlightResult", "Interrupted", "fly", "raise_on_signals"]
+
+CHUNK_BYTES = 32 * 2**20
+"""A chunk holds at most about this many bytes of log (so memory stays bounded for many drones)."""
 
 
 class FlightResult(NamedTuple):
@@ -46,9 +51,12 @@ class FlightResult(NamedTuple):
             ``keep_log`` is false).
         meta: Run metadata (drone, dt, duration, n, rotor limits and geometry, ...).
         steps: Control steps completed.
-        interrupted: True when the flight stopped on ``KeyboardInterrupt``; the log holds every
+        interrupted: True when the flight stopped on ``KeyboardInterrupt`` (Ctrl-C, or a
+            signal the caller turned into one, see :class:`Interrupted`); the log holds every
             completed chunk.
         wall_time: Wall-clock time of the flight loop [s].
+        signal: Number of the signal that stopped the flight (``SIGINT`` for a plain
+            ``KeyboardInterrupt``), or ``None``.
     """
 
     log: dict
@@ -56,6 +64,35 @@ class FlightResult(NamedTuple):
     steps: int
     interrupted: bool
     wall_time: float
+    signal: int | None = None
+
+
+class Interrupted(KeyboardInterrupt):
+    """A stop requested by a signal (SIGINT, SIGTERM, SIGHUP); ``signum`` says which.
+
+    A ``KeyboardInterrupt``, so everything that keeps a run's results on Ctrl-C does the same
+    for the others. :func:`raise_on_signals` installs handlers that raise it.
+    """
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = int(signum)
+
+
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+"""The signals that stop a flight and keep what it computed (exit code 128 + signal)."""
+
+
+def raise_on_signals() -> None:
+    """Make SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` (main thread only)."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise Interrupted(signum)
+
+    for s in STOP_SIGNALS:
+        signal.signal(s, handler)
 
 
 def _meta(sim: Any, duration: float, extra: dict | None) -> dict:
@@ -227,50 +264,59 @@ def fly(
             brain = jax.jit(brain)
     n_noise = (18 if mocap is not None else 12) if (imu or mocap) else 0
 
+    R = sim.drone.mixing_matrix.shape[1]
+    sample_bytes = 8 * n * (48 + 2 * R)  # about what one logged sample of the batch holds
+    cap = max(1, CHUNK_BYTES // sample_bytes) * log_every
+    chunk_steps = min(chunk_steps, cap)
+
     rows: dict[str, list] = {}
     chunks: list[dict] = []
     k = 0
-    interrupted = False
+    interrupted, stop_signal = False, None
     vel_prev = state.vel
+
+    def think(state: Any, vel_prev: Any, brain_state: tuple) -> tuple:
+        """Reference, controller, allocation and sensors at the current time."""
+        z = rng.standard_normal((n, n_noise)) if n_noise else np.zeros((n, 0))
+        with _x64(jax):
+            out, *brain_state = brain(
+                sim.time, state.pos, state.quat, state.vel, state.ang_vel, vel_prev, offset,
+                *brain_state, z,
+            )  # fmt: skip
+            rpm = np.asarray(out["cmd_rpm"])
+        return out, rpm, tuple(brain_state)
+
+    def record(out: dict, rpm: np.ndarray, state: Any, t: float) -> None:
+        status = sim.status
+        rec = {key: np.asarray(v) for key, v in out.items()}
+        rec.update(
+            time=np.asarray(t),
+            pos=state.pos,
+            quat=state.quat,
+            vel=state.vel,
+            ang_vel=state.ang_vel,
+            rotor_rpm=state.rotor_vel if state.rotor_vel is not None else rpm,
+            crashed=_flag(status, "crashed", n),
+            landed=_flag(status, "landed", n),
+        )
+        for key, value in rec.items():
+            rows.setdefault(key, []).append(np.array(value))
+
+    brain_state = (cstate, imu_state, mocap_state)
     t0 = time.perf_counter()
     try:
         while k < total:
             n_chunk = min(chunk_steps, total - k)
             for i in range(n_chunk):
                 t = sim.time
-                z = rng.standard_normal((n, n_noise)) if n_noise else np.zeros((n, 0))
-                with _x64(jax):
-                    out, cstate, imu_state, mocap_state = brain(
-                        t,
-                        state.pos,
-                        state.quat,
-                        state.vel,
-                        state.ang_vel,
-                        vel_prev,
-                        offset,
-                        cstate,
-                        imu_state,
-                        mocap_state,
-                        z,
-                    )
-                    rpm = np.asarray(out["cmd_rpm"])
+                out, rpm, brain_state = think(state, vel_prev, brain_state)
                 if (k + i) % log_every == 0:
-                    status = sim.status
-                    rec = {key: np.asarray(v) for key, v in out.items()}
-                    rec.update(
-                        time=np.asarray(t),
-                        pos=state.pos,
-                        quat=state.quat,
-                        vel=state.vel,
-                        ang_vel=state.ang_vel,
-                        rotor_rpm=state.rotor_vel if state.rotor_vel is not None else rpm,
-                        crashed=_flag(status, "crashed", n),
-                        landed=_flag(status, "landed", n),
-                    )
-                    for key, value in rec.items():
-                        rows.setdefault(key, []).append(np.array(value))
+                    record(out, rpm, state, t)
                 vel_prev = state.vel
                 state = _numpy_state(sim.step(rpm))
+            if k + n_chunk == total:  # the end sample, at t = duration
+                out, rpm, brain_state = think(state, vel_prev, brain_state)
+                record(out, rpm, state, sim.time)
             chunk = {key: np.stack(v) for key, v in rows.items()}
             rows = {}
             with _interrupt_after():  # the chunk reaches the writer and the log, or neither
@@ -281,27 +327,32 @@ def fly(
                     chunks.append(chunk)
             if progress is not None:
                 progress(k, total)
-    except KeyboardInterrupt:
-        interrupted = True
+    except KeyboardInterrupt as e:
+        interrupted, stop_signal = True, getattr(e, "signum", int(signal.SIGINT))
     wall = time.perf_counter() - t0
     log = {key: np.concatenate([c[key] for c in chunks]) for key in chunks[0]} if chunks else {}
-    return FlightResult(log, _meta(sim, total * dt, meta), k, interrupted, wall)
+    return FlightResult(log, _meta(sim, total * dt, meta), k, interrupted, wall, stop_signal)
 
 
 @contextlib.contextmanager
 def _interrupt_after() -> Any:
-    """Hold a Ctrl-C (SIGINT) that arrives inside the block until the block is done."""
+    """Hold SIGINT, SIGTERM and SIGHUP arriving inside the block until the block is done.
+
+    A held signal is raised again afterwards, to whatever handler was installed before.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    caught = []
-    previous = signal.signal(signal.SIGINT, lambda *args: caught.append(args))
+    caught: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, frame: caught.append(signum))
+                for s in STOP_SIGNALS}  # fmt: skip
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, h in previous.items():
+            signal.signal(s, h)
     if caught:
-        raise KeyboardInterrupt
+        signal.raise_signal(caught[0])
 
 
 def _flag(status: Any, name: str, n: int) -> np.ndarray:

@@ -30,12 +30,13 @@ from .columns import COLUMNS, Field, column_units, describe_columns
 from .log import FORMAT as FORMAT
 from .log import VERSION as VERSION
 from .log import LogWriter, read_log, write_log
-from .summary import format_summary_table, summarize, tilt, write_summary
+from .summary import SummaryAccumulator, format_summary_table, summarize, tilt, write_summary
 
 __all__ = [
     "COLUMNS",
     "Field",
     "LogWriter",
+    "SummaryAccumulator",
     "column_units",
     "describe_columns",
     "format_summary_table",

@@ -128,6 +128,43 @@ def _long_columns(
     return out
 
 
+def _with_meta(raw: Any, meta: Mapping[str, Any]) -> dict:
+    """Schema metadata ``raw`` with its run metadata replaced by ``meta`` (when given)."""
+    doc = json.loads(raw[_META_KEY])
+    if meta:
+        doc["meta"] = meta
+    return {_META_KEY: _dumps(doc).encode()}
+
+
+def chunk_table(
+    chunk: Mapping[str, Any], meta: Mapping[str, Any] | None = None, schema: Any = None
+) -> Any:
+    """A log chunk as a long Arrow table (one row per sample and drone), schema with metadata.
+
+    Args:
+        chunk: ``{"time": (T,), "pos": (T, N, 3), ...}`` (see :data:`COLUMNS`).
+        meta: Run metadata stored in the schema.
+        schema: The schema of an earlier chunk; the chunk must have the same columns.
+
+    Raises:
+        ValueError: On unknown keys, bad shapes, or columns differing from ``schema``.
+    """
+    import pyarrow as pa
+
+    arrs, T, N, R = _check_chunk(chunk)
+    if schema is None:
+        schema = _schema(pa, arrs, N, R, json.loads(_dumps(dict(meta or {}))))
+    else:
+        doc = json.loads(schema.metadata[_META_KEY])
+        if (N, R) != (doc["n"], doc["n_rotors"]):
+            raise ValueError(
+                f"log chunk: (N, R) = {(N, R)} differs from the first chunk's "
+                f"{(doc['n'], doc['n_rotors'])}"
+            )
+    cols = _long_columns(arrs, schema, T, N, R)
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
 class LogWriter:
     """Stream log chunks to Parquet (and optionally CSV); use it as a context manager.
 
@@ -172,13 +209,13 @@ class LogWriter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _open(self, arrs: Mapping[str, np.ndarray], N: int, R: int) -> None:
-        import pyarrow as pa
+    def _open(self, schema: Any) -> None:
         import pyarrow.csv as pcsv
         import pyarrow.parquet as pq
 
-        self._schema = _schema(pa, arrs, N, R, self.meta)
-        self._shape = (N, R)
+        doc = json.loads(schema.metadata[_META_KEY])
+        self._schema = schema
+        self._shape = (doc["n"], doc["n_rotors"])
         self.path.parent.mkdir(parents=True, exist_ok=True)
         # dictionary encoding only for the drone index: on float columns it costs 4x the time
         self._pq = pq.ParquetWriter(
@@ -187,7 +224,7 @@ class LogWriter:
         if self.csv_path is not None:
             self.csv_path.parent.mkdir(parents=True, exist_ok=True)
             self._csv_file = open(self.csv_path, "wb")  # closed in close()
-            units = column_units(R)
+            units = column_units(doc["n_rotors"])
             header = ",".join(f"{n} [{units[n]}]" for n in self._schema.names)
             self._csv_file.write((header + "\n").encode())
             self._csv = pcsv.CSVWriter(
@@ -202,26 +239,37 @@ class LogWriter:
         Raises:
             ValueError: On unknown keys, bad shapes, or keys/N/R differing from the first chunk.
         """
-        import pyarrow as pa
-
         if self._closed:
             raise ValueError("LogWriter is closed")
-        arrs, T, N, R = _check_chunk(chunk)
+        self.write_table(chunk_table(chunk, self.meta, self._schema))
+
+    def write_table(self, table: Any) -> None:
+        """Append a long Arrow table made by :func:`chunk_table` (or read from a part file).
+
+        Raises:
+            ValueError: If its columns or (N, R) differ from the first table's.
+        """
+        if self._closed:
+            raise ValueError("LogWriter is closed")
         if self._schema is None:
-            self._open(arrs, N, R)
-        elif (N, R) != self._shape:
-            raise ValueError(
-                f"log chunk: (N, R) = {(N, R)} differs from the first chunk's {self._shape}"
-            )
-        if T == 0:
+            self._open(table.schema.with_metadata(_with_meta(table.schema.metadata, self.meta)))
+        elif table.schema.names != self._schema.names:
+            raise ValueError("log chunk: columns differ from the first chunk's")
+        else:
+            doc = json.loads(table.schema.metadata[_META_KEY])
+            if (doc["n"], doc["n_rotors"]) != self._shape:
+                raise ValueError(
+                    f"log chunk: (N, R) = {(doc['n'], doc['n_rotors'])} differs from the first "
+                    f"chunk's {self._shape}"
+                )
+        if table.num_rows == 0:
             return
-        cols = _long_columns(arrs, self._schema, T, N, R)
-        table = pa.Table.from_arrays(cols, schema=self._schema)
+        table = table.replace_schema_metadata(self._schema.metadata)
         self._pq.write_table(table)
         if self._csv is not None:
             self._csv.write_table(table.replace_schema_metadata(None))
             self._csv_file.flush()
-        self.rows += T * N
+        self.rows += table.num_rows
         self.chunks += 1
 
     def close(self) -> None:

@@ -1,4 +1,4 @@
-r"""Run summaries: :func:`summarize`, :func:`write_summary`, :func:`format_summary_table`.
+r"""Run summaries: :func:`summarize`, :class:`SummaryAccumulator`, :func:`write_summary` et al.
 
 **Summary** (:func:`summarize`). With position error ``e = pos - ref_pos`` [m] and only the
 samples before a drone's first crash counted ("flying" samples):
@@ -8,11 +8,15 @@ samples before a drone's first crash counted ("flying" samples):
 * tilt = angle between body z and world z, ``atan2(sqrt(z_x^2 + z_y^2), z_z)`` with
   ``z = R_wb e_z``; reported in degrees;
 * each sample stands for the interval until the next one (sample-and-hold; the last one for
-  the median step ``dt``): ``sim_time_s = t_last - t_first + dt``; time in rotor saturation
+  the median step ``dt``, or for nothing when it is the end-of-flight sample at
+  ``t = duration``): ``sim_time_s = t_last - t_first + dt_last``; time in rotor saturation
   sums those intervals where the allocation flag ``saturated`` is set (if the log has no
   ``saturated``: where any ``cmd_rpm`` lies at ``rpm_min`` or ``rpm_max``);
 * ``real_time_factor = sim_time_s / wall_time_s`` (simulated seconds of the whole batch per
   wall-clock second) and ``drone_seconds_per_wall_second = N sim_time_s / wall_time_s``.
+
+:class:`SummaryAccumulator` computes the same from chunks, so a flight's summary needs only
+per-drone sums and the sample times in memory, not the log.
 """
 
 from __future__ import annotations
@@ -28,18 +32,21 @@ import numpy as np
 from ._json import _dumps
 
 
-def _sample_dt(time: np.ndarray, meta: Mapping[str, Any]) -> np.ndarray:
-    """Interval [s] each sample stands for (sample-and-hold), shape (T,)."""
+def _last_interval(time: np.ndarray, meta: Mapping[str, Any]) -> float:
+    """Interval [s] the last sample stands for.
+
+    The median spacing (``meta["dt"]`` for a single sample), or 0 when it is the end-of-flight
+    sample at ``t = meta["duration"]``.
+    """
     T = time.shape[0]
     if T == 0:
-        return np.zeros(0)
+        return 0.0
+    end = meta.get("duration")
+    if end is not None and T > 1 and abs(time[-1] - float(end)) <= 1e-9 * max(1.0, abs(end)):
+        return 0.0
     if T > 1:
-        d = np.diff(time)
-        last = float(np.median(d))
-    else:
-        d = np.zeros(0)
-        last = float(meta.get("dt") or 0.0)
-    return np.concatenate([d, [last]])
+        return float(np.median(np.diff(time)))
+    return float(meta.get("dt") or 0.0)
 
 
 def tilt(quat: np.ndarray) -> np.ndarray:
@@ -54,10 +61,176 @@ def tilt(quat: np.ndarray) -> np.ndarray:
         return np.arctan2(np.hypot(zx, zy) / n2, zz / n2)
 
 
-def _nanmax(a: np.ndarray, axis: Any = None) -> Any:
-    a = np.where(np.isfinite(a), a, -np.inf)
-    m = np.max(a, axis=axis, initial=-np.inf)
-    return np.where(np.isinf(m) & (m < 0), np.nan, m)
+class SummaryAccumulator:
+    """The summary of a log fed chunk by chunk: memory independent of the flight's length.
+
+    ``add`` takes time-major chunks in order (the keys of :func:`summarize`'s ``log``);
+    ``result`` gives what :func:`summarize` gives for their concatenation. Kept per drone:
+    sums and counts of squared errors, maxima, crash times, saturated time; kept per sample:
+    the sample times only (for the median interval of the last sample).
+
+    Args:
+        meta: Run metadata (``rpm_min``, ``rpm_max``, ``dt``, ``duration`` used when present).
+        t_from: Tracking error counts samples with ``time >= t_from`` [s].
+    """
+
+    def __init__(self, meta: Mapping[str, Any] | None = None, t_from: float = 0.0):
+        self.meta = dict(meta or {})
+        self.t_from = float(t_from)
+        self.n: int | None = None
+        self._times: list[np.ndarray] = []
+        self._pending: np.ndarray | None = None  # saturated flags of the last sample seen
+
+    def _start(self, N: int) -> None:
+        self.n = N
+        self._e2 = np.zeros(N)
+        self._cnt = np.zeros(N, dtype=np.int64)
+        self._emax = np.full(N, -np.inf)
+        self._tilt = np.full(N, -np.inf)
+        self._crash_t: list[float | None] = [None] * N
+        self._ever = np.zeros(N, bool)
+        self._sat = np.zeros(N)
+        self._has_sat: bool | None = None
+        self._has_ref = False
+        self._landed: np.ndarray | None = None
+
+    def add(self, chunk: Mapping[str, Any]) -> None:
+        """Fold in the next chunk of samples (``time`` (T,), ``pos`` (T, N, 3), ...)."""
+        time = np.asarray(chunk["time"], dtype=np.float64)
+        pos = np.asarray(chunk["pos"], dtype=np.float64)
+        T, N = pos.shape[:2]
+        if self.n is None:
+            self._start(N)
+        elif N != self.n:
+            raise ValueError(f"summary: chunk has {N} drones, expected {self.n}")
+        if T == 0:
+            return
+        crashed = np.asarray(chunk.get("crashed", np.zeros((T, N), bool)), dtype=bool)
+        for i in np.flatnonzero(crashed.any(axis=0) & ~self._ever):
+            self._crash_t[i] = float(time[np.argmax(crashed[:, i])])
+        flying = ~(np.logical_or.accumulate(crashed, axis=0) | self._ever)
+        self._ever |= crashed.any(axis=0)
+
+        if "ref_pos" in chunk:
+            self._has_ref = True
+            e = np.linalg.norm(pos - np.asarray(chunk["ref_pos"], dtype=np.float64), axis=-1)
+            use = flying & (time >= self.t_from)[:, None] & np.isfinite(e)
+            self._e2 += np.where(use, e * e, 0.0).sum(axis=0)
+            self._cnt += use.sum(axis=0)
+            self._emax = np.maximum(self._emax, np.where(use, e, -np.inf).max(axis=0))
+        til = np.degrees(tilt(chunk["quat"]))
+        til = np.where(flying & np.isfinite(til), til, -np.inf)
+        self._tilt = np.maximum(self._tilt, til.max(axis=0))
+
+        sat = self._saturated(chunk, T, N)
+        if sat is not None:
+            sat = sat & flying
+            # sample-and-hold: each sample stands for the interval to the next one
+            if self._pending is not None:
+                self._sat += self._pending * (time[0] - self._times[-1][-1])
+            self._sat += (sat[:-1] * np.diff(time)[:, None]).sum(axis=0)
+            self._pending = sat[-1]
+        self._times.append(time)
+        if "landed" in chunk:
+            self._landed = np.asarray(chunk["landed"], dtype=bool)[-1]
+
+    def _saturated(self, chunk: Mapping[str, Any], T: int, N: int) -> np.ndarray | None:
+        meta = self.meta
+        if "saturated" in chunk:
+            sat = np.asarray(chunk["saturated"], dtype=bool)
+        elif "cmd_rpm" in chunk and "rpm_min" in meta and "rpm_max" in meta:
+            c = np.asarray(chunk["cmd_rpm"], dtype=np.float64)
+            tol = 1e-9 * max(abs(float(meta["rpm_max"])), 1.0)
+            sat = np.any(
+                (c >= float(meta["rpm_max"]) - tol) | (c <= float(meta["rpm_min"]) + tol), axis=-1
+            )
+        else:
+            sat = None
+        if self._has_sat is None:
+            self._has_sat = sat is not None
+        elif self._has_sat != (sat is not None):
+            raise ValueError("summary: chunks differ in their saturation keys")
+        return sat
+
+    def result(self, wall_time: float, interrupted: bool = False) -> dict[str, Any]:
+        """The summary of everything added so far (see :func:`summarize`)."""
+        meta = self.meta
+        N = self.n or 0
+        if self.n is None:
+            self._start(0)
+        time = np.concatenate(self._times) if self._times else np.zeros(0)
+        T = time.shape[0]
+        last = _last_interval(time, meta)
+        sim_time = float(time[-1] - time[0] + last) if T else 0.0
+        if self._pending is not None:
+            self._sat += self._pending * last
+        self._pending = None  # result() may be called once per accumulation
+
+        crashes = sorted(
+            ({"drone": i, "time_s": t} for i, t in enumerate(self._crash_t) if t is not None),
+            key=lambda c: (c["time_s"], c["drone"]),
+        )
+        rms = mx = None
+        err_rms_d = err_max_d = np.full(N, np.nan)
+        if self._has_ref:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                err_rms_d = np.sqrt(self._e2 / self._cnt)
+                total = self._cnt.sum()
+                rms = float(np.sqrt(self._e2.sum() / total)) if total else math.nan
+            err_max_d = _inf_to_nan(self._emax)
+            mx = float(_inf_to_nan(self._emax.max(initial=-np.inf)))
+        til_d = _inf_to_nan(self._tilt)
+        max_tilt = float(_inf_to_nan(self._tilt.max(initial=-np.inf)))
+        if self._has_sat:
+            sat_d = self._sat
+            sat_time = float(sat_d.max()) if N else 0.0
+            sat_frac = float(sat_d.sum() / (N * sim_time)) if N and sim_time > 0 else math.nan
+        else:
+            sat_d = np.full(N, np.nan)
+            sat_time = sat_frac = None
+        landed = self._landed
+        wall = float(wall_time)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rtf = sim_time / wall if wall > 0 else math.inf
+        per_drone = [
+            {
+                "drone": i,
+                "tracking_rms_m": float(err_rms_d[i]),
+                "tracking_max_m": float(err_max_d[i]),
+                "max_tilt_deg": float(til_d[i]),
+                "saturation_time_s": float(sat_d[i]),
+                "crash_time_s": self._crash_t[i],
+                "landed": None if landed is None else bool(landed[i]),
+            }
+            for i in range(N)
+        ]
+        return {
+            "interrupted": bool(interrupted),
+            "drone": meta.get("drone"),
+            "scenario": meta.get("scenario"),
+            "n_drones": int(N),
+            "n_samples": int(T),
+            "sim_time_s": sim_time,
+            "wall_time_s": wall,
+            "real_time_factor": rtf,
+            "drone_seconds_per_wall_second": N * rtf,
+            "t_from_s": self.t_from,
+            "tracking_rms_m": rms,
+            "tracking_max_m": mx,
+            "max_tilt_deg": max_tilt,
+            "saturation_time_s": sat_time,
+            "saturation_fraction": sat_frac,
+            "crash_count": len(crashes),
+            "crashes": crashes,
+            "landed_count": None if landed is None else int(landed.sum()),
+            "per_drone": per_drone,
+        }
+
+
+def _inf_to_nan(a: Any) -> Any:
+    """-inf (no finite sample) -> NaN."""
+    a = np.asarray(a, dtype=np.float64)
+    return np.where(np.isneginf(a), np.nan, a)
 
 
 def summarize(
@@ -72,9 +245,9 @@ def summarize(
     Args:
         log: Log dict (``time`` (T,), ``pos`` (T, N, 3), ``quat``, optionally ``ref_pos``,
             ``saturated``, ``cmd_rpm``, ``crashed``...).
-        meta: Run metadata (``rpm_min``, ``rpm_max``, ``dt`` used when present).
+        meta: Run metadata (``rpm_min``, ``rpm_max``, ``dt``, ``duration`` used when present).
         wall_time: Wall-clock time of the run [s].
-        interrupted: The run was stopped early (Ctrl-C).
+        interrupted: The run was stopped early (Ctrl-C, a signal).
         t_from: Tracking error counts samples with ``time >= t_from`` [s] (settling skipped).
 
     Returns:
@@ -84,101 +257,12 @@ def summarize(
         drone), ``saturation_fraction`` (of all drone-samples), ``crash_count``, ``crashes``
         (list of ``{"drone", "time_s"}``), ``landed_count`` (at the last sample) and
         ``per_drone`` (list of per-drone dicts). Missing quantities are ``None``; NaN only
-        where no finite sample exists.
+        where no finite sample exists. The same as :class:`SummaryAccumulator` fed the log in
+        any number of chunks.
     """
-    meta = dict(meta or {})
-    time = np.asarray(log["time"], dtype=np.float64)
-    pos = np.asarray(log["pos"], dtype=np.float64)
-    T, N = pos.shape[:2]
-    dt = _sample_dt(time, meta)
-    sim_time = float(dt.sum())
-
-    crashed = np.asarray(log.get("crashed", np.zeros((T, N), bool)), dtype=bool)
-    ever = np.logical_or.accumulate(crashed, axis=0) if T else crashed
-    flying = ~ever
-    crash_idx = np.argmax(crashed, axis=0) if T else np.zeros(N, int)
-    crash_t = [float(time[crash_idx[i]]) if T and crashed[:, i].any() else None for i in range(N)]
-    crashes = sorted(
-        ({"drone": i, "time_s": t} for i, t in enumerate(crash_t) if t is not None),
-        key=lambda c: (c["time_s"], c["drone"]),
-    )
-
-    # tracking error
-    err_rms_d = np.full(N, np.nan)
-    err_max_d = np.full(N, np.nan)
-    rms = mx = None
-    if "ref_pos" in log:
-        e = np.linalg.norm(pos - np.asarray(log["ref_pos"], dtype=np.float64), axis=-1)
-        use = flying & (time >= t_from)[:, None] & np.isfinite(e)
-        e2 = np.where(use, e * e, 0.0)
-        cnt = use.sum(axis=0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            err_rms_d = np.sqrt(e2.sum(axis=0) / cnt)
-            rms = float(np.sqrt(e2.sum() / cnt.sum())) if cnt.sum() else math.nan
-        err_max_d = _nanmax(np.where(use, e, np.nan), axis=0)
-        mx = float(_nanmax(np.where(use, e, np.nan)))
-
-    # tilt
-    til = np.degrees(tilt(log["quat"]))
-    til_d = _nanmax(np.where(flying, til, np.nan), axis=0)
-    max_tilt = float(_nanmax(np.where(flying, til, np.nan)))
-
-    # saturation
-    sat = None
-    if "saturated" in log:
-        sat = np.asarray(log["saturated"], dtype=bool)
-    elif "cmd_rpm" in log and "rpm_min" in meta and "rpm_max" in meta:
-        c = np.asarray(log["cmd_rpm"], dtype=np.float64)
-        tol = 1e-9 * max(abs(float(meta["rpm_max"])), 1.0)
-        sat = np.any(
-            (c >= float(meta["rpm_max"]) - tol) | (c <= float(meta["rpm_min"]) + tol), axis=-1
-        )
-    if sat is not None:
-        sat = sat & flying
-        sat_d = (sat * dt[:, None]).sum(axis=0)
-        sat_time = float(sat_d.max()) if N else 0.0
-        sat_frac = float(sat_d.sum() / (N * sim_time)) if N and sim_time > 0 else math.nan
-    else:
-        sat_d = np.full(N, np.nan)
-        sat_time = sat_frac = None
-
-    landed = np.asarray(log["landed"], dtype=bool)[-1] if "landed" in log and T else None
-    wall = float(wall_time)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rtf = sim_time / wall if wall > 0 else math.inf
-    per_drone = [
-        {
-            "drone": i,
-            "tracking_rms_m": float(err_rms_d[i]),
-            "tracking_max_m": float(err_max_d[i]),
-            "max_tilt_deg": float(til_d[i]),
-            "saturation_time_s": float(sat_d[i]),
-            "crash_time_s": crash_t[i],
-            "landed": None if landed is None else bool(landed[i]),
-        }
-        for i in range(N)
-    ]
-    return {
-        "interrupted": bool(interrupted),
-        "drone": meta.get("drone"),
-        "scenario": meta.get("scenario"),
-        "n_drones": int(N),
-        "n_samples": int(T),
-        "sim_time_s": sim_time,
-        "wall_time_s": wall,
-        "real_time_factor": rtf,
-        "drone_seconds_per_wall_second": N * rtf,
-        "t_from_s": float(t_from),
-        "tracking_rms_m": rms,
-        "tracking_max_m": mx,
-        "max_tilt_deg": max_tilt,
-        "saturation_time_s": sat_time,
-        "saturation_fraction": sat_frac,
-        "crash_count": len(crashes),
-        "crashes": crashes,
-        "landed_count": None if landed is None else int(landed.sum()),
-        "per_drone": per_drone,
-    }
+    acc = SummaryAccumulator(meta, t_from)
+    acc.add(log)
+    return acc.result(wall_time, interrupted)
 
 
 def write_summary(path: str | os.PathLike[str], summary: Mapping[str, Any]) -> None:
