@@ -9,6 +9,9 @@ namespace (or :data:`quadsim._array.CASADI_OPS`). They are passed to the simulat
 * :func:`semi_implicit`: rates first, ``r' = r + dt f_r(x)``, then the kinematics with the new
   rates, ``k' = k + dt f_k(k, r')`` (symplectic Euler); first order, far better energy behaviour.
 * :func:`rk4`: classical Runge-Kutta, then the quaternion is renormalised (seed 001); fourth order.
+  The stage quaternions ``q + h k`` are not of unit length (``|q + ½dt k_1|² = 1 + ¼dt²|q̇|²``);
+  the models take them as they are, since ``R(q)`` is exact for any nonzero norm
+  (:mod:`quadsim.rotation`), so this is RK4 of the model with ``R(q/|q|)``.
 * :func:`geometric`: like :func:`semi_implicit`, but the attitude is advanced on the rotation
   group, ``q' = q ⊗ exp(ω' dt)`` (seed 002), so a quaternion never leaves unit norm (for Euler
   angles the same rotation is applied and converted back).

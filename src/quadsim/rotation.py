@@ -11,6 +11,17 @@ Conventions (see ``docs/conventions.md``):
 
   with ``exp(φ) = (sin(|φ|/2) φ/|φ|, cos(|φ|/2))``.
 * Euler ZYX angles ``(roll φ, pitch θ, yaw ψ)`` compose as ``R = Rz(ψ) Ry(θ) Rx(φ)``.
+* ``q`` and ``c q`` (any real ``c ≠ 0``, negative included) are the same attitude. The rotation
+  of vectors and matrices holds for any nonzero norm:
+
+  ``R(q) = I + (2/|q|²) (w [u]× + [u]×²)``,  ``q = (u, w)``,
+
+  i.e. ``R(q) = R(q/|q|)`` exactly; the unit-norm formula (``2`` for ``2/|q|²``) would give
+  ``s² R + (1 - s²) I`` for ``|q| = s``, a scaled and sheared matrix. This matters because RK4
+  evaluates a model at stage quaternions ``q + h k``, which are not of unit length. The
+  derivative ``q̇ = ½ q ⊗ (ω, 0)`` is linear in ``q`` and is taken of the stored ``q`` as it is
+  (not of ``q/|q|``): it is orthogonal to ``q``, so it keeps ``|q|`` to first order, and the
+  integrators renormalise after each step (:mod:`quadsim.integrators`).
 
 The ``_k*`` functions are component kernels: they take tuples of components (arrays of any batch
 shape, or CasADi scalars) and are shared by every model so the CasADi twins use the same formulas.
@@ -110,26 +121,39 @@ def _kqmul(a: Comp, b: Comp) -> Comp:
 
 
 def _krotate(q: Comp, v: Comp) -> Comp:
-    """Rotate ``v`` by unit quaternion ``q`` (body to world): ``v + 2w(u×v) + 2u×(u×v)``."""
+    """Rotate ``v`` by ``q = (u, w)`` of any nonzero norm (body to world).
+
+    ``R(q) v = v + (2/|q|²) (w (u×v) + u×(u×v))``.
+    """
     u = q[:3]
     w = q[3]
-    t = tuple(2 * c for c in _kcross(u, v))
+    s = 2.0 / _kdot(q, q)
+    t = tuple(s * c for c in _kcross(u, v))
     ut = _kcross(u, t)
     return (v[0] + w * t[0] + ut[0], v[1] + w * t[1] + ut[1], v[2] + w * t[2] + ut[2])
 
 
 def _krotate_inv(q: Comp, v: Comp) -> Comp:
-    """Rotate ``v`` by the inverse of unit quaternion ``q`` (world to body)."""
+    """Rotate ``v`` by the inverse of ``q`` (world to body); ``q`` of any nonzero norm."""
     return _krotate((-q[0], -q[1], -q[2], q[3]), v)
 
 
 def _kmatrix(q: Comp) -> tuple[Comp, Comp, Comp]:
-    """Rotation matrix ``R_wb`` of a unit quaternion, as three row tuples."""
+    """Rotation matrix ``R_wb`` of ``q`` of any nonzero norm, as three row tuples.
+
+    ``R = I + (2/|q|²)(w [u]× + [u]×²)``: one division, then the unit-quaternion formula with
+    ``2`` replaced by ``s = 2/|q|²``.
+    """
     x, y, z, w = q
+    s = 2.0 / _kdot(q, q)
+    xs, ys, zs = x * s, y * s, z * s
+    wx, wy, wz = w * xs, w * ys, w * zs
+    xx, xy, xz = x * xs, x * ys, x * zs
+    yy, yz, zz = y * ys, y * zs, z * zs
     return (
-        (1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)),
-        (2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)),
-        (2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)),
+        (1 - (yy + zz), xy - wz, xz + wy),
+        (xy + wz, 1 - (xx + zz), yz - wx),
+        (xz - wy, yz + wx, 1 - (xx + yy)),
     )
 
 
@@ -251,7 +275,8 @@ def identity(shape: tuple[int, ...] = (), xp: Any = None, dtype: Any = None) -> 
 def rotate(q: Any, v: Any) -> Any:
     """Rotate body-frame vectors ``v`` ``(..., 3)`` to the world frame: ``R_wb(q) v``.
 
-    ``q`` is a unit quaternion ``(..., 4)``; batch shapes broadcast. Returns shape ``(..., 3)``.
+    ``q`` is a quaternion ``(..., 4)`` of any nonzero norm (``R(c q) = R(q)``); batch shapes
+    broadcast. Returns shape ``(..., 3)``.
     """
     check_shape(q, (4,), "q")
     check_shape(v, (3,), "v")
@@ -266,7 +291,7 @@ def rotate_inverse(q: Any, v: Any) -> Any:
 
 
 def to_matrix(q: Any) -> Any:
-    """Rotation matrices ``R_wb`` of shape ``(..., 3, 3)`` of unit quaternions ``(..., 4)``."""
+    """Rotation matrices ``R_wb`` ``(..., 3, 3)`` of quaternions ``(..., 4)``, any nonzero norm."""
     check_shape(q, (4,), "q")
     xp = namespace(q)
     return xp.stack([stack(xp, row, q) for row in _kmatrix(unstack(q))], axis=-2)

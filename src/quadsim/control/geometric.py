@@ -1,9 +1,9 @@
 r"""Geometric tracking controller on SE(3) (Lee, Leok and McClamroch, CDC 2010), ENU/FLU.
 
 Conventions: world ENU, body FLU, thrust ``f`` along ``+b_3 = R e_3``, gravity ``(0, 0, -g)``,
-so ``m \dot v = f R e_3 + m g_{vec}``. ``R = R_{wb}`` of the state's quaternion, ``Ω`` the body
-rate. Gains are normalised by ``m`` and ``J`` (see :mod:`quadsim.control.gains`); ``∘`` is the
-per-axis product.
+so ``m \dot v = f R e_3 + m g_{vec}``. ``R = R_{wb}`` of the state's quaternion (exact for any
+nonzero norm, ``R(c q) = R(q)``, see :mod:`quadsim.rotation`), ``Ω`` the body rate. Gains are
+normalised by ``m`` and ``J`` (see :mod:`quadsim.control.gains`); ``∘`` is the per-axis product.
 
 Translation (``e_p = p - p_r``, ``e_v = v - v_r``; the position integral is clamped and, per
 axis, only integrates near steady state, ``I = clip(I + e_p dt [|e_v| < z_I], ±I_{max})``, so a

@@ -24,6 +24,8 @@ per-axis product; gains are normalised by ``m`` and ``J``, see :mod:`quadsim.con
    \cos(w_ψ \arccos q_{mix,w}))``; ``q_e = q^{-1} ⊗ q_d'`` (``w ≥ 0``),
    ``ω_{sp} = k'_{att}∘2 q_{e,xyz} + R^T e_3\, \dot ψ_r``, clipped to ``±ω_{max}``, with
    ``k'_{att} = (k_{att,x}, k_{att,y}, k_{att,z}/w_ψ)`` so that small yaw errors see ``k_{att,z}``.
+   ``q`` and ``q_d`` are normalised first: any nonzero multiple ``c q`` (``c < 0`` included) is the
+   same attitude, here and in every stage (``R(q)`` holds for any norm, :mod:`quadsim.rotation`).
 5. :func:`rate_control`: ``e = ω_{sp} - ω``, ``α = k_{p,ω}∘e + I_ω - k_{d,ω}∘(ω - ω_{prev})/dt``,
    ``I_ω = clip(I_ω + k_{i,ω}∘e\,dt, ±I_{ω,max})``; ``τ = J α + ω × J ω``.
 
@@ -145,6 +147,8 @@ def _arw(xp: Any, k: Any, m: Any) -> Any:
 def _kattitude(xp: Any, q: tuple, qd: tuple, yaw_rate: Any, g: PidGains) -> tuple:
     kp, rmax = gvec(g.att_p), gvec(g.rate_max)
     yaw_w = scalar(g.yaw_weight)
+    q, _ = normalized(xp, q)  # the products below need unit quaternions (c q is the same attitude)
+    qd, _ = normalized(xp, qd)
     Rq, Rd = rot_matrix(q), rot_matrix(qd)
     ez = (Rq[0][2], Rq[1][2], Rq[2][2])
     ezd = (Rd[0][2], Rd[1][2], Rd[2][2])

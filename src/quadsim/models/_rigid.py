@@ -25,7 +25,8 @@ Body wrench, with mixing matrix ``M`` (3 x N), lever ``L`` and propeller inertia
 converted to rad/s for ``h_r`` and ``\dot Ω``. The gyroscopic torque ``-ω × h_r`` is perpendicular
 to ``ω`` and does no work; the last term is the reaction to spinning the rotors up.
 
-Newton and Euler, with ``R = R_wb``, air-relative velocity ``a = v - w`` (wind ``w``), linear body
+Newton and Euler, with ``R = R_wb`` (of a quaternion of any nonzero norm, or of Euler angles),
+air-relative velocity ``a = v - w`` (wind ``w``), linear body
 drag matrix ``D``, quadratic drag ``k_d`` and rotational drag ``c_ω`` (seed 002) and world
 disturbances:
 

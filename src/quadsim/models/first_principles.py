@@ -13,8 +13,18 @@ State ``(pos, quat, vel, ang_vel[, rotor_vel])``: world position [m], attitude q
 
 with ``f_i``, ``τ_i`` quadratic in RPM, ``τ_t = L (M_0 f, M_1 f, 0)``, ``τ_d = (0, 0, M_2 τ_p)``,
 rotor momentum ``h_r = -J_p (M_2 Ω) e_z`` and the asymmetric rotor dynamics of
-:mod:`quadsim.models._rigid`. The interface (names, order, units, return tuple) is that of seed
-000 (drone-models 0.1.0 ``first_principles``) so code written for it runs unchanged.
+:mod:`quadsim.models._rigid`.
+
+``R = R(q) = I + (2/|q|²)(w [u]× + [u]×²)`` for ``q = (u, w)`` of any nonzero norm, so ``q`` and
+``c q`` (``c ≠ 0``, negative included) give the same forces and torques: RK4 evaluates the model
+at stage quaternions ``q + h k`` that are not of unit length, and a formula that assumed unit
+length would scale and tilt thrust and drag there. ``q̇ = ½ q ⊗ (ω, 0)`` is taken of the given
+``q`` (``q̇(c q) = c q̇(q)``); it is orthogonal to ``q``, and the integrators renormalise after
+each step. This is the same flow as a model that normalises ``q`` before forming ``R``
+(``tests/test_quat_scale.py`` checks a flight against such an independent RK4).
+
+The interface (names, order, units, return tuple) is that of seed 000 (drone-models 0.1.0
+``first_principles``) so code written for it runs unchanged.
 
 Deviations from seed 000, where its reference code is physically wrong:
 

@@ -1,6 +1,7 @@
 r"""IMU (gyroscope + accelerometer): parameters, state, readings and the sampling functions.
 
-Frames: world ENU (z up), body FLU; ``quat`` (xyzw) maps body to world, ``R_wb = to_matrix(q)``.
+Frames: world ENU (z up), body FLU; ``quat`` (xyzw) maps body to world, ``R_wb = to_matrix(q)``,
+exact for any nonzero norm (``c q`` is the same attitude as ``q``, see :mod:`quadsim.rotation`).
 
 **IMU model** (per axis; the IEEE-952 / Kalibr noise model)::
 
@@ -203,7 +204,7 @@ def imu_measure(
     """One IMU sample and the advanced bias state (pure; equations in the module docstring).
 
     Args:
-        quat: Attitude (body to world, xyzw), shape ``(..., 4)``.
+        quat: Attitude (body to world, xyzw), shape ``(..., 4)``, any nonzero norm.
         ang_vel: Body angular velocity ``ω`` [rad/s], shape ``(..., 3)``.
         acc_world: World-frame acceleration ``a`` of the IMU [m/s²], ``(..., 3)`` (0 at rest).
         gravity_vec: Gravity ``g`` [m/s²], ``(3,)`` or ``(..., 3)``, e.g. ``Params.gravity_vec``.

@@ -3,9 +3,11 @@ r"""Motion capture: parameters, delay-line state, readings and the sampling func
 **Motion capture** delivers the pose ``latency`` seconds old (an integer number ``k`` of sample
 periods; a delay line of the last ``k`` true poses) plus noise::
 
-    p_m = p(t - latency) + σ_p ⊙ z_p,    q_m = q(t - latency) ⊗ exp(σ_θ ⊙ z_θ)
+    p_m = p(t - latency) + σ_p ⊙ z_p,    q_m = q̂(t - latency) ⊗ exp(σ_θ ⊙ z_θ),   q̂ = q/|q|
 
-(attitude noise is a body-frame rotation vector applied through the exponential map).
+(attitude noise is a body-frame rotation vector applied through the exponential map). The
+delivered quaternion is of unit norm; the true one may have any nonzero norm (``c q`` is the same
+attitude as ``q``; the sign of ``c`` is kept).
 """
 
 from __future__ import annotations
@@ -128,14 +130,15 @@ def mocap_measure(
 
     Args:
         pos: True position now [m], ``(..., 3)`` (same batch shape as the state).
-        quat: True attitude now (xyzw), ``(..., 4)``.
+        quat: True attitude now (xyzw), ``(..., 4)``, any nonzero norm.
         params: Mocap parameters (the noise stds; the delay ``k`` is the state's buffer length).
         mocap_state: From :func:`mocap_init` or the previous call.
         noise: Generator, JAX key, torch Generator, or standard normals ``(..., 6)``
             (``MOCAP_NOISE_DIM``: position, attitude rotation vector).
 
     Returns:
-        ``(reading, state)``; arrays follow the namespace and dtype of ``pos``.
+        ``(reading, state)``; arrays follow the namespace and dtype of ``pos``; ``reading.quat``
+        has unit norm.
     """
     check_shape(pos, (3,), "pos")
     check_shape(quat, (4,), "quat")
@@ -162,7 +165,8 @@ def mocap_measure(
         p_old, q_old = pos, q
     z = _normals(noise, batch, MOCAP_NOISE_DIM, xp, pos)
     p_m = p_old + as_like(xp, pos_std, pos) * z[..., 0:3]
-    q_m = rotation.multiply(q_old, rotation.exp(as_like(xp, att_std, pos) * z[..., 3:6]))
+    q_m = rotation.multiply(rotation.normalize(q_old),
+                            rotation.exp(as_like(xp, att_std, pos) * z[..., 3:6]))
     count = mocap_state.count
     valid = xp.broadcast_to(count >= k, batch)
     count = xp.where(count < k, count + 1, count)
