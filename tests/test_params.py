@@ -220,6 +220,7 @@ def test_defaults(tmp_path: Path) -> None:
     p = load_params(path)
     assert p.gravity_vec.tolist() == [0.0, 0.0, -9.81]
     assert p.prop_inertia == p.drag_coef == p.rot_drag_coef == 0.0
+    assert p.drag_speed_max == math.inf  # validity range of the drag model: not stated
     assert not np.any(p.drag_matrix)
     np.testing.assert_array_equal(p.rotor_dyn_coef, [20.0, 0.0, 20.0, 0.0])
     assert p.rpm_max == pytest.approx(4000.0)
@@ -328,6 +329,11 @@ BAD = {
     ),
     "drag_coef_negative": ("drag_coef", _replace("drag_coef", "drag_coef = -0.01")),
     "rot_drag_negative": ("rot_drag_coef", _replace("rot_drag_coef", "rot_drag_coef = -0.01")),
+    "drag_speed_max_negative": (
+        "drag_speed_max",
+        _replace("drag_speed_max", "drag_speed_max = -1.0"),
+    ),
+    "thrust_flat": ("thrust_curve", _replace("thrust_curve", "thrust_curve = [30.0, 0.0, 0.0]")),
     "both_rotor_dyn": ("motor_constant", BASE + "rotor_dyn_coef = [10.0, 0.0, 10.0, 0.0]"),
     "no_rotor_dyn": ("motor_constant", _replace("motor_constant", None)),
     "motor_constant_zero": ("motor_constant", _replace("motor_constant", "motor_constant = 0.0")),

@@ -48,6 +48,8 @@ def test_defaults_fill_every_key_and_the_docs_print_the_schema():
         ("sim = 3\n", r"sim \(line 1\): must be a table"),
         ("duration = 0.001\n", r"duration \(line 1\): shorter than one step"),
         ("[randomize]\nmass_rel = -0.1\n", r"randomize\.mass_rel \(line 2\): must be >= 0"),
+        ("seed = -3\n", r"seed \(line 1\): must be >= 0; got -3"),
+        ("[randomize]\nmass_rel = 2.0\n", r"randomize\.mass_rel \(line 2\): must be < 1"),
         ("[drone\n", r"malformed TOML"),
     ],
 )
@@ -57,13 +59,13 @@ def test_bad_scenarios_name_the_key_path_and_line(text, message):
 
 
 def test_missing_file_is_a_clear_error(tmp_path):
-    with pytest.raises(ValueError, match="scenario file not found"):
+    with pytest.raises(ValueError, match=r"nope\.toml: scenario file not found"):
         load_scenario(tmp_path / "nope.toml")
 
 
-def test_bad_preset_and_gains_are_reported_when_building():
-    with pytest.raises(ValueError, match="unknown preset 'nope'"):
-        build(load("[drone]\npreset = 'nope'\n"))
+def test_bad_preset_is_reported_at_load_and_bad_gains_when_building():
+    with pytest.raises(ValueError, match=r"drone\.preset \(line 2\): unknown preset 'nope'"):
+        load("[drone]\npreset = 'nope'\n")
     with pytest.raises(ValueError, match="gains"):
         build(load("[drone]\npreset = 'cf2x_L250'\n[controller]\ngains = 'nope_gains'\n"))
 

@@ -40,6 +40,7 @@ class Key(NamedTuple):
     doc: str
     choices: tuple | None = None
     positive: bool = False
+    nonneg: bool = False
 
 
 REQUIRED = object()
@@ -49,7 +50,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "": {
         "name": Key("str", "", "Free-form name of the run (shown in the summary)."),
         "duration": Key("float", 10.0, "Simulated time [s].", positive=True),
-        "seed": Key("int", 0, "Seed of every random draw (wind, sensors, randomisation)."),
+        "seed": Key(
+            "int", 0, "Seed of every random draw (wind, sensors, randomisation); >= 0.", nonneg=True
+        ),
         "n": Key("int", 1, "Number of drones flown in one batch.", positive=True),
     },
     "drone": {
@@ -57,8 +60,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "str", "cf2x_L250", "Preset name (`quadsim presets`) or path to a TOML file."
         ),
         "mass": Key("float", _NONE, "Override: mass [kg].", positive=True),
-        "inertia": Key("vec3", _NONE, "Override: diagonal inertia [kg m^2]."),
-        "drag_coef": Key("float", _NONE, "Override: quadratic drag k_d [N s^2/m^2]."),
+        "inertia": Key(
+            "vec3",
+            _NONE,
+            "Override: diagonal inertia [kg m^2]; positive, J1 + J2 >= J3 and permutations.",
+        ),
+        "drag_coef": Key("float", _NONE, "Override: quadratic drag k_d [N s^2/m^2], >= 0."),
     },
     "sim": {
         "model": Key(
@@ -91,16 +98,21 @@ SCHEMA: dict[str, dict[str, Key]] = {
         ),
     },
     "randomize": {
-        "mass_rel": Key("float", 0.0, "Per-drone mass, uniform within ± this fraction."),
-        "inertia_rel": Key("float", 0.0, "Per-drone inertia, uniform within ± this fraction."),
+        "mass_rel": Key(
+            "float", 0.0, "Per-drone mass, uniform within ± this fraction (0 <= f < 1)."
+        ),
+        "inertia_rel": Key(
+            "float", 0.0, "Per-drone inertia, uniform within ± this fraction (0 <= f < 1)."
+        ),
         "pos_std": Key("float", 0.0, "Initial position noise, std per axis [m]."),
         "vel_std": Key("float", 0.0, "Initial velocity noise, std per axis [m/s]."),
         "rpy_std_deg": Key("float", 0.0, "Initial roll/pitch/yaw noise, std [deg]."),
         "spacing": Key(
             "float",
             0.0,
-            "Formation: drones on a grid this far apart [m], "
+            "Formation: drones on a grid this far apart [m] (>= 0), "
             "each flying the reference shifted by its offset.",
+            nonneg=True,
         ),
     },
     "controller": {
@@ -167,8 +179,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "world": {
         "ground": Key("bool", True, "A floor at z = ground_height."),
         "ground_height": Key("float", 0.0, "Floor height [m]."),
-        "restitution": Key("float", _NONE, "Bounce coefficient; omit for seed 001's sticky floor."),
-        "friction": Key("float", 0.0, "Coulomb friction coefficient of the floor."),
+        "restitution": Key(
+            "float", _NONE, "Bounce coefficient in [0, 1]; omit for seed 001's sticky floor."
+        ),
+        "friction": Key(
+            "float", 0.0, "Coulomb friction coefficient of the floor, >= 0.", nonneg=True
+        ),
         "crash_speed": Key(
             "float", 2.0, "Touching the floor faster than this is a crash [m/s].", positive=True
         ),
@@ -190,10 +206,15 @@ SCHEMA: dict[str, dict[str, Key]] = {
 
 
 class Scenario(NamedTuple):
-    """A validated scenario: section -> key -> value (defaults filled), and where it came from."""
+    """A validated scenario: section -> key -> value (defaults filled), and where it came from.
+
+    ``text`` is the file's text, for the line numbers of errors found while building (``""``:
+    unknown, errors then name the key without a line).
+    """
 
     values: dict
     source: str
+    text: str = ""
 
     def get(self, path: str) -> Any:
         """Value at ``"section.key"`` (or ``"key"`` for the top level)."""
@@ -201,22 +222,83 @@ class Scenario(NamedTuple):
         return self.values[section][key]
 
 
-def _line_of(text: str, section: str, key: str) -> int | None:
-    """1-based line of ``key`` inside ``[section]`` (or the header), found by scanning the text."""
-    lines = text.splitlines()
-    current = ""
-    header_line = None
-    for i, line in enumerate(lines, 1):
-        s = line.strip()
-        m = re.match(r"^\[([^\[\]]+)\]", s)
-        if m:
-            current = m.group(1).strip()
-            if current == section:
-                header_line = i
+_BARE = r"[A-Za-z0-9_-]+"
+_BASIC = r'"(?:[^"\\\n]|\\.)*"'
+_LITERAL = r"'[^'\n]*'"
+_KEY_PART = re.compile(rf"[ \t]*({_BARE}|{_BASIC}|{_LITERAL})[ \t]*")
+
+
+def _parse_key(s: str, i: int) -> tuple[list[str], int] | None:
+    """A TOML key at ``s[i:]`` (bare, "basic", 'literal', dotted) -> (parts, end), or None."""
+    parts = []
+    while True:
+        m = _KEY_PART.match(s, i)
+        if not m:
+            return None
+        tok, i = m.group(1), m.end()
+        if tok[0] == '"':
+            try:
+                tok = tomllib.loads(f"k = {tok}")["k"]
+            except tomllib.TOMLDecodeError:
+                tok = tok[1:-1]
+        elif tok[0] == "'":
+            tok = tok[1:-1]
+        parts.append(tok)
+        if s.startswith(".", i):
+            i += 1
             continue
-        if current == section and re.match(rf"^{re.escape(key)}\s*=", s):
-            return i
-    return header_line
+        return parts, i
+
+
+def _in_inline(s: str, keys: list[str]) -> bool:
+    """Whether the inline table text ``s`` (after ``key =``) sets the key path ``keys``."""
+    for j, c in enumerate(s):
+        if c not in "{,":
+            continue
+        parsed = _parse_key(s, j + 1)
+        if parsed is None or not s.startswith("=", parsed[1]):
+            continue
+        path, rest = parsed[0], s[parsed[1] + 1 :]
+        if path == keys or (path == keys[: len(path)] and _in_inline(rest, keys[len(path) :])):
+            return True
+    return False
+
+
+def _line_of(text: str, section: str, key: str) -> int | None:
+    """1-based line where ``section.key`` is set (``key=""``: where ``[section]`` opens).
+
+    Keys may be bare, "quoted" or 'quoted' (any Unicode), dotted (``wind.mean = ...`` at the top
+    level), or inside an inline table (``wind = { mean = ... }``). A key that is not written
+    falls back to the line that opens its section, else None.
+    """
+    target = [p for p in (section, key) if p]
+    table: list[str] = []
+    fallback = None
+    for no, line in enumerate(text.splitlines(), 1):
+        head = re.match(r"[ \t]*\[\[?", line)
+        if head:
+            parsed = _parse_key(line, head.end())
+            close = "]]" if head.group().endswith("[[") else "]"
+            if parsed and re.match(rf"[ \t]*{re.escape(close)}[ \t]*(#.*)?$", line[parsed[1] :]):
+                table = parsed[0]
+                if table == target:
+                    return no
+                if fallback is None and section and table == [section]:
+                    fallback = no
+                continue
+        parsed = _parse_key(line, 0)
+        if parsed is None or not line.startswith("=", parsed[1]):
+            continue
+        path = table + parsed[0]
+        if path == target:
+            return no
+        k = len(path)
+        if k < len(target) and path == target[:k]:  # opens an inline table holding the target
+            if _in_inline(line[parsed[1] + 1 :], target[k:]):
+                return no
+            if fallback is None:
+                fallback = no
+    return fallback
 
 
 def _type_ok(kind: str, v: Any) -> bool:
@@ -250,26 +332,24 @@ _EXPECT = {
 def load_scenario(path_or_text: str | os.PathLike[str], *, text: bool = False) -> Scenario:
     """Read and validate a scenario file (or, with ``text=True``, TOML text).
 
+    Besides types and ranges this loads the drone (preset and overrides) and the IMU and checks
+    them with :func:`quadsim.params.check_physical`, draws the randomisation exactly as
+    :func:`build` will and checks every drone, and checks that no drone starts below the floor
+    or inside a wall or box.
+
     Raises:
-        ValueError: Naming the file, key path, line and what was expected.
+        ValueError: ``FILE: KEY (line N): what is wrong``; or ``FILE: what is wrong`` for a file
+            that is missing, a directory, unreadable or not text.
     """
     if text:
         raw, where = str(path_or_text), "<scenario>"
     else:
-        p = Path(path_or_text)
-        if not p.is_file():
-            raise ValueError(f"scenario file not found: {p}")
-        raw, where = p.read_text(encoding="utf-8"), str(p)
+        raw, where = _read_text(Path(path_or_text)), str(path_or_text)
     try:
         doc = tomllib.loads(raw)
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{where}: malformed TOML: {e}") from e
-
-    def fail(section: str, key: str, msg: str) -> ValueError:
-        path = f"{section}.{key}" if section else key
-        line = _line_of(raw, section, key) if key else _line_of(raw, section, "\0")
-        at = f" (line {line})" if line else ""
-        return ValueError(f"{where}: {path}{at}: {msg}")
+    fail = _failer(where, raw)
 
     values: dict[str, dict] = {}
     for section, keys in SCHEMA.items():
@@ -296,6 +376,8 @@ def load_scenario(path_or_text: str | os.PathLike[str], *, text: bool = False) -
                     raise fail(section, key, f"must be finite; got {v!r}")
             if spec.positive and v <= 0:
                 raise fail(section, key, f"must be positive; got {v!r}")
+            if spec.nonneg and v < 0:
+                raise fail(section, key, f"must be >= 0; got {v!r}")
             if spec.type in ("float",) and key.endswith(("_rel", "_std", "_std_deg")) and v < 0:
                 raise fail(section, key, f"must be >= 0; got {v!r}")
             if spec.choices is not None and v not in spec.choices:
@@ -307,7 +389,44 @@ def load_scenario(path_or_text: str | os.PathLike[str], *, text: bool = False) -
             raise fail(section, unknown[0], f"unknown key; valid keys here: {valid}")
         values[section] = out
     _check_combinations(values, fail)
-    return Scenario(values, where)
+    _check_ranges(values, fail)
+    from .preflight import memory_problem  # before anything is drawn per drone
+
+    problem = memory_problem(values[""]["n"], values["sim"]["backend"])
+    if problem:
+        raise fail("", "n", problem)
+    _prepare(values, fail)
+    return Scenario(values, where, raw)
+
+
+def _read_text(p: Path) -> str:
+    """The text of scenario file ``p``, or a ``ValueError`` saying why it cannot be had."""
+    if p.is_dir():
+        raise ValueError(f"{p}: is a directory, not a scenario file")
+    if not p.exists():
+        raise ValueError(f"{p}: scenario file not found")
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise ValueError(f"{p}: cannot read: {e.strerror or e}") from e
+    if b"\0" in data:
+        raise ValueError(f"{p}: not a text file (contains NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{p}: not a text file (not UTF-8: {e.reason} at byte {e.start})") from e
+
+
+def _failer(where: str, raw: str) -> Any:
+    """``fail(section, key, msg)`` -> ``ValueError("FILE: section.key (line N): msg")``."""
+
+    def fail(section: str, key: str, msg: str) -> ValueError:
+        path = f"{section}.{key}" if section else key
+        line = _line_of(raw, section, key) if raw else None
+        at = f" (line {line})" if line else ""
+        return ValueError(f"{where}: {path}{at}: {msg}")
+
+    return fail
 
 
 def _check_combinations(v: dict, fail: Any) -> None:
@@ -317,8 +436,10 @@ def _check_combinations(v: dict, fail: Any) -> None:
         wps = traj["waypoints"]
         if wps is None:
             raise fail("trajectory", "waypoints", "required for kind = 'min_snap'")
-        if len(wps) < 2 or not all(_type_ok("vec3", w) for w in wps):
-            raise fail("trajectory", "waypoints", "expected a list of at least two [x, y, z]")
+        if len(wps) < 2 or not all(_type_ok("vec3", w) and all(map(_finite, w)) for w in wps):
+            raise fail(
+                "trajectory", "waypoints", "expected a list of at least two finite [x, y, z]"
+            )
         times = traj["segment_times"]
         if times is not None and (len(times) != len(wps) - 1 or min(times) <= 0):
             raise fail(
@@ -343,14 +464,15 @@ def _check_combinations(v: dict, fail: Any) -> None:
         if not (
             isinstance(w, dict)
             and w.get("axis") in ("x", "y", "z")
-            and _type_ok("float", w.get("at"))
+            and _finite(w.get("at"))
             and w.get("side", 1) in (1, -1)
             and set(w) <= {"axis", "at", "side"}
         ):
             raise fail(
                 "world",
                 "walls",
-                f"entry {i}: expected {{axis = 'x'|'y'|'z', at = number, side = 1|-1}}; got {w!r}",
+                f"entry {i}: expected {{axis = 'x'|'y'|'z', at = finite number, side = 1|-1}}; "
+                f"got {w!r}",
             )
     for i, b in enumerate(v["world"]["boxes"]):
         if not (
@@ -358,13 +480,20 @@ def _check_combinations(v: dict, fail: Any) -> None:
             and set(b) == {"lo", "hi"}
             and _type_ok("vec3", b["lo"])
             and _type_ok("vec3", b["hi"])
+            and all(map(_finite, b["lo"] + b["hi"]))
             and all(lo < hi for lo, hi in zip(b["lo"], b["hi"], strict=True))
         ):
             raise fail(
                 "world",
                 "boxes",
-                f"entry {i}: expected {{lo = [x, y, z], hi = [x, y, z]}} with lo < hi; got {b!r}",
+                f"entry {i}: expected {{lo = [x, y, z], hi = [x, y, z]}}, finite, with lo < hi; "
+                f"got {b!r}",
             )
+
+
+def _finite(x: Any) -> bool:
+    """A finite number (not a bool)."""
+    return _type_ok("float", x) and math.isfinite(x)
 
 
 def schema_markdown() -> str:
@@ -394,37 +523,13 @@ def build(sc: Scenario) -> dict:
     """
     from .control import control as control_fn
     from .control import load_gains
-    from .params import load_params
     from .sim import Simulator, Wind
-    from .world import Box, Ground, World, wall
 
     v = sc.values
-    top, dr, sm, ini, rnd = v[""], v["drone"], v["sim"], v["initial"], v["randomize"]
+    top, sm = v[""], v["sim"]
     seed, n = top["seed"], top["n"]
-    drone = load_params(dr["preset"])
-    over = {}
-    if dr["mass"] is not None:
-        over["mass"] = dr["mass"]
-    if dr["inertia"] is not None:
-        J = np.diag(dr["inertia"])
-        over["J"], over["J_inv"] = J, np.linalg.inv(J)
-    if dr["drag_coef"] is not None:
-        over["drag_coef"] = dr["drag_coef"]
-    drone = drone._replace(**over)
-
-    traj = _trajectory(v["trajectory"])
-    wd = v["world"]
-    ground = None
-    if wd["ground"]:
-        ground = Ground(
-            height=wd["ground_height"],
-            restitution=wd["restitution"],
-            friction=wd["friction"],
-            crash_speed=wd["crash_speed"],
-        )
-    boxes = tuple(wall(w["axis"], float(w["at"]), int(w.get("side", 1))) for w in wd["walls"])
-    boxes += tuple(Box(tuple(b["lo"]), tuple(b["hi"])) for b in wd["boxes"])
-    world = World(ground=ground, boxes=boxes)
+    prep = _prepare(v, _failer(sc.source, sc.text))
+    drone, traj, world, init = prep["drone"], prep["trajectory"], prep["world"], prep["initial"]
 
     wv = v["wind"]
     wind = None
@@ -436,13 +541,6 @@ def build(sc: Scenario) -> dict:
             turb = dryden_preset(wv["turbulence"], wv["altitude"], wv["airspeed"])
         wind = Wind(mean=tuple(wv["mean"]), turbulence=turb)
 
-    r = _rng(seed, 1)
-    per_drone: dict[str, np.ndarray] = {}
-    if rnd["mass_rel"] > 0:
-        per_drone["mass"] = drone.mass * (1 + r.uniform(-1, 1, n) * rnd["mass_rel"])
-    if rnd["inertia_rel"] > 0:
-        scale = 1 + r.uniform(-1, 1, (n, 3)) * rnd["inertia_rel"]
-        per_drone["J"] = np.asarray(drone.J)[None] * (scale[:, :, None] * scale[:, None, :]) ** 0.5
     sim = Simulator(
         drone,
         n=n,
@@ -454,37 +552,19 @@ def build(sc: Scenario) -> dict:
         seed=seed,
         world=world,
         rotor_dynamics=sm["rotor_dynamics"],
-        params=per_drone or None,
+        params=init["per_drone"] or None,
         wind=wind,
     )
-
-    offset = np.zeros((n, 3))
-    if rnd["spacing"] > 0:
-        side = math.ceil(math.sqrt(n))
-        ij = np.stack([np.arange(n) % side, np.arange(n) // side], axis=1).astype(float)
-        offset[:, :2] = (ij - (side - 1) / 2) * rnd["spacing"]
-    ref0 = traj(0.0)
-    if ini["start_on_reference"]:
-        pos = np.asarray(ref0.pos, dtype=float) + offset
-        vel = np.broadcast_to(np.asarray(ref0.vel, dtype=float), (n, 3))
-        rpy = np.array([*np.deg2rad(ini["rpy_deg"][:2]), float(ref0.yaw)])
-    else:
-        pos, vel = np.asarray(ini["pos"]) + offset, np.asarray(ini["vel"])
-        rpy = np.deg2rad(ini["rpy_deg"])
-    pos = pos + r.normal(0, 1, (n, 3)) * rnd["pos_std"]
-    vel = vel + r.normal(0, 1, (n, 3)) * rnd["vel_std"]
-    rpy = rpy + r.normal(0, 1, (n, 3)) * math.radians(rnd["rpy_std_deg"])
+    offset, rpy = init["offset"], init["rpy"]
     if sm["model"] == "euler_zyx":
         attitude = rpy
     else:
         from .rotation import from_euler
 
         attitude = from_euler(rpy)
-    sim.reset(pos=pos, attitude=attitude, vel=vel, ang_vel=ini["ang_vel"])
+    sim.reset(pos=init["pos"], attitude=attitude, vel=init["vel"], ang_vel=v["initial"]["ang_vel"])
 
-    ct = v["controller"]
-    gains_name = ct["gains"] or f"{Path(dr['preset']).stem}_{ct['kind']}"
-    gains = load_gains(gains_name, drone=drone, dt=sm["dt"])
+    gains = load_gains(_gains_name(v), drone=drone, dt=sm["dt"])
     control = control_fn
 
     imu = mocap = None
@@ -492,7 +572,7 @@ def build(sc: Scenario) -> dict:
     if sv["imu"] != "none":
         from .sensors import load_imu
 
-        imu = load_imu(sv["imu"])
+        imu = load_imu(sv["imu"])  # checked by load_scenario
     if sv["mocap_pos_std"] is not None:
         from .sensors import MocapParams
 
@@ -515,6 +595,211 @@ def build(sc: Scenario) -> dict:
         "rng": _rng(seed, 2),
         "drone": drone,
     }
+
+
+def _check_ranges(v: dict, fail: Any) -> None:
+    """Ranges that one key's type and sign do not express."""
+    for key in ("mass_rel", "inertia_rel"):
+        f = v["randomize"][key]
+        if not f < 1.0:
+            raise fail("randomize", key, f"must be < 1 (a fraction of the nominal value); got {f}")
+    e = v["world"]["restitution"]
+    if e is not None and not 0.0 <= e <= 1.0:
+        raise fail("world", "restitution", f"must lie in [0, 1]; got {e}")
+
+
+def _is_path(name: str) -> bool:
+    """Whether a preset argument is a file path (as :func:`quadsim.params.load_params` decides)."""
+    return name.endswith(".toml") or any(c in name for c in {os.sep, os.altsep or "/", "/"})
+
+
+def _load_drone(v: dict, fail: Any) -> Any:
+    """The nominal drone: the preset (``drone.preset``) with the overrides, physically checked."""
+    from .envelope import envelope
+    from .params import PhysicalError, check_physical, list_presets, load_params
+
+    dr = v["drone"]
+    name = dr["preset"]
+    if not _is_path(name) and name not in list_presets():
+        names = list_presets()
+        raise fail("drone", "preset", f"unknown preset {name!r}; available presets: {names}")
+    if _is_path(name) and not Path(name).is_file():
+        raise fail("drone", "preset", f"preset file not found: {name}")
+    try:
+        drone = load_params(name)
+    except ValueError as e:
+        raise fail("drone", "preset", str(e)) from None
+    except OSError as e:
+        raise fail("drone", "preset", f"cannot read {name}: {e.strerror or e}") from None
+    over: dict[str, Any] = {}
+    if dr["mass"] is not None:
+        over["mass"] = dr["mass"]
+    if dr["inertia"] is not None:
+        over["J"] = np.diag(dr["inertia"])
+    if dr["drag_coef"] is not None:
+        over["drag_coef"] = dr["drag_coef"]
+    try:
+        check_physical(over)
+    except PhysicalError as e:
+        raise fail("drone", {"J": "inertia"}.get(e.key, e.key), e.reason) from None
+    if "J" in over:
+        over["J_inv"] = np.linalg.inv(over["J"])
+    drone = drone._replace(**over)
+    try:
+        envelope(drone)
+    except ValueError as e:  # the simulator starts its rotors at hover speed
+        key = "mass" if dr["mass"] is not None else "preset"
+        raise fail("drone", key, f"cannot hover, so it cannot be flown: {e}") from None
+    return drone
+
+
+def _load_world(v: dict) -> Any:
+    """The :class:`~quadsim.world.World` of the ``[world]`` section (walls first, then boxes)."""
+    from .world import Box, Ground, World, wall
+
+    wd = v["world"]
+    ground = None
+    if wd["ground"]:
+        ground = Ground(
+            height=wd["ground_height"],
+            restitution=wd["restitution"],
+            friction=wd["friction"],
+            crash_speed=wd["crash_speed"],
+        )
+    boxes = tuple(wall(w["axis"], float(w["at"]), int(w.get("side", 1))) for w in wd["walls"])
+    boxes += tuple(Box(tuple(b["lo"]), tuple(b["hi"])) for b in wd["boxes"])
+    return World(ground=ground, boxes=boxes)
+
+
+def _check_imu(v: dict, fail: Any) -> None:
+    name = v["sensors"]["imu"]
+    if name == "none":
+        return
+    from .sensors import list_imu_presets, load_imu
+
+    if not _is_path(name) and name not in list_imu_presets():
+        names = ["none", *list_imu_presets()]
+        raise fail("sensors", "imu", f"unknown IMU preset {name!r}; available: {names}")
+    if _is_path(name) and not Path(name).is_file():
+        raise fail("sensors", "imu", f"IMU file not found: {name}")
+    try:
+        load_imu(name)
+    except ValueError as e:
+        raise fail("sensors", "imu", str(e)) from None
+    except OSError as e:
+        raise fail("sensors", "imu", f"cannot read {name}: {e.strerror or e}") from None
+
+
+def _initial(v: dict, drone: Any, traj: Any) -> dict:
+    """Per-drone parameters and initial state, drawn from ``seed`` (stream 1) in a fixed order.
+
+    Returns:
+        ``per_drone`` (``mass``/``J`` arrays), ``offset`` (formation, (n, 3)), ``base`` (the start
+        before formation and noise, (3,)), ``pos``, ``vel``, ``rpy`` ((n, 3) or broadcastable).
+    """
+    ini, rnd = v["initial"], v["randomize"]
+    n = v[""]["n"]
+    r = _rng(v[""]["seed"], 1)
+    per_drone: dict[str, np.ndarray] = {}
+    if rnd["mass_rel"] > 0:
+        per_drone["mass"] = drone.mass * (1 + r.uniform(-1, 1, n) * rnd["mass_rel"])
+    if rnd["inertia_rel"] > 0:
+        scale = 1 + r.uniform(-1, 1, (n, 3)) * rnd["inertia_rel"]
+        per_drone["J"] = np.asarray(drone.J)[None] * (scale[:, :, None] * scale[:, None, :]) ** 0.5
+    offset = np.zeros((n, 3))
+    if rnd["spacing"] > 0:
+        side = math.ceil(math.sqrt(n))
+        ij = np.stack([np.arange(n) % side, np.arange(n) // side], axis=1).astype(float)
+        offset[:, :2] = (ij - (side - 1) / 2) * rnd["spacing"]
+    if ini["start_on_reference"]:
+        ref0 = traj(0.0)
+        base = np.asarray(ref0.pos, dtype=float)
+        vel = np.broadcast_to(np.asarray(ref0.vel, dtype=float), (n, 3))
+        rpy = np.array([*np.deg2rad(ini["rpy_deg"][:2]), float(ref0.yaw)])
+    else:
+        base, vel = np.asarray(ini["pos"]), np.asarray(ini["vel"])
+        rpy = np.deg2rad(ini["rpy_deg"])
+    pos = base + offset
+    pos = pos + r.normal(0, 1, (n, 3)) * rnd["pos_std"]
+    vel = vel + r.normal(0, 1, (n, 3)) * rnd["vel_std"]
+    rpy = rpy + r.normal(0, 1, (n, 3)) * math.radians(rnd["rpy_std_deg"])
+    out = {"per_drone": per_drone, "offset": offset, "base": base}
+    return out | {"pos": pos, "vel": vel, "rpy": rpy}
+
+
+def _check_start(v: dict, world: Any, init: dict, fail: Any) -> None:
+    """No drone starts below the floor or inside a wall or box; name the key that put it there."""
+    from .world import below_floor, box_containing
+
+    walls = len(v["world"]["walls"])
+
+    def first(points: np.ndarray) -> tuple[int, str] | None:
+        """The first blocked point: its drone and what blocks it."""
+        pts = np.broadcast_to(points, (v[""]["n"], 3))
+        floor, box = below_floor(world, pts), box_containing(world, pts)
+        bad = np.flatnonzero(floor | (box >= 0))
+        if bad.size == 0:
+            return None
+        i, j = int(bad[0]), int(box[bad[0]])
+        if floor[i]:
+            why = f"below the floor (world.ground_height = {world.ground.height})"
+        else:
+            why = f"inside world.walls[{j}]" if j < walls else f"inside world.boxes[{j - walls}]"
+        return i, f"drone {i} would start at {np.round(pts[i], 6).tolist()}, {why}"
+
+    base = init["base"]
+    hit = first(base)
+    if hit is not None:
+        if not v["initial"]["start_on_reference"]:
+            raise fail("initial", "pos", hit[1].replace("drone 0 would start", "the start is"))
+        traj = v["trajectory"]
+        key = "waypoints" if traj["kind"] == "min_snap" else "center"
+        msg = hit[1].replace("drone 0 would start", "the reference starts")
+        raise fail("trajectory", key, f"initial.start_on_reference: {msg}")
+    hit = first(base + init["offset"])
+    if hit is not None:
+        raise fail("randomize", "spacing", f"the formation: {hit[1]}")
+    hit = first(init["pos"])
+    if hit is not None:
+        raise fail("randomize", "pos_std", f"the random draw (seed = {v['']['seed']}): {hit[1]}")
+
+
+def _prepare(v: dict, fail: Any) -> dict:
+    """Drone, trajectory, world and initial draws of a scenario, every physical check passed."""
+    from .params import PhysicalError, check_physical
+
+    _check_imu(v, fail)
+    drone = _load_drone(v, fail)
+    traj = _trajectory(v["trajectory"])
+    world = _load_world(v)
+    init = _initial(v, drone, traj)
+    try:  # cannot fail for mass_rel < 1; inertia draws can break the triangle inequality
+        check_physical(init["per_drone"])
+    except PhysicalError as e:
+        key = "mass_rel" if e.key == "mass" else "inertia_rel"
+        at = f"drone {e.index[0]}: " if e.index else ""
+        raise fail("randomize", key, f"{at}{e.reason}; lower randomize.{key}") from None
+    _check_start(v, world, init, fail)
+    _check_gains(v, drone, fail)
+    return {"drone": drone, "trajectory": traj, "world": world, "initial": init}
+
+
+def _gains_name(v: dict) -> str:
+    ct = v["controller"]
+    return ct["gains"] or f"{Path(v['drone']['preset']).stem}_{ct['kind']}"
+
+
+def _check_gains(v: dict, drone: Any, fail: Any) -> None:
+    """The controller's gains file exists, loads, and suits the drone and ``sim.dt``."""
+    from .control import load_gains
+
+    try:
+        gains = load_gains(_gains_name(v), drone=drone, dt=v["sim"]["dt"])
+    except ValueError as e:
+        hint = "" if v["controller"]["gains"] else " (the default for drone.preset and kind)"
+        raise fail("controller", "gains", f"{e}{hint}") from None
+    if type(gains).__name__.lower().removesuffix("gains") != v["controller"]["kind"]:
+        raise fail("controller", "gains", f"are not {v['controller']['kind']} gains")
 
 
 def _trajectory(t: dict) -> Any:

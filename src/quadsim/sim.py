@@ -102,6 +102,16 @@ def _env(xp: Any, wind: Any, dist_f: Any, dist_t: Any) -> Env:
     return Env(*(None if a is None else unstack(a) for a in (wind, dist_f, dist_t)))
 
 
+def _check_unit_quat(quat: np.ndarray, drones: np.ndarray, where: str) -> None:
+    """``ValueError`` naming the first drone whose attitude ``(m, 4)`` is not unit to 1e-6."""
+    norm = np.linalg.norm(quat, axis=-1)
+    bad = np.flatnonzero(np.abs(norm - 1.0) > 1e-6)
+    if bad.size:
+        i = bad[0]
+        raise ValueError(f"{where}: attitude must be a unit quaternion (xyzw); drone "
+                         f"{drones[i]} has norm {norm[i]:.6g}")  # fmt: skip
+
+
 def initial_status(xp: Any, batch_shape: tuple[int, ...], device: Any = None) -> Status:
     """All-clear :class:`~quadsim.world.Status` for a batch."""
     false = xp.zeros(batch_shape, dtype=xp.bool, device=device)
@@ -332,7 +342,7 @@ class Simulator:
     ) -> None:  # fmt: skip
         from .envelope import envelope
         from .integrators import INTEGRATORS
-        from .params import Params, load_params
+        from .params import Params, PhysicalError, check_physical, load_params
 
         if not (isinstance(n, int) and n >= 1):
             raise ValueError(f"n must be a positive integer; got {n!r}")
@@ -361,6 +371,11 @@ class Simulator:
                 raise ValueError(
                     f"params[{key!r}] must have leading size n = {n}; got {value.shape}"
                 )
+            try:  # the physical rules of presets, per drone (quadsim.params.check_physical)
+                check_physical({key: value})
+            except PhysicalError as e:
+                at = "".join(f"[{i}]" for i in e.index)
+                raise ValueError(f"params[{key!r}]{at}: {e.reason}") from None
             model_params[key] = value
         if "J" in (params or {}) and "J_inv" not in (params or {}):
             model_params["J_inv"] = np.linalg.inv(model_params["J"])
@@ -407,6 +422,10 @@ class Simulator:
         Each argument broadcasts to the batch: position [m] (default origin), attitude (xyzw
         quaternion, or roll/pitch/yaw for the Euler model; default level), velocity [m/s], body
         rates [rad/s] (default zero), rotor speeds [RPM] (default hover).
+
+        Raises:
+            ValueError: A value is not finite, or a quaternion's norm differs from 1 by more than
+                1e-6 (naming the drone).
         """
         n, xp = self.n, self.xp
         if seed is not None:
@@ -420,6 +439,8 @@ class Simulator:
                                 (n, sizes[name])) if name in sizes else None  # fmt: skip
             if a is not None and not np.all(np.isfinite(a)):
                 raise ValueError(f"reset: {name} must be finite")
+            if name == "quat":
+                _check_unit_quat(a, np.arange(n), "reset")
             return None if a is None else xp.asarray(np.array(a), dtype=self.dtype)
 
         fields = [
@@ -455,6 +476,9 @@ class Simulator:
             vel: Velocity [m/s] (default zero).
             ang_vel: Body rates [rad/s] (default zero).
             rotor_vel: Rotor speeds [RPM] (default hover).
+
+        Raises:
+            ValueError: As :meth:`reset`.
         """
         idx = np.arange(self.n)[np.asarray(which)]
         if idx.size == 0:
@@ -478,6 +502,8 @@ class Simulator:
             value = np.broadcast_to(np.asarray(value, dtype=np.float64), (idx.size, new.shape[1]))
             if not np.all(np.isfinite(value)):
                 raise ValueError(f"reset_drones: {name} must be finite")
+            if name == "quat":
+                _check_unit_quat(value, idx, "reset_drones")
             new[idx] = value
             fields[name] = new
         status = self.status

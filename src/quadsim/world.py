@@ -22,7 +22,22 @@ from __future__ import annotations
 import math
 from typing import Any, NamedTuple
 
-__all__ = ["FAULT_NAMES", "Box", "Ground", "Limits", "Status", "World", "apply", "wall"]
+import numpy as np
+
+__all__ = [
+    "FAULT_NAMES",
+    "Box",
+    "Ground",
+    "Limits",
+    "Status",
+    "World",
+    "apply",
+    "below_floor",
+    "blocked",
+    "box_containing",
+    "out_of_bounds",
+    "wall",
+]
 
 INF = math.inf
 
@@ -76,6 +91,56 @@ class World(NamedTuple):
     boxes: tuple[Box, ...] = ()
     bounds: Box | None = None
     limits: Limits = Limits()
+
+
+def _points(points: Any) -> np.ndarray:
+    p = np.asarray(points, dtype=np.float64)
+    if p.shape[-1:] != (3,):
+        raise ValueError(f"points must have shape (..., 3); got {p.shape}")
+    return p
+
+
+def below_floor(world: World, points: Any) -> np.ndarray:
+    """Which points [m], shape ``(..., 3)``, lie below the floor (``z < height``; none without).
+
+    A point exactly on the floor is not below it (a drone may start landed). Pure NumPy, the same
+    test :func:`apply` makes.
+    """
+    p = _points(points)
+    if world.ground is None:
+        return np.zeros(p.shape[:-1], dtype=bool)
+    return p[..., 2] < world.ground.height
+
+
+def box_containing(world: World, points: Any) -> np.ndarray:
+    """Index into ``world.boxes`` of the first box (or wall) holding each point, -1 for none.
+
+    Inside means strictly ``lo < p < hi`` on every axis, as in :func:`apply` (a point on a face
+    is outside). Shape ``(...)`` for points of shape ``(..., 3)``.
+    """
+    p = _points(points)
+    out = np.full(p.shape[:-1], -1, dtype=np.int64)
+    for i in reversed(range(len(world.boxes))):  # the first box wins
+        b = world.boxes[i]
+        inside = np.all((p > np.asarray(b.lo)) & (p < np.asarray(b.hi)), axis=-1)
+        out = np.where(inside, i, out)
+    return out
+
+
+def out_of_bounds(world: World, points: Any) -> np.ndarray:
+    """Which points leave ``world.bounds`` (``p < lo`` or ``p > hi`` on some axis; none without)."""
+    p = _points(points)
+    if world.bounds is None:
+        return np.zeros(p.shape[:-1], dtype=bool)
+    b = world.bounds
+    return np.any((p < np.asarray(b.lo)) | (p > np.asarray(b.hi)), axis=-1)
+
+
+def blocked(world: World, points: Any) -> np.ndarray:
+    """Which points a drone cannot occupy: below the floor, inside a box or wall, out of bounds."""
+    return below_floor(world, points) | (box_containing(world, points) >= 0) | out_of_bounds(
+        world, points
+    )
 
 
 class Status(NamedTuple):
