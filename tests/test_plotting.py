@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import subprocess
 import sys
 
@@ -160,3 +161,129 @@ def test_no_import_side_effects_and_no_pyplot():
         "assert 'matplotlib.pyplot' not in sys.modules\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- issue 9 §8: the figures say what summary.json says, the GIF plays in real time ---------------
+
+
+def _capture_figures(monkeypatch, module):
+    """Keep every figure ``module`` saves (its ``_save``), to read titles and artists back."""
+    figs = []
+    save = module._save
+
+    def keep(fig, path):
+        figs.append(fig)
+        return save(fig, path)
+
+    monkeypatch.setattr(module, "_save", keep)
+    return figs
+
+
+def test_tracking_error_title_is_the_summary_window(tmp_path, monkeypatch):
+    from quadsim.io.summary import summarize
+    from quadsim.plotting import figures
+
+    T, N, t_from = 200, 3, 1.5
+    lg = make_log(T=T, N=N)
+    t = lg["time"]
+    rng = np.random.default_rng(0)
+    err = np.where(t < t_from, 0.8, 0.01)[:, None, None] * rng.standard_normal((T, N, 3))
+    lg["pos"] = lg["ref_pos"] + err  # large before settling, small after
+    lg["pos"][150:, 1] += 5.0  # drone 1 crashes at t = 2.52 s (make_log): huge error after
+    lg["pos"][120, 2] = np.nan  # a non-finite sample is skipped
+    figs = _capture_figures(monkeypatch, figures)
+    plotting.plot_all(lg, META, tmp_path, t_from=t_from)
+    (fig,) = [f for f in figs if f._suptitle and "tracking error" in f._suptitle.get_text()]
+    title = fig._suptitle.get_text()
+    s = summarize(lg, META, 0.0, t_from=t_from)
+    whole = summarize(lg, META, 0.0, t_from=0.0)
+    assert s["tracking_max_m"] < 0.1 < whole["tracking_max_m"]  # the window matters here
+    assert f"RMS {s['tracking_rms_m']:.3g} m, max {s['tracking_max_m']:.3g} m" in title
+    assert f"t >= {t_from:g} s" in title
+    assert f"{whole['tracking_rms_m']:.3g}" not in title
+    # the numbers themselves, unrounded, for any subset of drones shown
+    rms, mx = figures._tracking_stats(lg, META, [0, 2], t_from)
+    sub = summarize({k: v[:, [0, 2]] if k != "time" else v for k, v in lg.items()}, META, 0.0,
+                    t_from=t_from)  # fmt: skip
+    assert (rms, mx) == (sub["tracking_rms_m"], sub["tracking_max_m"])
+    # the settling time is marked on every panel
+    for ax in fig.axes:
+        xs = [ln.get_xdata() for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+        assert any(list(x) == [t_from, t_from] for x in xs)
+
+
+def test_tracking_error_without_settle_is_whole_run(tmp_path, monkeypatch):
+    from quadsim.io.summary import summarize
+    from quadsim.plotting import figures
+
+    lg = make_log(T=60, N=2)
+    figs = _capture_figures(monkeypatch, figures)
+    plotting.plot_tracking_error(lg, META, tmp_path / "e.png")
+    s = summarize(lg, META, 0.0)
+    title = figs[0]._suptitle.get_text()
+    assert f"RMS {s['tracking_rms_m']:.3g} m, max {s['tracking_max_m']:.3g} m)" in title
+
+
+@pytest.mark.parametrize("fps", [30.0, 25.0, 12.0, 100.0])
+def test_gif_plays_in_flight_time(tmp_path, fps):
+    from PIL import ImageSequence
+
+    lg = make_log(T=50, N=1, dt=0.02)  # 0.98 s of flight
+    span = float(lg["time"][-1] - lg["time"][0])
+    out = plotting.animate(lg, META, tmp_path / "f.gif", fps=fps, trail=0.5)
+    with Image.open(out) as im:
+        durations = [fr.info["duration"] for fr in ImageSequence.Iterator(im)]
+    n = len(durations)
+    assert n >= 2 and all(d >= 20 for d in durations)  # browsers slow down delays < 20 ms
+    period = span / (n - 1)  # the frames sample the flight evenly, first to last sample
+    assert period >= 1.0 / min(fps, 50.0) - 1e-12
+    total = sum(durations) / 1000.0
+    # n frames stand for n periods of flight; GIF delays are whole centiseconds, so the sum may
+    # be off by half a tick, never by a fraction of every frame (33.3 ms -> 30 ms: 10 % fast)
+    assert abs(total - n * period) <= 0.005 + 1e-9
+    assert abs(total - span) <= period + 0.005 + 1e-9  # within one frame of the flight time
+
+
+def test_gif_durations_track_flight_time():
+    from quadsim.plotting.animation import _gif_durations
+
+    d = _gif_durations(9, 1 / 30)
+    assert set(d) == {30, 40} and all(x % 10 == 0 for x in d)
+    assert np.all(np.abs(np.cumsum(d) - 1000 / 30 * np.arange(1, 10)) <= 5 + 1e-9)
+    assert _gif_durations(5, 0.04) == [40] * 5
+
+
+def _params_with_drag_speed_max(name: str, v: float):
+    from quadsim.params import Params, load_params
+
+    p = load_params(name)
+    if "drag_speed_max" in Params._fields:
+        return p._replace(drag_speed_max=v)
+
+    # quadsim.params has no drag_speed_max field yet: a Params subclass carrying it as a class
+    # attribute (plot_envelope reads it with getattr) stands in until the field lands
+    class WithDragRange(Params):
+        drag_speed_max = v
+
+    return WithDragRange(*p)
+
+
+def test_envelope_marks_where_drag_model_is_extrapolated(tmp_path, monkeypatch):
+    from quadsim.plotting import envelope as env_mod
+
+    figs = _capture_figures(monkeypatch, env_mod)
+    p = _params_with_drag_speed_max("cf2x_L250", 5.0)
+    out = plotting.plot_envelope(p, tmp_path / "new" / "dir" / "env.png")  # parents created
+    check_png(out, "envelope")
+    ax = figs[-1].axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "drag model extrapolated beyond 5 m/s" in labels
+    (band,) = [a for a in ax.patches if a.get_label().startswith("drag model extrapolated")]
+    assert band.get_hatch() == "//"
+    v_lo, v_hi = band.get_extents().transformed(ax.transData.inverted()).intervaly
+    assert v_lo == pytest.approx(5.0, rel=1e-9, abs=1e-9) and v_hi > 20.0  # 26.8 m/s at tilt_max
+    # without a known range (inf: not stated) nothing is marked
+    plotting.plot_envelope(_params_with_drag_speed_max("cf2x_L250", math.inf), tmp_path / "e2.png")
+    ax = figs[-1].axes[0]
+    assert not any("extrapolated" in t.get_text() for t in ax.get_legend().get_texts())
+    assert not ax.patches

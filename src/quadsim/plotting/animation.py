@@ -40,6 +40,24 @@ def _frame_indices(time: np.ndarray, fps: float, max_frames: int) -> tuple[np.nd
     return idx, period
 
 
+#: GIF stores frame delays in centiseconds, and browsers replace delays under 20 ms by 100 ms.
+_GIF_TICK_S = 0.01
+_GIF_MIN_PERIOD_S = 0.02
+
+
+def _gif_durations(n: int, period: float) -> list[int]:
+    """Delays [ms] of ``n`` GIF frames ``period`` [s] of flight apart, each a whole number of cs.
+
+    A delay of ``period`` rounded to the GIF's 10 ms tick plays fast or slow by up to 5 ms a
+    frame (33.3 ms -> 30 ms: 10 % fast). Instead frame ``k`` is shown from ``k period`` to
+    ``(k + 1) period``, both rounded to the tick, so the cumulative play time stays within 5 ms
+    of the flight time covered (``n period``): delays alternate, e.g. 30/40/30 ms at 30 fps.
+    """
+    ends = np.rint(np.arange(1, n + 1) * period / _GIF_TICK_S).astype(np.int64)
+    ticks = np.diff(ends, prepend=0)
+    return [int(c) * 10 for c in ticks]
+
+
 def _polyline(segments: list[np.ndarray]) -> np.ndarray:
     """Join (k, 3) segments into one (M, 3) polyline separated by NaN rows."""
     nan = np.full((1, 3), np.nan)
@@ -60,7 +78,9 @@ def animate(
 
     Frames are taken every ``1/fps`` s of simulated time (at most ``max_frames``, evenly spread,
     so playback stays real time). GIF is written with Pillow; MP4 needs an ``ffmpeg`` binary
-    (the ``imageio-ffmpeg`` package or ``ffmpeg`` on ``PATH``).
+    (the ``imageio-ffmpeg`` package or ``ffmpeg`` on ``PATH``). A GIF's frame delays are whole
+    centiseconds: they are chosen so that the total play time tracks the flight time (within
+    5 ms), and a GIF has at most 50 frames per second (shorter delays are not honoured).
 
     Args:
         log: Log dict: ``time`` (T,) [s], ``pos`` (T, N, 3) [m], ``quat`` (T, N, 4) xyzw,
@@ -123,6 +143,8 @@ def animate(
     circle = np.stack([np.cos(ang), np.sin(ang), np.zeros_like(ang)], axis=1) * r_disc
     body_rot = np.concatenate([rotors, np.zeros((len(rotors), 1))], axis=1)  # (R, 3)
 
+    if suffix == ".gif":
+        fps = min(fps, 1.0 / _GIF_MIN_PERIOD_S)
     idx, period = _frame_indices(time, fps, max_frames)
     with np.errstate(invalid="ignore", divide="ignore"):
         R_wb = np.asarray(to_matrix(quat[idx]))  # (F, 3, 3)
@@ -224,7 +246,7 @@ def animate(
             save_all=True,
             append_images=frames[1:],
             loop=0,
-            duration=max(round(period * 1000), 20),
+            duration=_gif_durations(len(frames), period),
             disposal=1,
         )
     return p

@@ -16,11 +16,14 @@ def plot_envelope(params: Any, path: str | os.PathLike[str], n: int = 200) -> Pa
     """Terminal velocity in level flight [m/s] against tilt [deg], up to ``tilt_max`` (marked).
 
     Uses :func:`quadsim.envelope.terminal_velocity` (seed 002's ``v(θ)`` curve with this drone's
-    drag) on ``n`` tilts in ``[0, tilt_max]``.
+    drag) on ``n`` tilts in ``[0, tilt_max]``. The drag model holds up to the drone's
+    ``drag_speed_max`` [m/s] (the speed range it was identified over; ``inf`` when unknown):
+    above it the speed band is hatched and the curve dashed, labelled "drag model extrapolated
+    beyond X m/s".
 
     Args:
         params: A :class:`~quadsim.params.Params`, preset name or TOML path.
-        path: PNG file to write.
+        path: PNG file to write (missing parent folders are created).
         n: Number of tilt samples.
 
     Returns:
@@ -36,7 +39,30 @@ def plot_envelope(params: Any, path: str | os.PathLike[str], n: int = 200) -> Pa
     fig = _figure("envelope")
     ax = fig.add_subplot()
     deg = np.degrees(th)
-    ax.plot(deg, v, lw=2, label="terminal velocity")
+    v_ok = float(getattr(p, "drag_speed_max", math.inf))
+    if math.isfinite(v_ok) and np.isfinite(v).any() and float(np.nanmax(v)) > v_ok:
+        # the curve within the identified range solid, beyond it dashed over a hatched band
+        inside = np.where(v <= v_ok, v, np.nan)
+        beyond = np.where(v >= v_ok, v, np.nan)
+        j = int(np.argmax(v > v_ok))  # first sample beyond: join the two pieces there
+        if j > 0:
+            beyond[j - 1] = v[j - 1]
+        ax.plot(deg, inside, lw=2, color="C0", label="terminal velocity")
+        ax.plot(deg, beyond, lw=2, color="C0", ls="--", alpha=0.8)
+        ax.axhspan(
+            v_ok,
+            float(np.nanmax(v)) * 1.12 + 1e-9,
+            facecolor="0.85",
+            edgecolor="0.55",
+            hatch="//",
+            lw=0,
+            alpha=0.5,
+            zorder=0,
+            label=f"drag model extrapolated beyond {v_ok:.3g} m/s",
+        )
+        ax.axhline(v_ok, color="0.4", lw=1.0, ls=":")
+    else:
+        ax.plot(deg, v, lw=2, label="terminal velocity")
     ax.axvline(
         math.degrees(env.tilt_max),
         color="red",

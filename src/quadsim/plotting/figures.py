@@ -263,16 +263,42 @@ def plot_rotors(
     return _save(fig, path)
 
 
+def _tracking_stats(
+    log: Mapping[str, Any], meta: Mapping[str, Any], sel: Sequence[int], t_from: float
+) -> tuple[float, float]:
+    """RMS and max position error [m] of the drones ``sel``, as ``summary.json`` counts them.
+
+    One definition: this is :func:`quadsim.io.summary.summarize` on the shown drones (samples
+    with ``time >= t_from``, before each drone's first crash, finite errors; RMS over all of
+    them), so the figure's title and the summary agree whenever every drone is shown.
+    """
+    from ..io.summary import summarize
+
+    sub = {k: np.asarray(log[k])[:, sel] for k in ("pos", "ref_pos", "crashed") if k in log}
+    sub["time"] = log["time"]
+    if "quat" in log:
+        sub["quat"] = np.asarray(log["quat"])[:, sel]
+    else:  # summarize also computes tilt; identity attitudes keep it quiet
+        sub["quat"] = np.broadcast_to([0.0, 0.0, 0.0, 1.0], (*sub["pos"].shape[:2], 4))
+    s = summarize(sub, meta, 0.0, t_from=t_from)
+    rms, mx = s["tracking_rms_m"], s["tracking_max_m"]
+    return (math.nan if rms is None else rms), (math.nan if mx is None else mx)
+
+
 def plot_tracking_error(
     log: Mapping[str, Any],
     meta: Mapping[str, Any],
     path: str | os.PathLike[str],
     drones: Sequence[int] | None = None,
     max_drones: int = MAX_DRONES,
+    t_from: float = 0.0,
 ) -> Path:
     """Position tracking error ``pos - ref_pos`` [m] per axis and its norm against time.
 
-    Crashes (first ``crashed`` sample) are marked with a vertical line.
+    Crashes (first ``crashed`` sample) are marked with a vertical line. The title's RMS and
+    max are those of ``summary.json`` (:func:`quadsim.io.summary.summarize`) over the drones
+    shown: samples with ``time >= t_from`` before each drone's crash. With ``t_from > 0`` the
+    settling time is marked (dashed line, the skipped interval shaded grey).
 
     Args:
         log: Log dict: ``time`` (T,), ``pos``, ``ref_pos`` (T, N, 3) [m], optionally
@@ -281,6 +307,7 @@ def plot_tracking_error(
         path: PNG file to write.
         drones: Drone indices to show (default the first ``max_drones``).
         max_drones: At most this many drones are drawn.
+        t_from: The error statistics count from this time [s] (``output.settle``).
 
     Returns:
         The path written.
@@ -318,16 +345,29 @@ def plot_tracking_error(
                     fontsize="small",
                     color=_color(k),
                 )
+    t_from = float(t_from)
+    if t_from > 0:
+        t0 = float(np.nanmin(t)) if np.isfinite(t).any() else 0.0
+        for ax in axes:
+            if t_from > t0:
+                ax.axvspan(t0, t_from, color="0.5", alpha=0.12, lw=0)
+            ax.axvline(t_from, color="0.3", ls="--", lw=1.2)
+        axes[3].annotate(
+            f" settle: counted from t = {t_from:g} s",
+            (t_from, 1.0),
+            xycoords=("data", "axes fraction"),
+            va="top",
+            fontsize="small",
+            color="0.3",
+        )
     axes[-1].set_xlabel("time [s]")
-    with np.errstate(invalid="ignore"):
-        ok = np.isfinite(en)
-        rms = float(np.sqrt(np.mean(en[ok] ** 2))) if ok.any() else math.nan
-        mx = float(en[ok].max()) if ok.any() else math.nan
+    rms, mx = _tracking_stats(log, meta, sel, t_from)
+    window = f", t >= {t_from:g} s" if t_from > 0 else ""
     axes[0].legend(fontsize="x-small", ncol=4)
     fig.suptitle(
         _title(
             meta,
-            f"tracking error (RMS {rms:.3g} m, max {mx:.3g} m)",
+            f"tracking error (RMS {rms:.3g} m, max {mx:.3g} m{window})",
             sel,
             np.asarray(log["pos"]).shape[1],
         )
@@ -342,11 +382,14 @@ def plot_all(
     out_dir: str | os.PathLike[str],
     drones: Sequence[int] | None = None,
     max_drones: int = MAX_DRONES,
+    t_from: float = 0.0,
 ) -> list[Path]:
     """Write ``path_3d.png``, ``states.png``, ``rotors.png``, ``tracking_error.png`` to ``out_dir``.
 
     A figure whose data are not in the log (no rotor speeds, no reference) is skipped. With more
     than ``max_drones`` drones only ``drones`` (default the first ``max_drones``) are drawn.
+    ``t_from`` [s] (``output.settle``) is passed to :func:`plot_tracking_error`: its RMS and max
+    count from there, as in ``summary.json``.
 
     Returns:
         The paths written.
@@ -359,5 +402,9 @@ def plot_all(
     if "rotor_rpm" in log or "cmd_rpm" in log:
         paths.append(plot_rotors(log, meta, out / "rotors.png", drones, max_drones))
     if "ref_pos" in log:
-        paths.append(plot_tracking_error(log, meta, out / "tracking_error.png", drones, max_drones))
+        paths.append(
+            plot_tracking_error(
+                log, meta, out / "tracking_error.png", drones, max_drones, t_from=t_from
+            )
+        )
     return paths
