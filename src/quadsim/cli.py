@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 
 from . import __version__
@@ -97,7 +98,11 @@ def _info(preset: str, plot: str | None) -> int:
         if math.radians(deg) > env.tilt_max:
             continue
         v = terminal_velocity(drone, math.radians(deg))
-        rows.append((f"terminal velocity at {deg:.0f} deg", f"{v:.2f} m/s"))
+        beyond = v > drone.drag_speed_max
+        rows.append((f"terminal velocity at {deg:.0f} deg",
+                     f"{v:.2f} m/s" + (" (drag model extrapolated)" if beyond else "")))  # fmt: skip
+    if math.isfinite(drone.drag_speed_max):
+        rows.append(("drag model holds up to", f"{drone.drag_speed_max:g} m/s"))
     width = max(len(k) for k, _ in rows)
     print(f"{drone.name}")
     for k, val in rows:
@@ -163,6 +168,13 @@ def _fly(args: argparse.Namespace) -> int:
             "completed chunk",
             file=sys.stderr,
         )
+    elif code == 1:
+        first = summary["crashes"][0]
+        print(
+            f"quadsim: {summary['crash_count']} of {summary['n_drones']} drones crashed (first: "
+            f"drone {first['drone']} at {first['time_s']:.4g} s); see the summary",
+            file=sys.stderr,
+        )
     return code
 
 
@@ -172,7 +184,10 @@ def _recover(args: argparse.Namespace) -> int:
 
     summary = recover(args.dir, plots=args.plots)
     if summary is None:
-        print(f"quadsim: {args.dir}: nothing to recover (its trajectory.parquet and summary.json are complete)")
+        print(
+            f"quadsim: {args.dir}: nothing to recover (its trajectory.parquet and summary.json "
+            "are complete)"
+        )
         return 0
     print(format_summary_table(summary))
     print("recovered:")
@@ -183,11 +198,14 @@ def _recover(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``quadsim`` command (see the module docstring for exit codes)."""
+    import signal
     import threading
 
-    from .flight import Interrupted, raise_on_signals
+    from .flight import STOP_SIGNALS, Interrupted, raise_on_signals
 
+    previous = {}
     if threading.current_thread() is threading.main_thread():
+        previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
         raise_on_signals()  # SIGTERM and SIGHUP stop a run as Ctrl-C does
     try:
         args = _parser().parse_args(argv)
@@ -196,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         signum = e.signum if isinstance(e, Interrupted) else 2
         print(f"quadsim: interrupted ({_signal_name(signum)})", file=sys.stderr)
         return 128 + signum
+    finally:
+        for s, handler in previous.items():  # main() called from Python leaves them as found
+            signal.signal(s, handler)
 
 
 def _signal_name(signum: int) -> str:
@@ -241,5 +262,20 @@ def _dispatch(args: argparse.Namespace) -> int:
     return 2
 
 
+def run() -> None:
+    """The console script: :func:`main`, then exit with its code.
+
+    After a run stopped by a signal the process ends with ``os._exit`` once the output is
+    flushed: every file is closed by then, and an XLA compilation cut short by the signal can
+    crash the interpreter's teardown (a segmentation fault instead of exit 130).
+    """
+    code = main()
+    if code >= 128:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -3,7 +3,7 @@ r"""Said before a run, not after: output checks, memory and time estimates, step
 **Memory.** A flight of ``N`` drones needs about ``M_0 + N m_b + M_log`` bytes: ``M_0`` the
 process with its libraries, ``m_b`` per drone for the backend's state, integrator stages,
 controller and sensor arrays (:data:`BYTES_PER_DRONE`, measured as the peak resident memory of
-short flights of 10⁴ to 10⁵ drones, with a margin), and ``M_log`` for a chunk of the log in its
+short flights of 2·10⁴ and 8·10⁴ drones, with a margin), and ``M_log`` for a chunk of the log in its
 three forms (samples, long table, Parquet pages), at most about ``4 CHUNK_BYTES``. A run whose
 estimate exceeds the memory available (``MemAvailable``) is refused before anything is built.
 
@@ -32,19 +32,21 @@ import numpy as np
 
 __all__ = ["check_out_dir", "check_outputs", "check_run", "estimate_memory", "estimate_time"]
 
-BASE_BYTES = 600 * 2**20
+BASE_BYTES = 500 * 2**20
 """Resident memory of ``quadsim fly`` with NumPy, JAX, PyArrow and matplotlib loaded [bytes]."""
 
-BYTES_PER_DRONE = {"numpy": 40_000, "jax": 40_000, "torch": 40_000, "native": 20_000}
-"""Peak resident memory per drone by backend [bytes] (measured, rounded up)."""
+BYTES_PER_DRONE = {"numpy": 10_000, "jax": 10_000, "torch": 10_000, "native": 10_000}
+"""Peak resident memory per drone by backend [bytes]: 6.2 (numpy), 5.9 (jax) and 6.7 kB
+(native) measured between 2·10⁴ and 8·10⁴ drones with an IMU, rounded up for margin."""
 
 STEP_COST = {
-    "numpy": (1.0e-3, 2.0e-6),
-    "jax": (1.5e-3, 1.0e-6),
-    "torch": (2.0e-3, 2.0e-6),
-    "native": (5.0e-4, 1.5e-6),
+    "numpy": (1.0e-3, 3.0e-6),
+    "jax": (1.5e-3, 3.0e-6),
+    "torch": (2.0e-3, 3.0e-6),
+    "native": (5.0e-4, 3.0e-6),
 }
-"""Per step [s] and per drone-step [s] wall-clock cost of ``quadsim fly`` by backend."""
+"""Per step [s] and per drone-step [s] wall-clock cost of ``quadsim fly`` by backend, logging
+every step (rough: measured on a busy 2-core machine)."""
 
 SAY_TIME_ABOVE = 30.0
 """Runs estimated to take longer than this [s] are announced with the estimate."""
@@ -55,6 +57,8 @@ ACCURATE_LAMBDA_DT = {"euler": 0.05, "semi_implicit": 0.05, "geometric": 0.05, "
 
 
 def _gb(b: float) -> str:
+    if b >= 2**40:
+        return f"{b / 2**40:.3g} TB"
     return f"{b / 2**30:.3g} GB" if b >= 2**30 else f"{b / 2**20:.0f} MB"
 
 
@@ -73,9 +77,18 @@ def available_memory() -> int | None:
         return None
 
 
+def _resident() -> int:
+    """Resident memory of this process [bytes] (0 where it cannot be read)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def estimate_memory(n: int, backend: str, chunk_bytes: float) -> float:
     """Bytes a flight of ``n`` drones needs (see the module docstring)."""
-    return BASE_BYTES + n * BYTES_PER_DRONE.get(backend, 40_000) + 4 * chunk_bytes
+    return BASE_BYTES + n * BYTES_PER_DRONE.get(backend, 10_000) + 4 * chunk_bytes
 
 
 def estimate_time(n: int, steps: int, backend: str) -> float:
@@ -164,46 +177,53 @@ def dt_advice(dt: float, integrator: str, dtype: str, tau: float, what: str) -> 
     lo = 0.1 * float(np.finfo(dtype).eps) ** (1.0 / (ORDER[integrator] + 1))
     if lam_dt > hi:
         return (
-            f"sim.dt = {dt:g} s is coarse for {integrator}: the {what} has a time constant of "
+            f"{dt:g} s is coarse for {integrator}: the {what} has a time constant of "
             f"{tau * 1e3:.3g} ms (dt/tau = {lam_dt:.2g} > {hi:g}); use dt <= {hi * tau:.2g} s"
         )
     if lam_dt < lo:
         return (
-            f"sim.dt = {dt:g} s is so small that {dtype} rounding outgrows {integrator}'s "
+            f"{dt:g} s is so small that {dtype} rounding outgrows {integrator}'s "
             f"truncation error (fastest time constant {tau * 1e3:.3g} ms, the {what}); "
             f"use dt >= {lo * tau:.2g} s"
         )
     return None
 
 
+def memory_problem(n: int, backend: str) -> str | None:
+    """Why ``n`` drones on ``backend`` would not fit in the memory available, or ``None``."""
+    from .flight import CHUNK_BYTES
+
+    # the part of the process's own memory not yet resident is needed as well
+    need = estimate_memory(n, backend, CHUNK_BYTES) - min(BASE_BYTES, _resident())
+    avail = available_memory()
+    if avail is not None and need > avail:
+        return (
+            f"{n} drones need about {_gb(need)} of memory "
+            f"({BYTES_PER_DRONE.get(backend, 10_000) / 1e3:.0f} kB per drone on {backend}); "
+            f"{_gb(avail)} is available"
+        )
+    return None
+
+
 def check_run(sc: Any) -> list[str]:
-    """Refuse a run that would not fit in memory; return notices to print before it.
+    """Notices to print before a run: its estimated time when long, step-size advice.
 
     Args:
         sc: A validated :class:`~quadsim.scenario.Scenario`.
 
     Returns:
-        Lines to show the user (estimated time of a long run, step-size advice).
-
-    Raises:
-        ValueError: ``FILE: n (line N): ...`` when the memory estimate exceeds what is available.
+        Lines to show the user (estimated time of a long run, step-size advice). The memory
+        check (:func:`memory_problem`) runs earlier, in :func:`quadsim.scenario.load_scenario`,
+        before anything is allocated per drone.
     """
     from .control import load_gains
-    from .flight import CHUNK_BYTES
     from .params import load_params
+    from .scenario import _gains_name
 
     v = sc.values
     n, sim = v[""]["n"], v["sim"]
     steps = max(1, round(v[""]["duration"] / sim["dt"]))
     notices = []
-    need = estimate_memory(n, sim["backend"], CHUNK_BYTES)
-    avail = available_memory()
-    if avail is not None and need > avail:
-        raise ValueError(
-            f"{_where(sc, 'n')}: {n} drones need about {_gb(need)} of memory "
-            f"({_gb(BYTES_PER_DRONE.get(sim['backend'], 40_000))} per drone on "
-            f"{sim['backend']}); {_gb(avail)} is available"
-        )
     est = estimate_time(n, steps, sim["backend"])
     if est > SAY_TIME_ABOVE:
         notices.append(
@@ -213,12 +233,7 @@ def check_run(sc: Any) -> list[str]:
     drone = load_params(v["drone"]["preset"])
     if v["drone"]["mass"] is not None:
         drone = drone._replace(mass=v["drone"]["mass"])
-    ct = v["controller"]
-    try:
-        gains = load_gains(ct["gains"] or f"{Path(v['drone']['preset']).stem}_{ct['kind']}",
-                           drone=drone, dt=sim["dt"])  # fmt: skip
-    except ValueError:
-        gains = None  # reported by build() with its key
+    gains = load_gains(_gains_name(v), drone=drone, dt=sim["dt"])  # checked by load_scenario
     tau, what = fastest_time_constant(drone, gains)
     advice = dt_advice(sim["dt"], sim["integrator"], sim["dtype"], tau, what)
     if advice:
@@ -228,15 +243,10 @@ def check_run(sc: Any) -> list[str]:
 
 def _where(sc: Any, path: str) -> str:
     """``FILE: KEY (line N)`` for a scenario key (the line where the file sets it, if it does)."""
-    from .scenario import _line_of
+    from .scenario import _failer
 
     section, _, key = path.rpartition(".")
-    line = None
-    try:
-        line = _line_of(Path(sc.source).read_text(encoding="utf-8"), section, key)
-    except (OSError, UnicodeDecodeError):
-        pass
-    return f"{sc.source}: {path}" + (f" (line {line})" if line else "")
+    return str(_failer(sc.source, sc.text)(section, key, "")).removesuffix(": ")
 
 
 def _duration(s: float) -> str:
