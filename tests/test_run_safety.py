@@ -293,3 +293,32 @@ def test_fly_help_names_the_default_it_uses(tmp_path, monkeypatch, capsys):
     (tmp_path / "my_scen.toml").write_text("name = 'other'\nduration = 0.02\n")
     assert cli.main(["fly", "my_scen.toml", "--quiet", "--no-plots"]) == 0
     assert (tmp_path / "runs" / "my_scen" / "summary.json").is_file()
+
+
+def test_a_long_run_is_announced_before_it_starts(tmp_path):
+    """dt = 1e-7 for 0.01 s took 170 s without a word; now the estimate and the step-size
+    warning come first, before the simulator is even built."""
+    scen = tmp_path / "tiny_dt.toml"
+    scen.write_text("duration = 0.01\n[sim]\ndt = 1e-7\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "quadsim.cli", "fly", str(scen), "--out", str(tmp_path / "o")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        first = proc.stderr.readline()
+        second = proc.stderr.readline()
+    finally:
+        proc.kill()
+        proc.communicate(timeout=60)
+    assert "100,000 steps of 1 drone: this run will take about" in first, first
+    assert "sim.dt (line 3): 1e-07 s is so small that float64 rounding" in second, second
+    assert not (tmp_path / "o" / "trajectory.parquet").exists()
+
+
+def test_info_says_where_the_drag_model_holds(capsys):
+    assert cli.main(["info", "cf2x_L250"]) == 0
+    out = capsys.readouterr().out
+    assert "drag model holds up to       2 m/s" in out
+    assert "terminal velocity at 30 deg  12.69 m/s (drag model extrapolated)" in out
+    assert cli.main(["info", "skydio2_x"]) == 0
+    assert "extrapolated" not in capsys.readouterr().out  # identified up to 20 m/s
