@@ -78,19 +78,19 @@ def test_build_applies_overrides_randomisation_and_formation():
         "[world]\nwalls = [{axis = 'x', at = 3.0}]\n"
     )
     objs = build(sc)
-    sim = objs["sim"]
+    sim = objs.sim
     masses = sim.model_params["mass"]
     assert masses.shape == (4,) and np.all(np.abs(masses / 0.033 - 1) <= 0.1)
     assert np.ptp(masses) > 0
-    assert objs["drone"].mass == 0.033  # the controller gets the nominal mass
-    off = objs["ref_offset"]
+    assert objs.drone.mass == 0.033  # the controller gets the nominal mass
+    off = objs.ref_offset
     assert np.allclose(np.sort(np.unique(off[:, 0])), [-1.0, 1.0])
     pos = np.asarray(sim.state.pos)
-    ref0 = objs["trajectory"](0.0)
+    ref0 = objs.trajectory(0.0)
     assert np.allclose(pos, np.asarray(ref0.pos) + off)  # starts on its reference
     assert len(sim.world.boxes) == 1
     again = build(sc)  # same file, same draws
-    assert np.array_equal(again["sim"].model_params["mass"], masses)
+    assert np.array_equal(again.sim.model_params["mass"], masses)
 
 
 def test_every_example_scenario_validates():

@@ -388,7 +388,7 @@ def test_every_preset_flies_in_a_scenario(name: str) -> None:
     gains = resources.files("quadsim") / "presets" / "gains" / f"{name}_{kind}.toml"
     text = f"[drone]\npreset = '{name}'\n[controller]\nkind = '{kind}'\n"
     if gains.is_file():
-        assert build(load(text))["drone"].name == name
+        assert build(load(text)).drone.name == name
     else:  # no gains for this drone: said when the file is loaded, naming the key
         with pytest.raises(ValueError, match=r"controller\.gains \(line 3\): unknown gains"):
             load(text)
@@ -398,4 +398,4 @@ def test_every_preset_flies_in_a_scenario(name: str) -> None:
 @pytest.mark.parametrize("path", sorted((ROOT / "examples").glob("*.toml")), ids=lambda p: p.name)
 def test_every_example_scenario_loads_and_builds_without_warning(path: Path) -> None:
     objs = build(load_scenario(path))
-    assert objs["sim"].n == load_scenario(path).get("n")
+    assert objs.sim.n == load_scenario(path).get("n")

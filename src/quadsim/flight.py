@@ -37,7 +37,7 @@ import numpy as np
 
 from ._array import to_numpy
 
-__all__ = ["CHUNK_BYTES", "FlightResult", "Interrupted", "fly", "raise_on_signals"]
+__all__ = ["CHUNK_BYTES", "FlightResult", "Interrupted", "fly", "raise_on_signals", "run_meta"]
 
 CHUNK_BYTES = 32 * 2**20
 """A chunk holds at most about this many bytes of log (so memory stays bounded for many drones)."""
@@ -95,7 +95,21 @@ def raise_on_signals() -> None:
         signal.signal(s, handler)
 
 
-def _meta(sim: Any, duration: float, extra: dict | None) -> dict:
+def run_meta(sim: Any, duration: float, extra: dict | None = None) -> dict:
+    """A run's metadata: the one place it is built (``fly``'s result, the log, the summary).
+
+    Args:
+        sim: The :class:`~quadsim.sim.Simulator` flown.
+        duration: Flight time [s] (whole steps).
+        extra: More entries, or ones the caller knows better (a scenario gives ``model``,
+            ``integrator``, ``dtype`` as written, ``scenario``, ``name``, ``controller``,
+            ``trajectory``, ``seed``, ``output``); they win over those read from ``sim``.
+
+    Returns:
+        ``drone`` (preset name), ``dt`` [s], ``duration`` [s], ``n``, ``n_rotors``,
+        ``rotor_positions`` [m], ``rpm_min``, ``rpm_max`` [RPM], ``backend``, ``model``,
+        ``integrator``, ``dtype``, then ``extra``.
+    """
     d = sim.drone
     meta = {
         "drone": d.name,
@@ -106,11 +120,30 @@ def _meta(sim: Any, duration: float, extra: dict | None) -> dict:
         "rotor_positions": np.asarray(d.rotor_positions).tolist(),
         "rpm_min": float(d.rpm_min),
         "rpm_max": float(d.rpm_max),
-        "backend": sim.backend,
-        "model": sim.system.name if hasattr(sim.system, "name") else None,
+        "backend": getattr(sim, "backend", None),
+        "model": getattr(getattr(sim, "system", None), "model", None),
+        "integrator": _integrator_name(getattr(sim, "integrator", None)),
+        "dtype": _dtype_name(getattr(sim, "dtype", None)),
     }
     meta.update(extra or {})
     return meta
+
+
+def _integrator_name(fn: Any) -> str | None:
+    """Registry name of an integrator function (:data:`quadsim.integrators.INTEGRATORS`)."""
+    from .integrators import INTEGRATORS
+
+    if fn is None or isinstance(fn, str):
+        return fn
+    names = [name for name, f in INTEGRATORS.items() if f is fn]
+    return names[0] if names else getattr(fn, "__name__", None)
+
+
+def _dtype_name(dtype: Any) -> str | None:
+    """``"float32"`` / ``"float64"`` of a NumPy, JAX or torch dtype."""
+    if dtype is None or isinstance(dtype, str):
+        return dtype
+    return getattr(dtype, "__name__", None) or str(dtype).rpartition(".")[2]
 
 
 def _make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, xp):
@@ -206,7 +239,7 @@ def fly(
         on_chunk: Called with each completed chunk (a log dict).
         progress: Called as ``progress(steps_done, steps_total)`` after each chunk.
         keep_log: Keep the concatenated log in the result (turn off for huge streamed runs).
-        meta: Extra metadata merged into the result's ``meta``.
+        meta: Extra metadata merged into the result's ``meta`` (:func:`run_meta`).
         jit: Run reference, controller, allocation and sensors as one JAX-compiled float64
             function (about 25x faster than NumPy per step; costs ~1-3 s of compilation).
             ``None``: when JAX is installed. The results are the same to rounding.
@@ -331,7 +364,7 @@ def fly(
         interrupted, stop_signal = True, getattr(e, "signum", int(signal.SIGINT))
     wall = time.perf_counter() - t0
     log = {key: np.concatenate([c[key] for c in chunks]) for key in chunks[0]} if chunks else {}
-    return FlightResult(log, _meta(sim, total * dt, meta), k, interrupted, wall, stop_signal)
+    return FlightResult(log, run_meta(sim, total * dt, meta), k, interrupted, wall, stop_signal)
 
 
 @contextlib.contextmanager

@@ -11,6 +11,7 @@ parts stay on disk and :func:`recover` does the same merge.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -88,7 +89,8 @@ def fly_scenario(
     from .scenario import build, load_scenario
 
     echo = echo or (lambda s: print(s, file=sys.stderr))
-    sc = load_scenario(scenario)
+    with _echo_warnings(echo):
+        sc = load_scenario(scenario)
     o = sc.values["output"]
     csv = o["csv"] if csv is None else csv
     plots = o["plots"] if plots is None else plots
@@ -100,50 +102,26 @@ def fly_scenario(
     for name in _OUTPUTS:  # a stale file from an earlier run must not pass for this one's
         (out / name).unlink(missing_ok=True)
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    with _echo_warnings(echo):
         objs = build(sc)
-    for w in caught:
-        echo(f"quadsim: warning: {w.message}")
-    sim = objs["sim"]
-    total = max(1, round(objs["duration"] / sim.dt))
-    top = sc.values[""]
-    run_meta = {
-        "scenario": str(scenario),
-        "name": top["name"] or Path(scenario).stem,
-        "controller": sc.values["controller"]["kind"],
-        "trajectory": sc.values["trajectory"]["kind"],
-        "seed": top["seed"],
-        "dt": sim.dt,
-        "n": sim.n,
-        "drone": sim.drone.name,
-        "n_rotors": int(sim.drone.mixing_matrix.shape[1]),
-        "rotor_positions": sim.drone.rotor_positions.tolist(),
-        "rpm_min": float(sim.drone.rpm_min),
-        "rpm_max": float(sim.drone.rpm_max),
-        "duration": total * sim.dt,
-        "output": {
-            "csv": bool(csv),
-            "plots": bool(plots),
-            "animate": animate,
-            "settle": o["settle"],
-            "plot_drones": o["plot_drones"],
-        },
-    }
+    sim = objs.sim
+    total = max(1, round(objs.duration / sim.dt))
+    opts = {"csv": bool(csv), "plots": bool(plots), "animate": animate}
+    run_meta = objs.meta | {"output": objs.meta["output"] | opts}
     parts = PartWriter(out / PARTS, run_meta)
     bar, update = _progress_bar(total, progress)
     t0 = time.perf_counter()
     try:
         result = fly(
             sim,
-            objs["trajectory"],
-            objs["control"],
-            objs["gains"],
-            duration=objs["duration"],
-            ref_offset=objs["ref_offset"],
-            imu=objs["imu"],
-            mocap=objs["mocap"],
-            rng=objs["rng"],
+            objs.trajectory,
+            objs.control,
+            objs.gains,
+            duration=objs.duration,
+            ref_offset=objs.ref_offset,
+            imu=objs.imu,
+            mocap=objs.mocap,
+            rng=objs.rng,
             log_every=o["log_every"],
             chunk_steps=o["chunk_steps"],
             on_chunk=lambda chunk: parts.write(chunk, time.perf_counter() - t0),
@@ -155,6 +133,18 @@ def fly_scenario(
         if bar is not None:
             bar.close()
     return _finish(out, run_meta, result.wall_time, result.interrupted, result.signal)
+
+
+@contextlib.contextmanager
+def _echo_warnings(echo: Any) -> Any:
+    """Warnings raised inside the block are shown through ``echo`` (``quadsim: warning: ...``)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            for w in caught:
+                echo(f"quadsim: warning: {w.message}")
 
 
 def _finish(

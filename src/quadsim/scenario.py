@@ -29,7 +29,16 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["SCHEMA", "Key", "Scenario", "build", "load_scenario", "schema_markdown"]
+__all__ = [
+    "SCHEMA",
+    "Assembly",
+    "Key",
+    "Scenario",
+    "build",
+    "default_backend",
+    "load_scenario",
+    "schema_markdown",
+]
 
 
 class Key(NamedTuple):
@@ -79,7 +88,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
         ),
         "dt": Key("float", 0.002, "Physics and control step [s].", positive=True),
         "backend": Key(
-            "str", "numpy", "Array backend.", choices=("numpy", "jax", "torch", "native")
+            "str",
+            "auto",
+            "Array backend; `auto`: the fastest available, `native` where CasADi and a C compiler "
+            "are there, else `numpy` (always `numpy` for the rk45 integrator), resolved when the "
+            "file is loaded.",
+            choices=("numpy", "jax", "torch", "native", "auto"),
         ),
         "dtype": Key("str", "float64", "Floating-point type.", choices=("float32", "float64")),
         "rotor_dynamics": Key("bool", True, "Rotor speeds lag the command (motor model)."),
@@ -205,16 +219,37 @@ SCHEMA: dict[str, dict[str, Key]] = {
 """The scenario schema: section (``""`` = top level) -> key -> :class:`Key`."""
 
 
+class Prepared(NamedTuple):
+    """What validating a scenario computed, and assembling it reuses (nothing is drawn twice).
+
+    Attributes:
+        drone: The nominal :class:`~quadsim.params.Params` (preset and overrides).
+        trajectory: The reference ``t -> Reference``.
+        world: The :class:`~quadsim.world.World`.
+        initial: Per-drone parameters and initial state (see :func:`_initial`).
+        gains: The controller's gains.
+    """
+
+    drone: Any
+    trajectory: Any
+    world: Any
+    initial: dict
+    gains: Any
+
+
 class Scenario(NamedTuple):
     """A validated scenario: section -> key -> value (defaults filled), and where it came from.
 
     ``text`` is the file's text, for the line numbers of errors found while building (``""``:
-    unknown, errors then name the key without a line).
+    unknown, errors then name the key without a line). ``prepared`` holds what validation
+    computed (drone, trajectory, world, the random draws, gains) for :func:`build`; ``None``:
+    :func:`build` computes it again from ``values``.
     """
 
     values: dict
     source: str
     text: str = ""
+    prepared: Prepared | None = None
 
     def get(self, path: str) -> Any:
         """Value at ``"section.key"`` (or ``"key"`` for the top level)."""
@@ -388,6 +423,8 @@ def load_scenario(path_or_text: str | os.PathLike[str], *, text: bool = False) -
             valid = sorted(keys) if section else sorted([*keys, *[s for s in SCHEMA if s]])
             raise fail(section, unknown[0], f"unknown key; valid keys here: {valid}")
         values[section] = out
+    if values["sim"]["backend"] == "auto":
+        values["sim"]["backend"] = default_backend(values["sim"]["integrator"])
     _check_combinations(values, fail)
     _check_ranges(values, fail)
     from .preflight import memory_problem  # before anything is drawn per drone
@@ -395,8 +432,21 @@ def load_scenario(path_or_text: str | os.PathLike[str], *, text: bool = False) -
     problem = memory_problem(values[""]["n"], values["sim"]["backend"])
     if problem:
         raise fail("", "n", problem)
-    _prepare(values, fail)
-    return Scenario(values, where, raw)
+    prepared = _prepare(values, fail)
+    return Scenario(values, where, raw, prepared)
+
+
+def default_backend(integrator: str = "rk4") -> str:
+    """What ``sim.backend = "auto"`` means here: the fastest backend that runs ``integrator``.
+
+    ``"native"`` where CasADi and a C compiler are available (:func:`quadsim.native.available`),
+    else ``"numpy"``; ``"numpy"`` for ``rk45`` (adaptive steps run on NumPy only).
+    """
+    if integrator == "rk45":
+        return "numpy"
+    from .native import available
+
+    return "native" if available() else "numpy"
 
 
 def _read_text(p: Path) -> str:
@@ -514,22 +564,57 @@ def _rng(seed: int, stream: int) -> np.random.Generator:
     return np.random.default_rng([seed, stream])
 
 
-def build(sc: Scenario) -> dict:
-    """Objects of a validated scenario, ready for :func:`quadsim.flight.fly`.
+class Assembly(NamedTuple):
+    """A scenario assembled into the objects of a flight (what :func:`build` returns).
 
-    Returns:
-        ``dict`` with ``sim`` (reset), ``trajectory``, ``control``, ``gains``, ``ref_offset``,
-        ``imu``, ``mocap``, ``duration``, ``output`` (the output section) and ``rng`` (sensors).
+    The first ten fields are the arguments of :func:`quadsim.flight.fly`.
+
+    Attributes:
+        sim: The :class:`~quadsim.sim.Simulator`, reset to the initial states.
+        trajectory: The reference ``t -> Reference``.
+        control: The controller function.
+        gains: Its gains.
+        ref_offset: Per-drone reference offsets ``(n, 3)`` [m] (formation).
+        imu: :class:`~quadsim.sensors.ImuParams`, or ``None``.
+        mocap: :class:`~quadsim.sensors.MocapParams`, or ``None``.
+        duration: Flight time [s] (``duration`` of the file).
+        output: The ``[output]`` section.
+        rng: Generator of the sensor noise.
+        drone: The nominal :class:`~quadsim.params.Params` (the controller's model).
+        meta: The run's metadata (:func:`quadsim.flight.run_meta`): drone, time step, duration
+            in whole steps, rotors, backend, model, integrator, dtype, scenario, name,
+            controller, trajectory, seed and output options (``animate``: ``None``).
+    """
+
+    sim: Any
+    trajectory: Any
+    control: Any
+    gains: Any
+    ref_offset: np.ndarray
+    imu: Any
+    mocap: Any
+    duration: float
+    output: dict
+    rng: np.random.Generator
+    drone: Any
+    meta: dict
+
+
+def build(sc: Scenario) -> Assembly:
+    """Assemble a validated scenario into the objects of a flight (:func:`quadsim.flight.fly`).
+
+    Reuses what :func:`load_scenario` computed (``sc.prepared``: drone, trajectory, world, the
+    random draws, gains); draws nothing new but the simulator's and sensors' generators.
     """
     from .control import control as control_fn
-    from .control import load_gains
+    from .flight import run_meta
     from .sim import Simulator, Wind
 
     v = sc.values
     top, sm = v[""], v["sim"]
     seed, n = top["seed"], top["n"]
-    prep = _prepare(v, _failer(sc.source, sc.text))
-    drone, traj, world, init = prep["drone"], prep["trajectory"], prep["world"], prep["initial"]
+    prep = sc.prepared or _prepare(v, _failer(sc.source, sc.text))
+    init = {key: _copy(val) for key, val in prep.initial.items()}  # the sim must not alias them
 
     wv = v["wind"]
     wind = None
@@ -542,7 +627,7 @@ def build(sc: Scenario) -> dict:
         wind = Wind(mean=tuple(wv["mean"]), turbulence=turb)
 
     sim = Simulator(
-        drone,
+        prep.drone,
         n=n,
         dt=sm["dt"],
         model=sm["model"],
@@ -550,12 +635,12 @@ def build(sc: Scenario) -> dict:
         backend=sm["backend"],
         dtype=sm["dtype"],
         seed=seed,
-        world=world,
+        world=prep.world,
         rotor_dynamics=sm["rotor_dynamics"],
         params=init["per_drone"] or None,
         wind=wind,
     )
-    offset, rpy = init["offset"], init["rpy"]
+    rpy = init["rpy"]
     if sm["model"] == "euler_zyx":
         attitude = rpy
     else:
@@ -563,9 +648,6 @@ def build(sc: Scenario) -> dict:
 
         attitude = from_euler(rpy)
     sim.reset(pos=init["pos"], attitude=attitude, vel=init["vel"], ang_vel=v["initial"]["ang_vel"])
-
-    gains = load_gains(_gains_name(v), drone=drone, dt=sm["dt"])
-    control = control_fn
 
     imu = mocap = None
     sv = v["sensors"]
@@ -582,19 +664,49 @@ def build(sc: Scenario) -> dict:
             latency=sv["mocap_latency"],
             rate=1.0 / sm["dt"],
         )
-    return {
-        "sim": sim,
-        "trajectory": traj,
-        "control": control,
-        "gains": gains,
-        "ref_offset": offset,
-        "imu": imu,
-        "mocap": mocap,
-        "duration": top["duration"],
-        "output": v["output"],
-        "rng": _rng(seed, 2),
-        "drone": drone,
-    }
+    o = v["output"]
+    meta = run_meta(
+        sim,
+        max(1, round(top["duration"] / sim.dt)) * sim.dt,
+        {
+            "model": sm["model"],
+            "integrator": sm["integrator"],
+            "dtype": sm["dtype"],
+            "scenario": sc.source,
+            "name": top["name"] or Path(sc.source).stem,
+            "controller": v["controller"]["kind"],
+            "trajectory": v["trajectory"]["kind"],
+            "seed": seed,
+            "output": {
+                "csv": o["csv"],
+                "plots": o["plots"],
+                "animate": None,
+                "settle": o["settle"],
+                "plot_drones": o["plot_drones"],
+            },
+        },
+    )
+    return Assembly(
+        sim=sim,
+        trajectory=prep.trajectory,
+        control=control_fn,
+        gains=prep.gains,
+        ref_offset=init["offset"],
+        imu=imu,
+        mocap=mocap,
+        duration=top["duration"],
+        output=o,
+        rng=_rng(seed, 2),
+        drone=prep.drone,
+        meta=meta,
+    )
+
+
+def _copy(x: Any) -> Any:
+    """A copy of the arrays in ``x`` (an array or a dict of arrays)."""
+    if isinstance(x, dict):
+        return {k: np.array(a) for k, a in x.items()}
+    return np.array(x)
 
 
 def _check_ranges(v: dict, fail: Any) -> None:
@@ -693,10 +805,15 @@ def _check_imu(v: dict, fail: Any) -> None:
 def _initial(v: dict, drone: Any, traj: Any) -> dict:
     """Per-drone parameters and initial state, drawn from ``seed`` (stream 1) in a fixed order.
 
+    Draws mass, inertia, then (:func:`quadsim.initial.sample_start`) position, velocity and
+    attitude deviations, each a standard normal ``(n, 3)`` times its std.
+
     Returns:
         ``per_drone`` (``mass``/``J`` arrays), ``offset`` (formation, (n, 3)), ``base`` (the start
         before formation and noise, (3,)), ``pos``, ``vel``, ``rpy`` ((n, 3) or broadcastable).
     """
+    from .initial import Spread, reference_start, sample_start
+
     ini, rnd = v["initial"], v["randomize"]
     n = v[""]["n"]
     r = _rng(v[""]["seed"], 1)
@@ -712,19 +829,27 @@ def _initial(v: dict, drone: Any, traj: Any) -> dict:
         ij = np.stack([np.arange(n) % side, np.arange(n) // side], axis=1).astype(float)
         offset[:, :2] = (ij - (side - 1) / 2) * rnd["spacing"]
     if ini["start_on_reference"]:
-        ref0 = traj(0.0)
-        base = np.asarray(ref0.pos, dtype=float)
-        vel = np.broadcast_to(np.asarray(ref0.vel, dtype=float), (n, 3))
-        rpy = np.array([*np.deg2rad(ini["rpy_deg"][:2]), float(ref0.yaw)])
+        base, vel, yaw = reference_start(traj)
+        vel = np.broadcast_to(vel, (n, 3))
+        rpy = np.array([*np.deg2rad(ini["rpy_deg"][:2]), yaw])
     else:
         base, vel = np.asarray(ini["pos"]), np.asarray(ini["vel"])
         rpy = np.deg2rad(ini["rpy_deg"])
-    pos = base + offset
-    pos = pos + r.normal(0, 1, (n, 3)) * rnd["pos_std"]
-    vel = vel + r.normal(0, 1, (n, 3)) * rnd["vel_std"]
-    rpy = rpy + r.normal(0, 1, (n, 3)) * math.radians(rnd["rpy_std_deg"])
+    start = sample_start(
+        r,
+        n,
+        pos=base,
+        vel=vel,
+        rpy=rpy,
+        offset=offset,
+        spread={
+            "pos": Spread("normal", rnd["pos_std"]),
+            "vel": Spread("normal", rnd["vel_std"]),
+            "rpy": Spread("normal", math.radians(rnd["rpy_std_deg"])),
+        },
+    )
     out = {"per_drone": per_drone, "offset": offset, "base": base}
-    return out | {"pos": pos, "vel": vel, "rpy": rpy}
+    return out | {"pos": start.pos, "vel": start.vel, "rpy": start.rpy}
 
 
 def _check_start(v: dict, world: Any, init: dict, fail: Any) -> None:
@@ -764,8 +889,8 @@ def _check_start(v: dict, world: Any, init: dict, fail: Any) -> None:
         raise fail("randomize", "pos_std", f"the random draw (seed = {v['']['seed']}): {hit[1]}")
 
 
-def _prepare(v: dict, fail: Any) -> dict:
-    """Drone, trajectory, world and initial draws of a scenario, every physical check passed."""
+def _prepare(v: dict, fail: Any) -> Prepared:
+    """Drone, trajectory, world, initial draws and gains of a scenario, every check passed."""
     from .params import PhysicalError, check_physical
 
     _check_imu(v, fail)
@@ -780,8 +905,8 @@ def _prepare(v: dict, fail: Any) -> dict:
         at = f"drone {e.index[0]}: " if e.index else ""
         raise fail("randomize", key, f"{at}{e.reason}; lower randomize.{key}") from None
     _check_start(v, world, init, fail)
-    _check_gains(v, drone, fail)
-    return {"drone": drone, "trajectory": traj, "world": world, "initial": init}
+    gains = _check_gains(v, drone, fail)
+    return Prepared(drone, traj, world, init, gains)
 
 
 def _gains_name(v: dict) -> str:
@@ -789,8 +914,8 @@ def _gains_name(v: dict) -> str:
     return ct["gains"] or f"{Path(v['drone']['preset']).stem}_{ct['kind']}"
 
 
-def _check_gains(v: dict, drone: Any, fail: Any) -> None:
-    """The controller's gains file exists, loads, and suits the drone and ``sim.dt``."""
+def _check_gains(v: dict, drone: Any, fail: Any) -> Any:
+    """The controller's gains: the file exists, loads, and suits the drone and ``sim.dt``."""
     from .control import load_gains
 
     try:
@@ -800,31 +925,12 @@ def _check_gains(v: dict, drone: Any, fail: Any) -> None:
         raise fail("controller", "gains", f"{e}{hint}") from None
     if type(gains).__name__.lower().removesuffix("gains") != v["controller"]["kind"]:
         raise fail("controller", "gains", f"are not {v['controller']['kind']} gains")
+    return gains
 
 
 def _trajectory(t: dict) -> Any:
-    from . import trajectories as tr
+    """The reference of the ``[trajectory]`` section (:func:`quadsim.initial.make_trajectory`)."""
+    from .initial import make_trajectory
 
-    kind = t["kind"]
-    if kind == "hover":
-        return tr.Hover(pos=tuple(t["center"]), yaw=t["yaw"])
-    if kind == "step":
-        return tr.Step(
-            start=tuple(t["center"]),
-            end=tuple(t["target"]),
-            t_step=t["t_step"],
-            rise_time=t["rise_time"],
-            yaw=t["yaw"],
-        )
-    if kind == "circle":
-        return tr.Circle(
-            radius=t["radius"], speed=t["speed"], center=tuple(t["center"]), yaw=t["yaw"]
-        )
-    if kind == "lemniscate":
-        return tr.Lemniscate(
-            size=t["size"], period=t["period"], center=tuple(t["center"]), yaw=t["yaw"]
-        )
-    wps = np.asarray(t["waypoints"], dtype=float)
-    if t["segment_times"] is not None:
-        return tr.MinSnap(wps, durations=t["segment_times"], yaw=t["yaw"])
-    return tr.MinSnap(wps, speed=t["speed"], yaw=t["yaw"])
+    params = {key: val for key, val in t.items() if key != "kind"}
+    return make_trajectory(t["kind"], **params)

@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..initial import Spread, make_trajectory, sample_start
 from ..rotation import from_euler, to_matrix
 from ..world import Ground, World
 from .actions import make_action_level
@@ -96,34 +97,11 @@ class Termination(NamedTuple):
     max_tilt: float | None = math.pi / 2
 
 
-class HoverTask:
-    """Hold a fixed target position (yaw is free).
-
-    Args:
-        target: World target [m], ``(3,)``.
-    """
-
-    name = "hover"
-    future: tuple[float, ...] = ()
-
-    def __init__(self, target: Any = (0.0, 0.0, 1.0)) -> None:
-        target = np.asarray(target, dtype=np.float64)
-        if target.shape != (3,) or not np.all(np.isfinite(target)):
-            raise ValueError(f"target must be a finite (3,) position [m]; got {target!r}")
-        self.target = target
-
-    def reference(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Reference position and velocity ``(n, 3)`` at times ``t`` ``(n,)`` [s]."""
-        shape = (*np.shape(t), 3)
-        return np.broadcast_to(self.target, shape), np.zeros(shape)
-
-    def ahead(self, t: np.ndarray) -> np.ndarray:
-        """Look-ahead reference positions ``(n, 0, 3)`` (none for hover)."""
-        return np.zeros((*np.shape(t), 0, 3))
-
-
 class TrackTask:
     """Follow a trajectory ``traj(t) -> Reference`` (:mod:`quadsim.trajectories`).
+
+    A trajectory that is constant from the start (``duration == 0``, e.g.
+    :class:`~quadsim.trajectories.Hover`) is evaluated once.
 
     Args:
         trajectory: Callable of time [s] (any shape ``(...)``) returning a
@@ -138,13 +116,21 @@ class TrackTask:
             raise ValueError(f"trajectory must be a callable t -> Reference; got {trajectory!r}")
         self.trajectory = trajectory
         self.future = tuple(float(x) for x in future)
+        self._constant = None
+        if getattr(trajectory, "duration", None) == 0.0:
+            ref = trajectory(0.0)
+            self._constant = (np.asarray(ref.pos, dtype=np.float64),
+                              np.asarray(ref.vel, dtype=np.float64))  # fmt: skip
 
     def reference(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Reference position and velocity ``(n, 3)`` at times ``t`` ``(n,)`` [s]."""
-        ref = self.trajectory(np.asarray(t, dtype=np.float64))
         shape = (*np.shape(t), 3)
-        return (np.broadcast_to(np.asarray(ref.pos, dtype=np.float64), shape),
-                np.broadcast_to(np.asarray(ref.vel, dtype=np.float64), shape))  # fmt: skip
+        if self._constant is not None:
+            pos, vel = self._constant
+        else:
+            ref = self.trajectory(np.asarray(t, dtype=np.float64))
+            pos, vel = np.asarray(ref.pos, dtype=np.float64), np.asarray(ref.vel, dtype=np.float64)
+        return np.broadcast_to(pos, shape), np.broadcast_to(vel, shape)
 
     def ahead(self, t: np.ndarray) -> np.ndarray:
         """Reference positions ``(n, J, 3)`` at ``t + τ_j``."""
@@ -152,8 +138,27 @@ class TrackTask:
         if not self.future:
             return np.zeros((*t.shape, 0, 3))
         tt = t[..., None] + np.asarray(self.future)
+        if self._constant is not None:
+            return np.broadcast_to(self._constant[0], (*tt.shape, 3))
         pos = np.asarray(self.trajectory(tt).pos, dtype=np.float64)
         return np.broadcast_to(pos, (*tt.shape, 3))
+
+
+class HoverTask(TrackTask):
+    """Hold a fixed target position (yaw is free): :class:`TrackTask` of a hover reference.
+
+    Args:
+        target: World target [m], ``(3,)``.
+    """
+
+    name = "hover"
+
+    def __init__(self, target: Any = (0.0, 0.0, 1.0)) -> None:
+        target = np.asarray(target, dtype=np.float64)
+        if target.shape != (3,) or not np.all(np.isfinite(target)):
+            raise ValueError(f"target must be a finite (3,) position [m]; got {target!r}")
+        super().__init__(make_trajectory("hover", center=tuple(target.tolist())), future=())
+        self.target = target
 
 
 def resolve_backend(backend: str, warn: bool) -> str:
@@ -270,13 +275,15 @@ class QuadCore:
         if m == 0:
             return
         r = self.init
-        t0 = np.zeros(m)
-        ref_pos, ref_vel = self.task.reference(t0)
-        pos = ref_pos + rng.uniform(-r.pos, r.pos, (m, 3))
-        rpy = rng.uniform(-1.0, 1.0, (m, 3)) * (r.tilt, r.tilt, r.yaw)
-        quat = from_euler(rpy)
-        vel = ref_vel + rng.uniform(-r.vel, r.vel, (m, 3))
-        ang_vel = rng.uniform(-r.ang_vel, r.ang_vel, (m, 3))
+        ref_pos, ref_vel = self.task.reference(np.zeros(m))
+        start = sample_start(rng, m, pos=ref_pos, vel=ref_vel, spread={
+            "pos": Spread("uniform", r.pos),
+            "rpy": Spread("uniform", (r.tilt, r.tilt, r.yaw)),
+            "vel": Spread("uniform", r.vel),
+            "ang_vel": Spread("uniform", r.ang_vel),
+        })  # fmt: skip
+        pos, vel, ang_vel = start.pos, start.vel, start.ang_vel
+        quat = from_euler(start.rpy)
         if self.world is not None and self.world.ground is not None:
             pos[:, 2] = np.maximum(pos[:, 2], self.world.ground.height + 0.05)
         state = dict(state or {})

@@ -41,12 +41,12 @@ def make_trajectory(trajectory: str | Callable) -> Callable:
     """
     if callable(trajectory):
         return trajectory
-    from .. import trajectories as tr
+    from ..initial import make_trajectory as make
 
     if trajectory == "circle":
-        return tr.Circle(radius=1.0, speed=1.0, center=(0.0, 0.0, 1.0))
+        return make("circle", radius=1.0, speed=1.0, center=(0.0, 0.0, 1.0))
     if trajectory == "lemniscate":
-        return tr.Lemniscate(size=1.0, speed=1.0, center=(0.0, 0.0, 1.0))
+        return make("lemniscate", size=1.0, speed=1.0, center=(0.0, 0.0, 1.0))
     raise ValueError(
         f"trajectory must be 'circle', 'lemniscate' or a callable t -> Reference; got "
         f"{trajectory!r}"
