@@ -230,10 +230,11 @@ def check_run(sc: Any) -> list[str]:
             f"quadsim: {steps:,} steps of {n} drone{'s' * (n != 1)}: this run will take about "
             f"{_duration(est)}"
         )
-    drone = load_params(v["drone"]["preset"])
-    if v["drone"]["mass"] is not None:
-        drone = drone._replace(mass=v["drone"]["mass"])
-    gains = load_gains(_gains_name(v), drone=drone, dt=sim["dt"])  # checked by load_scenario
+    if sc.prepared is not None:  # the drone with its overrides, and its gains, as validated
+        drone, gains = sc.prepared.drone, sc.prepared.gains
+    else:
+        drone = load_params(v["drone"]["preset"])
+        gains = load_gains(_gains_name(v), drone=drone, dt=sim["dt"])
     tau, what = fastest_time_constant(drone, gains)
     advice = dt_advice(sim["dt"], sim["integrator"], sim["dtype"], tau, what)
     if advice:
