@@ -99,8 +99,8 @@ def _info(preset: str, plot: str | None) -> int:
             continue
         v = terminal_velocity(drone, math.radians(deg))
         beyond = v > drone.drag_speed_max
-        rows.append((f"terminal velocity at {deg:.0f} deg",
-                     f"{v:.2f} m/s" + (" (drag model extrapolated)" if beyond else "")))  # fmt: skip
+        note = " (drag model extrapolated)" if beyond else ""
+        rows.append((f"terminal velocity at {deg:.0f} deg", f"{v:.2f} m/s{note}"))
     if math.isfinite(drone.drag_speed_max):
         rows.append(("drag model holds up to", f"{drone.drag_speed_max:g} m/s"))
     width = max(len(k) for k, _ in rows)

@@ -1,0 +1,293 @@
+r"""The closed loop compiled end to end: reference, controller, allocation and plant in one C step.
+
+One step ``s`` of one drone, traced once with CasADi ``SX`` symbols and compiled by
+:func:`quadsim.native.compile_rollout` into a vectorised many-drone rollout (issue 10, item 2):
+
+.. math::
+
+    t_s = s\,dt, \quad r_s = \mathrm{traj}(t_s) + o, \quad
+    (w_s, c_{s+1}) = \mathrm{control}(x_s, r_s, g, c_s), \quad
+    Ω^{cmd}_s = \mathrm{allocate}(w_s), \quad
+    x_{s+1} = \mathrm{integrator}(\dot x = f(x, Ω^{cmd}_s, p, v_{wind}), x_s, dt),
+
+exactly the loop of :func:`quadsim.flight.fly` without sensors (the controller reads the true
+state). Nothing is re-written: the trajectory's ``__call__``, :func:`quadsim.control.control`
+and :func:`quadsim.rotors.allocate` run on :class:`quadsim._array.SymArray` (their array-API
+code path, element by element on CasADi scalars), and the plant is the model's ``deriv`` and the
+integrator on :data:`quadsim._array.CASADI_OPS`, as the native :class:`~quadsim.sim.Simulator`
+builds it.
+
+Compiled state of one drone (structure of arrays, drone index last, see :attr:`ClosedLoop.rows`)::
+
+    x = [plant state (system.size) | world flags (5, with a world) | controller state
+         (flattened fields) | s | cmd_rpm (n_rotors) | cmd_wrench (4) | saturated]
+    u = wind [m/s], world frame (3)          held over a call, or one per step
+    p = reference offset o [m] (3)           shared (3,) or per drone (3, N)
+
+``s`` is the step counter (a float: exact to 2^24 steps in float32, 2^53 in float64); the last
+``n_rotors + 5`` rows are outputs only: the command computed at step ``s - 1`` from ``x_{s-1}``
+(so a recorded sample holds ``x_{s}`` and the command that led to it). With a
+:class:`~quadsim.world.World`, :func:`quadsim.world.apply` (ground contact, crashes, faults) runs
+after the integrator as in the Simulator, and its flags ``landed, crashed, crash_time,
+fault_step, fault_code`` (floats: 0/1, s, step index, code) follow the plant state. Not yet
+inside: sensors, Dryden gusts, per-drone model parameters and gains.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ._array import CASADI_OPS, SymArray, symbolic
+
+__all__ = ["ClosedLoop", "ClosedLoopRun", "closed_loop_step", "compile_closed_loop"]
+
+
+class ClosedLoopRun(NamedTuple):
+    """What :meth:`ClosedLoop.run` returns (recorded arrays are sample-major, then drone).
+
+    Attributes:
+        x: Final compiled states ``(n_x, N)``.
+        time: Times of the samples ``(n_rec,)`` [s].
+        fields: Recorded fields by name (the rows of :attr:`ClosedLoop.rows`), ``(n_rec, N,
+            size)``: the plant fields (``pos``, ``quat``, ``vel``, ``ang_vel``, ``rotor_vel``),
+            the world flags, the controller state (``ctrl_*``), ``step`` and the command of the
+            step before each sample (``cmd_rpm``, ``cmd_wrench``, ``saturated``);
+            ``saturated``, ``landed`` and ``crashed`` are booleans ``(n_rec, N)``.
+    """
+
+    x: np.ndarray
+    time: np.ndarray
+    fields: dict
+
+
+def _param_namespace(system: Any, params: dict) -> SimpleNamespace:
+    """Model parameters of one drone as Python floats and nested lists (CasADi folds them)."""
+    out = {}
+    for name in system.param_spec:
+        value = np.asarray(params[name], dtype=np.float64)
+        out[name] = value.tolist() if value.ndim else float(value)
+    return SimpleNamespace(**out)
+
+
+def _flat_fields(record: Any) -> list[tuple[str, tuple[int, ...]]]:
+    """``(name, trailing shape)`` of a NamedTuple of single-drone arrays (NumPy)."""
+    return [(name, tuple(np.shape(v))) for name, v in zip(record._fields, record, strict=True)]
+
+
+def closed_loop_step(
+    system: Any, params: dict, control: Callable, gains: Any, trajectory: Callable,
+    allocator: Any, dt: float, integrator: Callable, dtype: Any = np.float64,
+    world: Any = None,
+) -> tuple[Any, dict[str, slice], Any]:  # fmt: skip
+    """The one-drone closed-loop step as a CasADi ``SX`` Function (see the module docstring).
+
+    Args:
+        system: The plant's :class:`~quadsim.systems.System` (a rotor-level model).
+        params: Model parameters of one drone by name.
+        control: Controller ``(state, ref, gains, cstate) -> (wrench, cstate)``.
+        gains: The controller's gains record (shared by all drones).
+        trajectory: Callable ``t -> Reference``.
+        allocator: :class:`~quadsim.rotors.Allocator` of the drone.
+        dt: Step [s] (the controller runs every step).
+        integrator: One of :mod:`quadsim.integrators`.
+        dtype: Nominal dtype of the trace (``finfo``-dependent tolerances follow it).
+        world: :class:`~quadsim.world.World`, or ``None`` for free flight.
+
+    Returns:
+        ``(F, rows, cstate0)``: ``F(x, u, p) -> x_next``, the row slices of ``x`` by field name
+        and the zero controller state of one drone (NumPy).
+    """
+    import casadi as cs
+
+    from .control import init_state
+    from .rotors import allocate
+    from .sim import State
+    from .systems import Env
+    from .world import Status
+    from .world import apply as world_apply
+
+    nx, nc = system.size, system.n_cmd
+    cstate0 = init_state(gains, ())
+    cfields = _flat_fields(cstate0)
+    rows: dict[str, slice] = {}
+    at = 0
+    for name, size in system.fields:
+        rows[name], at = slice(at, at + size), at + size
+    for name in Status._fields if world is not None else ():
+        rows[name], at = slice(at, at + 1), at + 1
+    for name, shape in cfields:
+        size = math.prod(shape)
+        rows["ctrl_" + name], at = slice(at, at + size), at + size
+    rows["step"], at = slice(at, at + 1), at + 1
+    for name, size in (("cmd_rpm", nc), ("cmd_wrench", 4), ("saturated", 1)):
+        rows[name], at = slice(at, at + size), at + size
+    n_x = at
+
+    X, U, P = cs.SX.sym("x", n_x), cs.SX.sym("u", 3), cs.SX.sym("p", 3)
+    xs = [X[i] for i in range(n_x)]
+
+    def sym(name: str, shape: tuple[int, ...] | None = None) -> SymArray:
+        a = symbolic(xs[rows[name]], dtype)
+        return a if shape is None else SymArray(a.a.reshape(shape), dtype)
+
+    k = xs[rows["step"].start]
+    t = SymArray(k * dt, dtype)
+    ref = trajectory(t)
+    ref = ref._replace(pos=ref.pos + symbolic([P[0], P[1], P[2]], dtype))
+    state = State(sym("pos"), sym("quat"), sym("vel"), sym("ang_vel"), None)
+    cstate = type(cstate0)(*[sym("ctrl_" + name, shape) for name, shape in cfields])
+    wrench, cstate1 = control(state, ref, gains, cstate)
+    alloc = allocate(wrench, allocator)
+    rpm = alloc.rpm.entries()
+
+    p = _param_namespace(system, params)
+    env = Env(wind=(U[0], U[1], U[2]), dist_f=None, dist_t=None)
+    x0 = tuple(xs[:nx])
+    x1 = integrator(lambda y: system.deriv(y, tuple(rpm), p, CASADI_OPS, env), x0, dt, system,
+                    CASADI_OPS)  # fmt: skip
+    c1 = [e for f in cstate1 for e in _entries(f, dtype)]
+    flags = []
+    if world is not None:
+        st = Status(*(xs[rows[name].start] for name in Status._fields))
+        x1, st = world_apply(x0, x1, st, k, (k + 1) * dt, world, system.slices(), CASADI_OPS)
+        flags = list(st)
+    sat = alloc.saturated.entries()
+    out = cs.vertcat(*x1, *flags, *c1, k + 1, *rpm, *wrench.entries(), *sat)
+    F = cs.Function("quadsim_closed_loop", [X, U, P], [out])
+    return F, rows, cstate0
+
+
+def _entries(a: Any, dtype: Any) -> list[Any]:
+    """CasADi scalars of a traced array (a :class:`SymArray`, or numbers that stayed numbers)."""
+    return (a if isinstance(a, SymArray) else SymArray(np.asarray(a, np.float64), dtype)).entries()
+
+
+class ClosedLoop:
+    """A compiled closed loop of many drones (build it with :func:`compile_closed_loop`).
+
+    Attributes:
+        rows: Row slices of the compiled state by field name (module docstring).
+        n_x: Compiled state size of one drone.
+        dt: Step [s].
+        dtype: Floating-point type of the computation.
+        rollout: The :class:`~quadsim.native.NativeRollout`.
+        system: The plant's :class:`~quadsim.systems.System`.
+    """
+
+    def __init__(self, rollout: Any, rows: dict, cstate0: Any, system: Any, dt: float,
+                 hover_rpm: float) -> None:  # fmt: skip
+        self.rollout, self.rows, self.system, self.dt = rollout, rows, system, dt
+        self.dtype, self.n_x = rollout.dtype, rollout.n_state
+        self._cstate0, self._hover = cstate0, hover_rpm
+
+    def initial_state(
+        self, n: int, pos: Any = (0.0, 0.0, 0.0), quat: Any = (0.0, 0.0, 0.0, 1.0),
+        vel: Any = (0.0, 0.0, 0.0), ang_vel: Any = (0.0, 0.0, 0.0), rotor_vel: Any = None,
+    ) -> np.ndarray:  # fmt: skip
+        """Compiled states ``(n_x, n)`` at step 0 with a zero controller state.
+
+        Each field broadcasts to ``(n, size)`` (rotor speeds default to hover).
+        """
+        X = np.zeros((self.n_x, n))
+        given = {"pos": pos, "quat": quat, "vel": vel, "ang_vel": ang_vel,
+                 "rotor_vel": self._hover if rotor_vel is None else rotor_vel}  # fmt: skip
+        for name, size in self.system.fields:
+            X[self.rows[name]] = np.broadcast_to(np.asarray(given[name], np.float64), (n, size)).T
+        if "crash_time" in self.rows:  # the Simulator's all-clear flags
+            X[self.rows["crash_time"]], X[self.rows["fault_step"]] = math.nan, -1.0
+        return X.astype(self.dtype)
+
+    def run(self, x0: np.ndarray, steps: int, record_every: int = 1, wind: Any = None,
+            offset: Any = None) -> ClosedLoopRun:  # fmt: skip
+        """Advance ``steps`` closed-loop steps of every drone in one call into the C rollout.
+
+        Args:
+            x0: Compiled states ``(n_x, N)`` (:meth:`initial_state` or a previous run's ``x``).
+            steps: Steps to run.
+            record_every: ``k > 0`` records after steps ``k, 2k, ...``; 0 records nothing.
+            wind: World wind [m/s], ``(3,)``, ``(N, 3)`` (held) or ``(steps, N, 3)``; default 0.
+            offset: Reference offsets [m], ``(3,)`` (shared) or ``(N, 3)``; default 0.
+
+        Returns:
+            :class:`ClosedLoopRun`.
+        """
+        x0 = np.asarray(x0)
+        n = x0.shape[1]
+        if wind is None:
+            u = np.zeros((3, n), self.dtype)
+        else:
+            w = np.asarray(wind, np.float64)
+            u = (np.moveaxis(np.broadcast_to(w, (steps, n, 3)), -1, -2) if w.ndim == 3
+                 else np.broadcast_to(w, (n, 3)).T)  # fmt: skip
+        p = (np.zeros(3) if offset is None else np.asarray(offset, np.float64))
+        p = p.T if p.ndim == 2 else p
+        x, rec = self.rollout(x0, u, p, steps=steps, record_every=record_every)
+        k0 = float(x0[self.rows["step"].start, 0])
+        if rec is None:
+            return ClosedLoopRun(x, np.zeros(0), {})
+        time = (k0 + record_every * np.arange(1, rec.shape[0] + 1)) * self.dt
+        fields = {name: np.swapaxes(rec[:, s, :], 1, 2) for name, s in self.rows.items()}
+        for name in ("saturated", "landed", "crashed"):
+            if name in fields:
+                fields[name] = fields[name][..., 0] > 0.5
+        return ClosedLoopRun(x, time, fields)
+
+
+def compile_closed_loop(
+    drone: Any, gains: Any, trajectory: Callable, dt: float | None = None,
+    dtype: Any = np.float32, *, control: Callable | None = None,
+    model: str = "first_principles", rotor_dynamics: bool = True,
+    integrator: Callable | str = "rk4", world: Any = None, threads: int | None = None,
+) -> ClosedLoop:  # fmt: skip
+    """Trace and compile the closed loop (module docstring) for one drone type.
+
+    Args:
+        drone: Preset name or :class:`~quadsim.params.Params`.
+        gains: Controller gains record (``load_gains(..., drone=..., dt=dt)``).
+        trajectory: Callable ``t -> Reference`` (:mod:`quadsim.trajectories`).
+        dt: Step [s] (default: ``gains.dt``; they must agree).
+        dtype: ``np.float32`` or ``np.float64``.
+        control: Controller (default: :func:`quadsim.control.control`).
+        model: Rotor-level quaternion plant model (``first_principles``).
+        rotor_dynamics: Model the rotor speeds as states.
+        integrator: Name in :data:`quadsim.integrators.INTEGRATORS` or the function.
+        world: :class:`~quadsim.world.World` (ground, boxes, bounds, limits), or ``None``
+            (default) for free flight.
+        threads: OpenMP threads of the rollout (default: all).
+
+    Returns:
+        :class:`ClosedLoop`.
+
+    Raises:
+        ValueError: If ``dt`` and ``gains.dt`` differ, or the model is not rotor-level.
+    """
+    from .control import control as default_control
+    from .envelope import envelope
+    from .integrators import INTEGRATORS
+    from .native import compile_rollout
+    from .params import Params, load_params
+    from .rotors import make_allocator
+    from .systems import make_system
+
+    params = drone if isinstance(drone, Params) else load_params(drone)
+    dt = float(gains.dt) if dt is None else float(dt)
+    if not math.isclose(dt, float(gains.dt), rel_tol=1e-12):
+        raise ValueError(f"dt = {dt} s differs from the gains' control period {gains.dt} s")
+    integrator = INTEGRATORS[integrator] if isinstance(integrator, str) else integrator
+    n_rot = params.mixing_matrix.shape[1]
+    system = make_system(model, n_rot, rotor_dynamics)
+    if system.n_cmd != n_rot or system.attitude != "quat":
+        raise ValueError(f"the closed loop needs a rotor-level quaternion model "
+                         f"(first_principles); got {model!r}")  # fmt: skip
+    model_params = {k: getattr(params, k) for k in system.param_spec}
+    F, rows, cstate0 = closed_loop_step(
+        system, model_params, control or default_control, gains, trajectory,
+        make_allocator(params), dt, integrator, dtype, world,
+    )  # fmt: skip
+    rollout = compile_rollout(F, dtype, threads=threads)
+    return ClosedLoop(rollout, rows, cstate0, system, dt, envelope(params).hover_rpm)

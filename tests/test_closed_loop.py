@@ -1,0 +1,226 @@
+"""The compiled closed loop (issue 10, item 2) against the reference path, ``fly`` on NumPy.
+
+The reference is :func:`quadsim.flight.fly` with ``jit=False`` on a NumPy ``Simulator`` without
+world or sensors: the same trajectory, controller and allocation code evaluated per step in
+float64. The compiled loop must match it to 1e-9 relative over 1 s, and must not match a loop
+with a gain changed by 1e-4 (so the comparison can fail).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from quadsim import native
+from quadsim.control import control, load_gains
+from quadsim.flight import fly
+from quadsim.params import load_params
+from quadsim.sim import Simulator
+from quadsim.trajectories import Circle, Hover, Lemniscate, MinSnap, Step
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="needs CasADi and a C compiler")
+
+DT = 1 / 500
+STEPS = 500  # 1 s
+TOL = 1e-9
+FIELDS = ("pos", "quat", "vel", "ang_vel", "rotor_vel", "cmd_rpm")
+TRAJS = {
+    "hover": Hover(pos=(0.0, 0.0, 1.0)),
+    "circle": Circle(radius=1.0, speed=1.0, center=(0.0, 0.0, 1.0)),
+    "lemniscate": Lemniscate(size=1.0, period=8.0, center=(0.0, 0.0, 1.0)),
+    "step": Step(start=(0.0, 0.0, 1.0), end=(0.5, 0.2, 1.2), t_step=0.3, rise_time=0.4),
+    "min_snap": MinSnap(waypoints=[(0, 0, 1), (1, 0, 1.2), (1, 1, 1), (0, 1, 1)],
+                        durations=[0.3, 0.3, 0.3]),
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def drone():
+    return load_params("cf2x_L250")
+
+
+@pytest.fixture(scope="module")
+def gains(drone):
+    return load_gains("cf2x_L250_geometric", drone=drone, dt=DT)
+
+
+def _start(traj, n, seed=0):
+    """Per-drone reference offsets and start positions near the reference (not on it)."""
+    rng = np.random.default_rng(seed)
+    offset = rng.uniform(-2.0, 2.0, (n, 3))
+    r0 = traj(0.0)
+    return offset, np.asarray(r0.pos) + offset + rng.normal(0.0, 0.05, (n, 3)), r0.vel
+
+
+def _compiled(drone, gains, traj, n, dtype=np.float64, steps=STEPS):
+    from quadsim.closed_loop import compile_closed_loop
+
+    offset, pos, vel = _start(traj, n)
+    loop = compile_closed_loop(drone, gains, traj, DT, dtype)
+    out = loop.run(loop.initial_state(n, pos=pos, vel=vel), steps, record_every=1, offset=offset)
+    return out, loop
+
+
+def _reference(gains, traj, n, steps=STEPS):
+    offset, pos, vel = _start(traj, n)
+    sim = Simulator("cf2x_L250", n=n, dt=DT, backend="numpy", world=None)
+    sim.reset(pos=pos, vel=vel)
+    log = fly(sim, traj, control, gains, duration=steps * DT, ref_offset=offset, jit=False).log
+    # log sample k is x_k with the command computed from it; the compiled record j holds x_{j+1}
+    # and the command of step j
+    ref = {f: log["rotor_rpm" if f == "rotor_vel" else f][1:] for f in FIELDS[:-1]}
+    ref["cmd_rpm"] = log["cmd_rpm"][:-1]
+    return ref
+
+
+def _rel_errors(ref, fields):
+    return {f: float(np.abs(fields[f] - ref[f]).max() / np.abs(ref[f]).max()) for f in FIELDS}
+
+
+@pytest.mark.parametrize("n", [1, 64])
+@pytest.mark.parametrize("name", ["hover", "circle", "lemniscate"])
+def test_compiled_closed_loop_equals_fly_on_numpy(drone, gains, name, n):
+    """cf2x_L250, geometric, rotor dynamics, RK4 at 500 Hz, 1 s, float64: <= 1e-9 relative."""
+    traj = TRAJS[name]
+    out, _ = _compiled(drone, gains, traj, n)
+    ref = _reference(gains, traj, n)
+    assert out.fields["pos"].shape == (STEPS, n, 3)
+    np.testing.assert_allclose(out.time, DT * np.arange(1, STEPS + 1), rtol=1e-12)
+    err = _rel_errors(ref, out.fields)
+    print(f"\n{name} n={n}: " + ", ".join(f"{k} {v:.1e}" for k, v in err.items()))
+    assert max(err.values()) <= TOL, err
+    # the drones really fly: they follow their own (offset) references
+    assert np.ptp(out.fields["pos"][:, 0, 0]) > (0.0 if name == "hover" else 0.3)
+
+
+@pytest.mark.parametrize("name", ["step", "min_snap"])
+def test_piecewise_references_compile_and_match(drone, gains, name):
+    """Step (smoothstep rise) and min-snap (piecewise polynomials, if_else selects) also match."""
+    traj = TRAJS[name]
+    out, _ = _compiled(drone, gains, traj, 4)
+    err = _rel_errors(_reference(gains, traj, 4), out.fields)
+    assert max(err.values()) <= TOL, err
+
+
+def test_pid_controller_compiles_and_matches(drone):
+    """The cascade PID traces through the same array-API path."""
+    gains = load_gains("cf2x_L250_pid", drone=drone, dt=DT)
+    traj = TRAJS["circle"]
+    out, _ = _compiled(drone, gains, traj, 4)
+    err = _rel_errors(_reference(gains, traj, 4), out.fields)
+    assert max(err.values()) <= TOL, err
+
+
+def test_comparison_can_fail(drone, gains):
+    """A position gain changed by 1e-4 relative moves the result far beyond the tolerance."""
+    traj = TRAJS["circle"]
+    ref = _reference(gains, traj, 1)
+    other = gains._replace(kp=np.asarray(gains.kp) * (1.0 + 1e-4))
+    out, _ = _compiled(drone, other, traj, 1)
+    err = _rel_errors(ref, out.fields)
+    assert err["pos"] > 100 * TOL, err
+
+
+def test_chunks_and_float32(drone, gains):
+    """Two calls of 250 steps equal one of 500 exactly; float32 stays within 1e-4 of float64."""
+    traj = TRAJS["lemniscate"]
+    out64, loop = _compiled(drone, gains, traj, 8)
+    offset, pos, vel = _start(traj, 8)
+    x = loop.initial_state(8, pos=pos, vel=vel)
+    half = loop.run(x, STEPS // 2, record_every=0, offset=offset)
+    assert half.fields == {} and half.time.size == 0
+    rest = loop.run(half.x, STEPS // 2, record_every=50, offset=offset)
+    np.testing.assert_array_equal(rest.x, out64.x)
+    np.testing.assert_allclose(rest.time, DT * np.arange(300, 501, 50), rtol=1e-12)
+    out32, _ = _compiled(drone, gains, traj, 8, np.float32)
+    assert out32.x.dtype == np.float32
+    np.testing.assert_allclose(out32.fields["pos"], out64.fields["pos"], atol=1e-4)
+
+
+def test_wind_input_moves_the_drones(drone, gains):
+    """A constant wind (per-step input) pushes the drones off; zero wind is the default."""
+    from quadsim.closed_loop import compile_closed_loop
+
+    loop = compile_closed_loop(drone, gains, TRAJS["hover"], DT, np.float64)
+    x = loop.initial_state(2, pos=(0.0, 0.0, 1.0))
+    calm = loop.run(x, 100, record_every=0)
+    windy = loop.run(x, 100, record_every=0, wind=[[3.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    rows = loop.rows["pos"]
+    assert windy.x[rows][0, 0] > calm.x[rows][0, 0] + 1e-4
+    np.testing.assert_array_equal(windy.x[:, 1], calm.x[:, 1])
+
+
+def test_dt_must_match_the_gains(drone, gains):
+    from quadsim.closed_loop import compile_closed_loop
+
+    with pytest.raises(ValueError, match="control period"):
+        compile_closed_loop(drone, gains, TRAJS["hover"], 1 / 400, np.float64)
+
+
+def test_symbolic_allocation_matches_numpy_including_saturation(drone):
+    """``allocate`` traced on SymArray equals NumPy, inside and outside the rotor limits."""
+    import casadi as cs
+
+    from quadsim._array import symbolic
+    from quadsim.rotors import allocate, make_allocator
+
+    a = make_allocator(drone)
+    W = cs.SX.sym("w", 4)
+    al = allocate(symbolic([W[i] for i in range(4)]), a)
+    f = cs.Function("f", [W], [cs.vertcat(*al.rpm.entries(), *al.wrench.entries(),
+                                          *al.saturated.entries())])  # fmt: skip
+    for w in ([0.3, 1e-3, -2e-3, 5e-4], [0.7, 0.01, -0.02, 0.005], [0.0, 0.0, 0.0, 0.0],
+              [0.4, 0.0, 0.0, 0.01], [1e9, -1e9, 1e9, -1e9]):  # fmt: skip
+        w = np.asarray(w, dtype=np.float64)
+        got = np.asarray(f(w)).ravel()
+        ref = allocate(w, a)
+        np.testing.assert_allclose(got[:4], ref.rpm, rtol=1e-12)
+        np.testing.assert_allclose(got[4:8], ref.wrench, rtol=1e-12, atol=1e-15)
+        assert bool(got[8]) == bool(ref.saturated)
+
+
+@pytest.mark.parametrize("case", ["takeoff", "touchdown"])
+def test_world_contact_matches(drone, gains, case):
+    """Default World: take off from z = 0 to 1 m, or be sent 0.5 m below the floor from 0.3 m."""
+    from quadsim.closed_loop import compile_closed_loop
+    from quadsim.world import World
+
+    n, world = 8, World()
+    pos = np.zeros((n, 3))
+    pos[:, 0] = np.arange(n)
+    if case == "takeoff":
+        traj = TRAJS["hover"]
+    else:
+        traj = Step(start=(0.0, 0.0, 0.3), end=(0.0, 0.0, -0.5), t_step=0.1)
+        pos[:, 2] = 0.3
+    loop = compile_closed_loop(drone, gains, traj, DT, np.float64, world=world)
+    out = loop.run(loop.initial_state(n, pos=pos), STEPS, record_every=1, offset=pos)
+    sim = Simulator("cf2x_L250", n=n, dt=DT, backend="numpy", world=world)
+    sim.reset(pos=pos)
+    log = fly(sim, traj, control, gains, duration=STEPS * DT, ref_offset=pos, jit=False).log
+    for f in ("pos", "quat", "vel", "ang_vel"):  # a straight climb: ang_vel is 0 in NumPy
+        scale = max(np.abs(log[f]).max(), 1.0)
+        np.testing.assert_allclose(out.fields[f], log[f][1:], rtol=0, atol=TOL * scale)
+    np.testing.assert_array_equal(out.fields["landed"], log["landed"][1:])
+    np.testing.assert_array_equal(out.fields["crashed"], log["crashed"][1:])
+    if case == "takeoff":
+        assert out.fields["pos"][-1, :, 2].min() > 0.5
+    else:
+        assert out.fields["landed"][-1].all() and out.fields["pos"][-1, :, 2].max() < 1e-6
+
+
+def test_float32_circle_keeps_the_published_tracking(drone, gains):
+    """The docs' circle figure (RMS 0.30 cm, max 0.61 cm after 2 s) holds in compiled float32."""
+    import math
+
+    from quadsim.closed_loop import compile_closed_loop
+
+    traj = TRAJS["circle"]
+    loop = compile_closed_loop(drone, gains, traj, DT, np.float32)
+    r0 = traj(0.0)
+    out = loop.run(loop.initial_state(16, pos=r0.pos, vel=r0.vel), round((2 + 2 * math.pi) / DT))
+    m = out.time > 2.0
+    err = np.linalg.norm(out.fields["pos"][m] - np.asarray(traj(out.time[m]).pos)[:, None], axis=-1)
+    rms = np.sqrt((err**2).mean(axis=0))
+    print(f"\nfloat32 circle: RMS {rms.max() * 100:.3f} cm, max {err.max() * 100:.3f} cm")
+    assert rms.max() <= 0.0031 and err.max() <= 0.0062
