@@ -271,3 +271,55 @@ def test_bad_input_raises(call, match: str) -> None:
 
 
 _DISC = wind.dryden_discretize(PARAMS, 0.1)
+
+
+def test_dryden_sequence_is_the_step_recursion(rng: np.random.Generator) -> None:
+    """One call over a chunk equals ``T`` calls of dryden_step (to summation order, 1e-13)."""
+    disc = wind.dryden_discretize(PARAMS, DT)
+    x0 = wind.dryden_init(disc, rng.standard_normal((7, 5)))
+    noise = rng.standard_normal((40, 7, 5))
+    x_end, gusts = wind.dryden_sequence(x0, noise, disc)
+    assert x_end.shape == (7, 5) and gusts.shape == (40, 7, 3)
+    x = x0
+    for i in range(40):
+        x, g = wind.dryden_step(x, noise[i], disc)
+        np.testing.assert_allclose(gusts[i], g, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(x_end, x, rtol=1e-13, atol=1e-13)
+    # a chunk split in two is the same chunk, bit for bit
+    xa, ga = wind.dryden_sequence(x0, noise[:15], disc)
+    xb, gb = wind.dryden_sequence(xa, noise[15:], disc)
+    np.testing.assert_array_equal(np.concatenate([ga, gb]), gusts)
+    np.testing.assert_array_equal(xb, x_end)
+    x_same, none = wind.dryden_sequence(x0, noise[:0], disc)  # T = 0: nothing happens
+    np.testing.assert_array_equal(x_same, x0)
+    assert none.shape == (0, 7, 3)
+    with pytest.raises(ValueError, match="noise"):
+        wind.dryden_sequence(x0, noise[..., :3], disc)
+
+
+def test_gust_to_world_with_a_unit_direction_is_bitwise_the_same(rng) -> None:
+    gust = rng.standard_normal((9, 4, 3))
+    d = rng.standard_normal((4, 2))
+    unit = d / np.linalg.norm(d, axis=1, keepdims=True)
+    np.testing.assert_array_equal(wind.gust_to_world(gust, unit, unit=True),
+                                  wind.gust_to_world(gust, d))  # fmt: skip
+
+
+def test_simulator_wind_is_the_wind_module_bitwise() -> None:
+    """The Simulator calls dryden_init / dryden_sequence / gust_to_world; it adds the mean."""
+    from quadsim.sim import Simulator, Wind
+
+    mean = np.array([[1.0, 2.0, 0.1], [0.0, 0.0, 0.0], [-3.0, 0.5, 0.0]])
+    turb = wind.dryden_preset("moderate", 5.0, 2.0)
+    sim = Simulator("cf2x_L250", n=3, wind=Wind(mean=mean, turbulence=turb), seed=8)
+    got = np.concatenate([sim._wind_sequence(1), sim._wind_sequence(30), sim._wind_sequence(5)])
+    rng = np.random.default_rng(8)
+    disc = wind.dryden_discretize(turb, sim.dt)
+    x = wind.dryden_init(disc, rng.standard_normal((3, 5)))
+    d = mean[:, :2].copy()
+    d[1] = (1.0, 0.0)  # calm: the u axis is +x
+    want = []
+    for T in (1, 30, 5):
+        x, g = wind.dryden_sequence(x, rng.standard_normal((T, 3, 5)), disc)
+        want.append(mean + wind.gust_to_world(g, d))
+    np.testing.assert_array_equal(got, np.concatenate(want))

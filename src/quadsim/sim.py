@@ -1,20 +1,26 @@
-"""Simulation: the :class:`State`, pure :func:`step` and :func:`rollout`, and :class:`Simulator`.
+"""Simulation: :class:`State`, pure :func:`step` and :func:`rollout`, engines, :class:`Simulator`.
 
 Data path (one step, command held over it)::
 
     x, u ──► integrator(f = system.deriv(·, u, params, env)) ──► world.apply ──► x', status'
 
-Everything up to :class:`Simulator` is a pure function of arrays; the simulator is the only thing
-that holds state (the current :class:`State`, :class:`~quadsim.world.Status`, step count). On JAX
-the step is ``jax.jit``-compiled and :func:`rollout` runs under ``lax.scan`` over a
-structure-of-arrays carry; on NumPy and PyTorch it is a Python loop over the same step.
+Everything up to the engines is a pure function of arrays (:func:`make_step` is the one step).
+An :class:`Engine` holds a batch's state, flags and step index in its own layout and advances
+them with that step: :class:`ArrayEngine` on NumPy and PyTorch (a Python loop over the step) and
+on JAX (the step ``jax.jit``-compiled, :func:`rollout` under ``lax.scan`` over a
+structure-of-arrays carry); :class:`quadsim.sim_native.NativeEngine` evaluates the same step on
+CasADi symbols and compiles it to C. :class:`Simulator` is the imperative shell: it checks and
+broadcasts inputs, draws the wind (:mod:`quadsim.wind`: ``x_{k+1} = A_d x_k + L_d n_k``, gust
+``C x_{k+1}`` rotated to ENU, plus the mean), counts steps and raises on a diverged single
+drone; it never branches on the backend.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from types import SimpleNamespace
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
@@ -26,12 +32,15 @@ from .world import FAULT_NAMES, Status, World
 from .world import apply as world_apply
 
 __all__ = [
+    "ArrayEngine",
+    "Engine",
     "EulerState",
     "SimulationError",
     "Simulator",
     "State",
     "Wind",
     "initial_status",
+    "make_engine",
     "make_step",
     "rollout",
     "step",
@@ -112,13 +121,16 @@ def _check_unit_quat(quat: np.ndarray, drones: np.ndarray, where: str) -> None:
                          f"{drones[i]} has norm {norm[i]:.6g}")  # fmt: skip
 
 
-def initial_status(xp: Any, batch_shape: tuple[int, ...], device: Any = None) -> Status:
-    """All-clear :class:`~quadsim.world.Status` for a batch."""
+def initial_status(
+    xp: Any, batch_shape: tuple[int, ...], device: Any = None, dtype: Any = None
+) -> Status:
+    """All-clear :class:`~quadsim.world.Status` for a batch; ``crash_time`` in ``dtype``
+    (default: the namespace's default float, which on torch is float32)."""
     false = xp.zeros(batch_shape, dtype=xp.bool, device=device)
     return Status(
         landed=false,
         crashed=false,
-        crash_time=xp.full(batch_shape, math.nan, device=device),
+        crash_time=xp.full(batch_shape, math.nan, dtype=dtype, device=device),
         fault_step=xp.full(batch_shape, -1, dtype=xp.int32, device=device),
         fault_code=xp.zeros(batch_shape, dtype=xp.int32, device=device),
     )
@@ -126,27 +138,36 @@ def initial_status(xp: Any, batch_shape: tuple[int, ...], device: Any = None) ->
 
 def make_step(
     system: System,
-    params: dict,
+    params: dict | SimpleNamespace,
     dt: float,
     integrator: Callable = rk4,
     world: World | None = None,
     *,
     xp: Any,
-    like: Any,
+    like: Any = None,
 ) -> Callable:
     """A pure step over flat components: ``step_fn(x, u, status, k, env) -> (x, status)``.
+
+    The one step of every engine: the array engines call it on arrays, the native engine
+    (:mod:`quadsim.sim_native`) evaluates it once on CasADi symbols and compiles the result.
 
     Args:
         system: The model's :class:`~quadsim.systems.System`.
         params: Model parameters by name (e.g. from :class:`~quadsim.params.Params`); each may
-            carry a leading batch shape (per-drone values).
+            carry a leading batch shape (per-drone values). Or a namespace of parameters already
+            in kernel form (what :func:`quadsim.models._rigid.numeric_params` returns; Python
+            floats or CasADi symbols for the native engine), used as it is.
         dt: Step [s].
         integrator: One of :mod:`quadsim.integrators`.
         world: Contacts, crashes and faults, or ``None`` for free flight without checks.
-        xp: Array namespace.
-        like: An array with the dtype and device to compute in.
+        xp: Array namespace (or :data:`quadsim._array.CASADI_OPS`).
+        like: An array with the dtype and device to compute in (not needed for a namespace of
+            parameters).
     """
-    p = numeric_params(xp, like, system.param_spec, **{k: params[k] for k in system.param_spec})
+    if isinstance(params, SimpleNamespace):
+        p = params
+    else:
+        p = numeric_params(xp, like, system.param_spec, **{k: params[k] for k in system.param_spec})
     sl = system.slices()
 
     def step_fn(x: tuple, u: tuple, status: Status, k: Any, env: Env) -> tuple[tuple, Status]:
@@ -192,7 +213,7 @@ def step(
     xp = namespace(state.pos)
     fn = make_step(system, params, dt, integrator, world, xp=xp, like=state.pos)
     if world is not None and status is None:
-        status = initial_status(xp, tuple(state.pos.shape[:-1]))
+        status = initial_status(xp, tuple(state.pos.shape[:-1]), dtype=state.pos.dtype)
     x, status = fn(_to_comps(state), unstack(cmd), status, k, _env(xp, wind, dist_f, dist_t))
     return _from_comps(x, system, xp, state.pos), status
 
@@ -229,7 +250,7 @@ def rollout(
     xp = namespace(state.pos)
     fn = make_step(system, params, dt, integrator, world, xp=xp, like=state.pos)
     if world is not None and status is None:
-        status = initial_status(xp, tuple(state.pos.shape[:-1]))
+        status = initial_status(xp, tuple(state.pos.shape[:-1]), dtype=state.pos.dtype)
     env = _env(xp, wind, dist_f, dist_t)
     x = _to_comps(state)
     n_steps = int(steps) if steps is not None else cmds.shape[0]
@@ -307,8 +328,157 @@ def _backend(name: str, dtype: str) -> tuple[Any, Any]:
     raise ValueError(f"backend must be 'numpy', 'jax', 'torch' or 'native'; got {name!r}")
 
 
+# -- engines ------------------------------------------------------------------------------------
+class Engine(Protocol):
+    """What a :class:`Simulator` drives: a batch's state, flags and step index, and their steps.
+
+    An engine owns its data layout; nothing outside it reads that layout. Every engine advances
+    the same pure step (:func:`make_step`): :class:`ArrayEngine` on an array namespace (NumPy,
+    JAX under ``jax.jit``, PyTorch), :class:`quadsim.sim_native.NativeEngine` compiled to C.
+    World-frame terms ``ext = (wind, dist_f, dist_t)`` are each ``None`` or NumPy-like,
+    broadcastable to ``(n, 3)``.
+    """
+
+    def load(self, state: NamedTuple, status: Status | None, k: int) -> None:
+        """Take over a state (arrays or NumPy, ``(n, size)`` per field), flags and step index."""
+
+    def step(self, cmd: Any, ext: tuple) -> NamedTuple:
+        """One step with ``cmd`` ``(n, n_cmd)`` held; returns the new state."""
+
+    def rollout(self, u: Any, gusts: Any, record: bool, steps: int | None) -> NamedTuple | None:
+        """``T`` steps: ``u`` ``(T, n, n_cmd)``, or ``(n, n_cmd)`` held for ``T = steps``.
+
+        ``gusts`` is the per-step world wind ``(T, n, 3)`` [m/s] or ``None``. Returns the
+        states after every step (leading axis ``T``) when ``record``, else ``None``.
+        """
+
+    def state(self) -> NamedTuple:
+        """The current state, each field ``(n, size)``."""
+
+    def status(self) -> Status | None:
+        """The current flags (``None`` without a world)."""
+
+    def fault(self, i: int = 0) -> tuple[int, int]:
+        """``(fault_step, fault_code)`` of drone ``i`` (``-1``: no fault; needs a world)."""
+
+
+def _as_cmd(cmd: Any, shape: tuple[int, ...], xp: Any, dtype: Any) -> Any:
+    """``cmd`` broadcast to ``shape`` as an ``xp`` array of ``dtype`` (``ValueError`` if not)."""
+    a = np.asarray(cmd, dtype=np.float64) if not hasattr(cmd, "device") else cmd
+    try:
+        a = np.array(np.broadcast_to(a, shape)) if isinstance(a, np.ndarray) else a
+    except ValueError:
+        raise ValueError(f"cmd must broadcast to shape {shape}; got {np.shape(cmd)}") from None
+    if tuple(a.shape) != shape:
+        raise ValueError(f"cmd must have shape {shape}; got {tuple(a.shape)}")
+    return xp.asarray(a, dtype=dtype)
+
+
+class ArrayEngine:
+    """The pure :func:`make_step` and :func:`rollout` on an array namespace.
+
+    On JAX both are ``jax.jit``-compiled (the rollout under ``lax.scan``); on NumPy and PyTorch
+    they run as they are. The state is kept as a :class:`State` of ``xp`` arrays.
+
+    Args:
+        system: Model layout.
+        params: Model parameters by name (per-drone entries with leading size ``n``).
+        dt: Step [s].
+        integrator: Integrator function.
+        world: World, or ``None``.
+        xp: Array namespace.
+        dtype: Floating dtype of ``xp``.
+    """
+
+    def __init__(
+        self, system: System, params: dict, dt: float, integrator: Callable, world: World | None,
+        xp: Any, dtype: Any,
+    ) -> None:  # fmt: skip
+        self.xp, self.dtype, self.n_cmd = xp, dtype, system.n_cmd
+        like = xp.zeros((), dtype=dtype)
+        fn = make_step(system, params, dt, integrator, world, xp=xp, like=like)
+
+        def state_step(state, cmd, status, k, env):
+            x, status = fn(_to_comps(state), unstack(cmd), status, k, env)
+            return _from_comps(x, system, xp, state.pos), status
+
+        def run(state, u, status, k0, gusts, record, steps):
+            return rollout(
+                state, u, dt, system=system, params=params, integrator=integrator, world=world,
+                status=status, k0=k0, gusts=gusts, record=record, steps=steps,
+            )  # fmt: skip
+
+        if _is_jax(xp):
+            import jax
+
+            state_step = jax.jit(state_step)
+            run = jax.jit(run, static_argnames=("record", "steps"))
+        self._step, self._run = state_step, run
+
+    def load(self, state: NamedTuple, status: Status | None, k: int) -> None:
+        """Take over a state, flags and step index (converted to ``xp`` arrays)."""
+        xp = self.xp
+        self._state = type(state)(
+            *(None if f is None else xp.asarray(f, dtype=self.dtype) for f in state)
+        )
+        self._status = None if status is None else Status(*(xp.asarray(f) for f in status))
+        self._k, self._n = int(k), int(self._state.pos.shape[0])
+
+    def step(self, cmd: Any, ext: tuple) -> NamedTuple:
+        """One step (see :class:`Engine`)."""
+        xp = self.xp
+        u = _as_cmd(cmd, (self._n, self.n_cmd), xp, self.dtype)
+        ext = [None if a is None else xp.asarray(np.array(a, dtype=float), dtype=self.dtype)
+               for a in ext]  # fmt: skip
+        self._state, self._status = self._step(
+            self._state, u, self._status, self._k, _env(xp, *ext)
+        )
+        self._k += 1
+        return self._state
+
+    def rollout(self, u: Any, gusts: Any, record: bool, steps: int | None) -> NamedTuple | None:
+        """``T`` steps (see :class:`Engine`)."""
+        T = int(steps) if steps is not None else int(u.shape[0])
+        gusts = None if gusts is None else self.xp.asarray(gusts, dtype=self.dtype)
+        self._state, self._status, traj = self._run(
+            self._state, u, self._status, self._k, gusts, record, steps
+        )
+        self._k += T
+        return traj
+
+    def state(self) -> NamedTuple:
+        """The current state."""
+        return self._state
+
+    def status(self) -> Status | None:
+        """The current flags."""
+        return self._status
+
+    def fault(self, i: int = 0) -> tuple[int, int]:
+        """``(fault_step, fault_code)`` of drone ``i``."""
+        st = self._status
+        return int(np.asarray(st.fault_step)[i]), int(np.asarray(st.fault_code)[i])
+
+
+def make_engine(
+    backend: str, system: System, params: dict, dt: float, integrator: Callable,
+    world: World | None, xp: Any, dtype: Any,
+) -> Engine:  # fmt: skip
+    """The :class:`Engine` of a backend: ``native`` compiles, the others are array engines."""
+    if backend == "native":
+        from .sim_native import NativeEngine
+
+        per_drone = tuple(k for k in params if np.ndim(params[k]) > len(system.param_spec[k]))
+        return NativeEngine(system, params, per_drone, dt, integrator, world, np.dtype(dtype))
+    return ArrayEngine(system, params, dt, integrator, world, xp, dtype)
+
+
 class Simulator:
-    """A batch of drones stepping in time: the thin imperative shell around :func:`step`.
+    """A batch of drones stepping in time: the thin imperative shell around an :class:`Engine`.
+
+    The shell holds the plant only: the engine (chosen once from ``backend`` by
+    :func:`make_engine`) holds the state, flags and step index; the shell turns arguments into
+    arrays, adds the wind of :mod:`quadsim.wind` drawn from :attr:`rng`, and keeps :attr:`k`.
 
     Example::
 
@@ -382,37 +552,34 @@ class Simulator:
         self.model_params = model_params
         self.wind = wind
         self._setup_wind(wind)
-        like = self.xp.zeros((), dtype=self.dtype)
-        fn = make_step(self.system, model_params, self.dt, integrator, world, xp=self.xp, like=like)
-        sysm, xp = self.system, self.xp
-
-        def state_step(state, cmd, status, k, env):
-            x, status = fn(_to_comps(state), unstack(cmd), status, k, env)
-            return _from_comps(x, sysm, xp, state.pos), status
-
-        def run(state, u, status, k0, gusts, record, steps):
-            return rollout(
-                state, u, self.dt, system=sysm, params=model_params, integrator=integrator,
-                world=world, status=status, k0=k0, gusts=gusts, record=record, steps=steps,
-            )  # fmt: skip
-
-        if backend == "jax":
-            import jax
-
-            state_step = jax.jit(state_step)
-            run = jax.jit(run, static_argnames=("record", "steps"))
-        self._step, self._run = state_step, run
-        self._engine = None
-        if backend == "native":
-            from .sim_native import NativeEngine
-
-            per_drone = tuple(k for k in model_params if np.ndim(model_params[k]) > len(
-                sysm.param_spec[k]))  # fmt: skip
-            self._engine = NativeEngine(sysm, model_params, per_drone, self.dt, integrator, world,
-                                        np.dtype(dtype))  # fmt: skip
+        self._engine = make_engine(backend, self.system, model_params, self.dt, integrator, world,
+                                   self.xp, self.dtype)  # fmt: skip
         self.reset()
 
     # -- state ------------------------------------------------------------------------------------
+    @property
+    def state(self) -> NamedTuple:
+        """The current :class:`State` (or :class:`EulerState`), each field ``(n, size)``.
+
+        Assigning a state (same fields and shapes) continues from it, clock and flags kept.
+        """
+        return self._state
+
+    @state.setter
+    def state(self, value: NamedTuple) -> None:
+        self._engine.load(value, self._engine.status(), self.k)
+        self._state = self._engine.state()
+
+    @property
+    def status(self) -> Status | None:
+        """Per-drone flags (:class:`~quadsim.world.Status`), ``None`` without a world."""
+        return self._engine.status()
+
+    @status.setter
+    def status(self, value: Status | None) -> None:
+        self._engine.load(self._state, value, self.k)
+        self._state = self._engine.state()
+
     def reset(
         self, pos: Any = None, attitude: Any = None, vel: Any = None, ang_vel: Any = None,
         rotor_vel: Any = None, *, seed: int | None = None,
@@ -451,14 +618,12 @@ class Simulator:
             arr(rotor_vel, [self.hover_rpm] * self.system.n_cmd, "rotor_vel"),
         ]
         cls = State if att_size == 4 else EulerState
-        self.state = cls(*fields)
-        self.status = initial_status(xp, (n,)) if self.world is not None else None
+        status = initial_status(xp, (n,), dtype=self.dtype) if self.world is not None else None
         self.k = 0
         self._gust_state = None  # drawn at the first step, so reset(seed=s) == Simulator(seed=s)
-        if self._engine is not None:
-            self._X = self._engine.pack(self.state, self._status, 0)
-            self._loaded = False  # the step hot path loads its buffers when first used
-        return self.state
+        self._engine.load(cls(*fields), status, 0)
+        self._state = self._engine.state()
+        return self._state
 
     def reset_drones(
         self, which: Any, pos: Any = None, attitude: Any = None, vel: Any = None,
@@ -482,7 +647,7 @@ class Simulator:
         """
         idx = np.arange(self.n)[np.asarray(which)]
         if idx.size == 0:
-            return self.state
+            return self._state
         att_size = 4 if self.system.attitude == "quat" else 3
         defaults = {
             "pos": [0.0] * 3, "vel": [0.0] * 3, "ang_vel": [0.0] * 3,
@@ -492,7 +657,7 @@ class Simulator:
         given = {"pos": pos, "quat" if att_size == 4 else "rpy": attitude, "vel": vel,
                  "ang_vel": ang_vel, "rotor_vel": rotor_vel}  # fmt: skip
         fields = {}
-        for name, old in self.state._asdict().items():
+        for name, old in self._state._asdict().items():
             if old is None:
                 fields[name] = None
                 continue
@@ -506,25 +671,15 @@ class Simulator:
                 _check_unit_quat(value, idx, "reset_drones")
             new[idx] = value
             fields[name] = new
-        status = self.status
+        status = self._engine.status()
         if status is not None:
             flags = [np.array(to_numpy(s)) for s in status]
             for f, clear in zip(flags, (False, False, math.nan, -1, 0), strict=True):
                 f[idx] = clear
             status = Status(*flags)
-        state = type(self.state)(**fields)
-        if self._engine is not None:
-            self._X = self._engine.pack(state, status, self.k)
-            self._loaded = False
-            self._unpack_native()
-            return self.state
-        xp = self.xp
-        self.state = type(self.state)(
-            *(None if f is None else xp.asarray(f, dtype=self.dtype) for f in state)
-        )
-        if status is not None:
-            self.status = Status(*(xp.asarray(f) for f in status))
-        return self.state
+        self._engine.load(type(self._state)(**fields), status, self.k)
+        self._state = self._engine.state()
+        return self._state
 
     def _setup_wind(self, wind: Wind | None) -> None:
         self._dryden = None
@@ -542,33 +697,30 @@ class Simulator:
             horiz = mean[:, :2].copy()
             calm = np.linalg.norm(horiz, axis=1) < 1e-9
             horiz[calm] = (1.0, 0.0)
-            self._wind_dir = horiz / np.linalg.norm(horiz, axis=1, keepdims=True)
+            # the u axis of the turbulence, (cos, sin) per drone, contiguous per component
+            unit = horiz / np.linalg.norm(horiz, axis=1, keepdims=True)
+            self._wind_dir = np.asfortranarray(unit)
 
     def _wind_sequence(self, steps: int) -> np.ndarray | None:
-        """World wind for the next ``steps`` steps, ``(steps, n, 3)``; advances the gust state."""
+        """World wind for the next ``steps`` steps, ``(steps, n, 3)``; advances the gust state.
+
+        The mean wind plus, with turbulence, the Dryden process of :mod:`quadsim.wind`
+        (:func:`~quadsim.wind.dryden_sequence` over the chunk, rotated to ENU by
+        :func:`~quadsim.wind.gust_to_world`), driven by :attr:`rng`.
+        """
         if self._mean_wind is None:
             return None
         out = np.empty((steps, self.n, 3))
         if self._dryden is None:
             out[:] = self._mean_wind
             return out
-        from .wind import dryden_init
+        from .wind import dryden_init, dryden_sequence, gust_to_world
 
         if self._gust_state is None:  # stationary start: no transient
             self._gust_state = dryden_init(self._dryden, self.rng.standard_normal((self.n, 5)))
         noise = self.rng.standard_normal((steps, self.n, 5))
-        # x' = A_d x + L_d n, gust = C x' (the exact discretisation of quadsim.wind), as NumPy
-        # matrix products: a step costs microseconds, not a kernel trace per step.
-        A, Lg, C = self._dryden.transition.T, self._dryden.noise_gain.T, self._dryden.output.T
-        g = np.asarray(self._gust_state, dtype=np.float64)
-        states = np.empty((steps, self.n, 5))
-        for i in range(steps):
-            g = g @ A + noise[i] @ Lg
-            states[i] = g
-        self._gust_state = g
-        u, v, w = np.moveaxis(states @ C, -1, 0)  # turbulence axes -> ENU (quadsim.wind)
-        c, s = self._wind_dir[:, 0], self._wind_dir[:, 1]
-        out[:] = self._mean_wind + np.stack([c * u - s * v, s * u + c * v, w], axis=-1)
+        self._gust_state, gusts = dryden_sequence(self._gust_state, noise, self._dryden)
+        out[:] = self._mean_wind + gust_to_world(gusts, self._wind_dir, unit=True)
         return out
 
     @property
@@ -578,15 +730,7 @@ class Simulator:
 
     # -- stepping ---------------------------------------------------------------------------------
     def _cmd(self, cmd: Any, lead: tuple[int, ...]) -> Any:
-        shape = (*lead, self.n, self.system.n_cmd)
-        a = np.asarray(cmd, dtype=np.float64) if not hasattr(cmd, "device") else cmd
-        try:
-            a = np.array(np.broadcast_to(a, shape)) if isinstance(a, np.ndarray) else a
-        except ValueError:
-            raise ValueError(f"cmd must broadcast to shape {shape}; got {np.shape(cmd)}") from None
-        if tuple(a.shape) != shape:
-            raise ValueError(f"cmd must have shape {shape}; got {tuple(a.shape)}")
-        return self.xp.asarray(a, dtype=self.dtype)
+        return _as_cmd(cmd, (*lead, self.n, self.system.n_cmd), self.xp, self.dtype)
 
     def step(self, cmd: Any, wind: Any = None, dist_f: Any = None, dist_t: Any = None) -> Any:
         """Advance all drones by ``dt`` with command ``cmd`` ``(n, n_cmd)`` (broadcast).
@@ -600,26 +744,10 @@ class Simulator:
         seq = self._wind_sequence(1)
         if seq is not None:
             wind = seq[0] if wind is None else seq[0] + np.asarray(wind)
-        if self._engine is not None:  # hot path: no namespace conversions
-            u = np.asarray(cmd, dtype=np.float64)
-            if u.shape != (self.n, self.system.n_cmd):
-                u = self._cmd(cmd, ())
-            if not self._loaded:
-                self._engine.load(self._X)
-                self._loaded = True
-            self._X = self._engine.step1(u, (wind, dist_f, dist_t))
-            self._unpack_native()
-            self.k += 1
-            self._check_single()
-            return self.state
-        u = self._cmd(cmd, ())
-        ext = [None if a is None else self.xp.asarray(np.array(a, dtype=float), dtype=self.dtype)
-               for a in (wind, dist_f, dist_t)]  # fmt: skip
-        env = _env(self.xp, *ext)
-        self.state, self.status = self._step(self.state, u, self.status, self.k, env)
+        self._state = self._engine.step(cmd, (wind, dist_f, dist_t))
         self.k += 1
         self._check_single()
-        return self.state
+        return self._state
 
     def step_wrench(
         self, wrench: Any, wind: Any = None, dist_f: Any = None, dist_t: Any = None
@@ -657,47 +785,17 @@ class Simulator:
         T = int(steps) if held else int(np.shape(cmds)[0])
         u = self._cmd(cmds, () if held else (T,))
         seq = self._wind_sequence(T)
-        if self._engine is not None:
-            if held and seq is not None:
-                u = np.broadcast_to(np.asarray(u), (T, *u.shape))
-            U = self._engine.inputs(u, seq)
-            self._X, rec = self._engine.run(self._X, U, T, record)
-            self._loaded = False
-            self._unpack_native()
-            self.k += T
-            self._check_single()
-            return self._engine.unpack_state(rec, type(self.state)) if record else None
-        gusts = None if seq is None else self.xp.asarray(seq, dtype=self.dtype)
-        self.state, self.status, traj = self._run(
-            self.state, u, self.status, self.k, gusts, record, T if held else None
-        )
+        traj = self._engine.rollout(u, seq, record, T if held else None)
+        self._state = self._engine.state()
         self.k += T
         self._check_single()
         return traj
 
-    def _unpack_native(self) -> None:
-        self.state = self._engine.unpack_state(self._X, type(self.state))
-
-    @property
-    def status(self) -> Status | None:
-        """Per-drone flags (:class:`~quadsim.world.Status`), ``None`` without a world."""
-        if self._engine is not None and self.world is not None:
-            return self._engine.unpack(self._X, type(self.state))[1]
-        return self._status
-
-    @status.setter
-    def status(self, value: Status | None) -> None:
-        self._status = value
-
     def _check_single(self) -> None:
         if self.n != 1 or self.world is None:
             return
-        if self._engine is not None:
-            k, code = int(self._X[-3, 0]), int(self._X[-2, 0])  # fault_step, fault_code
-        else:
-            k, code = int(np.asarray(self.status.fault_step)[0]), -1
+        k, code = self._engine.fault()
         if k >= 0:
-            code = code if code >= 0 else int(np.asarray(self.status.fault_code)[0])
             raise SimulationError(
                 f"drone diverged: {FAULT_NAMES[code]} at step {k} (t = {(k + 1) * self.dt:.6g} s); "
                 "the state was kept at its last good value"

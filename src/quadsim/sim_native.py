@@ -1,8 +1,10 @@
-"""The simulator's native backend: the same step, traced with CasADi and compiled to C.
+"""The simulator's native engine: the same step, traced with CasADi and compiled to C.
 
 :func:`quadsim.sim.make_step` (model kernel, integrator, world contacts, crash and fault flags)
-is evaluated once on CasADi ``SX`` symbols for one drone and handed to
-:func:`quadsim.native.compile_rollout`. The compiled state vector extends the model state::
+is itself evaluated once on CasADi ``SX`` symbols for one drone (nothing of it is copied here)
+and handed to :func:`quadsim.native.compile_rollout`. :class:`NativeEngine` implements the
+engine interface :class:`quadsim.sim.Engine`; the packed layout below never leaves it.
+The compiled state vector extends the model state::
 
     x_ext = [model state (system.size) | landed, crashed, crash_time, fault_step, fault_code | k]
     u_ext = [command (n_cmd) | wind (3) | dist_f (3) | dist_t (3)]          (world frame)
@@ -24,7 +26,6 @@ import numpy as np
 from ._array import CASADI_OPS
 from .systems import Env, System
 from .world import Status, World
-from .world import apply as world_apply
 
 __all__ = ["NativeEngine"]
 
@@ -83,12 +84,14 @@ class NativeEngine:
         import casadi as cs
 
         from .native import compile_rollout
+        from .sim import make_step
 
-        self.system, self.dtype = system, np.dtype(dtype)
+        self.system, self.dtype, self.has_world = system, np.dtype(dtype), world is not None
         nx, nc = system.size, system.n_cmd
         self.n_ext, self.n_in = nx + N_STATUS + 1, nc + 9
         self.per_drone, self.slices = per_drone, system.slices()
         self._field_slices = list(self.slices.values())
+        self._fault_rows = (nx + 3, nx + 4)  # fault_step, fault_code
         varying = _varying(system, params, per_drone)
         n_par = len(varying)
         X, U = cs.SX.sym("x", self.n_ext), cs.SX.sym("u", self.n_in)
@@ -100,10 +103,8 @@ class NativeEngine:
         u = [U[i] for i in range(self.n_in)]
         env = Env(wind=tuple(u[nc : nc + 3]), dist_f=tuple(u[nc + 3 : nc + 6]),
                   dist_t=tuple(u[nc + 6 : nc + 9]))  # fmt: skip
-        ops = CASADI_OPS
-        x1 = integrator(lambda y: system.deriv(y, tuple(u[:nc]), p, ops, env), x, dt, system, ops)
-        if world is not None:
-            x1, st = world_apply(x, x1, st, k, (k + 1) * dt, world, system.slices(), ops)
+        step = make_step(system, p, dt, integrator, world, xp=CASADI_OPS)  # the one pure step
+        x1, st = step(x, tuple(u[:nc]), st, k, env)
         out = cs.vertcat(*x1, *st, k + 1)
         inputs = [X, U, P] if n_par else [X, U]
         self._rollout = compile_rollout(cs.Function("quadsim_step", inputs, [out]), self.dtype)
@@ -158,8 +159,16 @@ class NativeEngine:
         """Advance ``steps`` steps; ``U`` is ``(n_in, n)`` or ``(steps, n_in, n)``."""
         return self._rollout(X, U, self._params, steps=steps, record_every=1 if record else 0)
 
-    def load(self, X: np.ndarray) -> None:
-        """Set the states ``(n_ext, n)`` advanced by :meth:`step1` (padded buffers, bound once)."""
+    # -- the engine interface (quadsim.sim.Engine): the packed layout stays in here -------------
+    def load(self, state: Any, status: Status | None, k: int) -> None:
+        """Take over a state ``(n, size)`` per field, flags and step index (packed here)."""
+        self._X = self.pack(state, status, k)
+        self._cls, self._n_drones = type(state), self._X.shape[1]
+        self._loaded = False  # the step hot path binds its buffers when first used
+
+    def _bind(self) -> None:
+        """Copy the packed states into the padded buffers advanced by :meth:`step` (bound once)."""
+        X = self._X
         n = X.shape[1]
         lanes = self._rollout.lanes
         n_pad = -(-n // lanes) * lanes
@@ -173,18 +182,27 @@ class NativeEngine:
             self._n, self._ext_zero = n, True
         self._Xp[:, :n] = X
         self._Xp[:, n:] = X[:, -1:]  # padding lanes repeat the last drone
+        self._loaded = True
 
-    def step1(self, cmd: np.ndarray, ext: tuple) -> np.ndarray:
+    def step(self, cmd: Any, ext: tuple) -> Any:
         """One step of the loaded states (the ``Simulator.step`` hot path).
 
         Args:
-            cmd: Commands ``(n, n_cmd)``.
+            cmd: Commands ``(n, n_cmd)`` (broadcast).
             ext: ``(wind, dist_f, dist_t)``, each ``None`` or broadcastable to ``(n, 3)``.
 
         Returns:
-            A copy of the new extended states ``(n_ext, n)``.
+            The new state (views of a copy of the packed states).
         """
-        n, Up, nc = self._n, self._Up, self.system.n_cmd
+        n, nc = self._n_drones, self.n_in - 9
+        cmd = np.asarray(cmd, dtype=np.float64)
+        if cmd.shape != (n, nc):
+            from .sim import _as_cmd
+
+            cmd = _as_cmd(cmd, (n, nc), np, self.dtype)
+        if not self._loaded:
+            self._bind()
+        Up = self._Up
         ct = cmd.T
         Up[:nc, :n] = ct
         Up[:nc, n:] = ct[:, -1:]
@@ -195,4 +213,27 @@ class NativeEngine:
                 Up[rows, n:] = Up[rows, n - 1 : n]
             self._ext_zero = all(a is None for a in ext)
         self._advance()
-        return self._Xp[:, :n].copy()
+        self._X = X = self._Xp[:, :n].copy()
+        return self._cls(*[X[s].T for s in self._field_slices])
+
+    def rollout(self, u: Any, gusts: Any, record: bool, steps: int | None) -> Any:
+        """``T`` steps from the loaded states (see :class:`quadsim.sim.Engine`)."""
+        T = int(steps) if steps is not None else int(np.shape(u)[0])
+        if steps is not None and gusts is not None:
+            u = np.broadcast_to(np.asarray(u), (T, *np.shape(u)))
+        self._X, rec = self.run(self._X, self.inputs(u, gusts), T, record)
+        self._loaded = False
+        return self.unpack_state(rec, self._cls) if record else None
+
+    def state(self) -> Any:
+        """The current state (views of the packed states)."""
+        return self.unpack_state(self._X, self._cls)
+
+    def status(self) -> Status | None:
+        """The current flags (``None`` without a world)."""
+        return self.unpack(self._X, self._cls)[1] if self.has_world else None
+
+    def fault(self, i: int = 0) -> tuple[int, int]:
+        """``(fault_step, fault_code)`` of drone ``i``."""
+        (a, b), X = self._fault_rows, self._X
+        return int(X[a, i]), int(X[b, i])

@@ -29,7 +29,9 @@ discretisation is exact, the solution of the discrete Lyapunov equation ``P = A_
 is the continuous one, ``A P + P Aᵀ + B Bᵀ = 0``, for every ``dt``; ``P`` is computed from the
 latter (scipy), which stays well conditioned as ``dt → 0`` where the discrete form does not
 (``1 - |eig A_d|² ~ dt/T``). So for every ``dt`` the output variance is ``σ²`` and ``R(j dt)``
-is reproduced exactly at every lag.
+is reproduced exactly at every lag. :func:`dryden_step` advances one sample (any array
+backend, or CasADi); :func:`dryden_sequence` runs the same recursion over a chunk of ``T``
+samples in NumPy as one matrix product per step (what the simulator calls).
 
 **Low-altitude parameters** (MIL-F-8785C, ``h`` in ft, valid 10 ft ≤ h ≤ 1000 ft)::
 
@@ -60,6 +62,7 @@ __all__ = [
     "dryden_init",
     "dryden_low_altitude",
     "dryden_preset",
+    "dryden_sequence",
     "dryden_step",
     "gust_to_world",
     "normal_noise",
@@ -217,10 +220,16 @@ def _kdryden_step(x: Comp, n: Comp, disc: DrydenDiscrete) -> tuple[Comp, Comp]:
     return x_next, _kmatvec(_mat(disc.output), x_next)
 
 
-def _kgust_to_world(ops: Any, g: Comp, d: Comp) -> Comp:
-    """Kernel: rotate ``(u, v, w)`` to ENU given the mean-wind direction ``d = (dx, dy)``."""
-    r = ops.sqrt(d[0] * d[0] + d[1] * d[1])
-    c, s = d[0] / r, d[1] / r
+def _kgust_to_world(ops: Any, g: Comp, d: Comp, unit: bool = False) -> Comp:
+    """Kernel: rotate ``(u, v, w)`` to ENU given the mean-wind direction ``d = (dx, dy)``.
+
+    ``unit``: ``d`` is already ``(cos, sin)`` of the direction (not normalised again).
+    """
+    if unit:
+        c, s = d
+    else:
+        r = ops.sqrt(d[0] * d[0] + d[1] * d[1])
+        c, s = d[0] / r, d[1] / r
     return (c * g[0] - s * g[1], s * g[0] + c * g[1], g[2])
 
 
@@ -244,6 +253,38 @@ def dryden_step(state: Any, noise: Any, disc: DrydenDiscrete) -> tuple[Any, Any]
     return stack(xp, x, state), stack(xp, g, state)
 
 
+def dryden_sequence(state: Any, noise: Any, disc: DrydenDiscrete) -> tuple[np.ndarray, np.ndarray]:
+    """Advance the turbulence over ``T`` sample times in one call (NumPy; a chunk of steps).
+
+    The recursion of :func:`dryden_step`, ``x_{k+1} = A_d x_k + L_d n_k`` with the gust
+    ``C x_{k+1}``, written as one matrix product per step over the whole batch (and one for all
+    the gusts), so a chunk of ``T`` steps for many drones costs microseconds per step rather than
+    a kernel evaluation per step. It equals ``T`` calls of :func:`dryden_step` to rounding: the
+    products may sum their (at most five) terms in another order (about 1e-16 relative).
+
+    Args:
+        state: Filter state before the chunk, shape ``(..., 5)``.
+        noise: Standard normal samples, shape ``(T, ..., 5)``, one ``n_k`` per step (from the
+            caller; this function never draws).
+        disc: Output of :func:`dryden_discretize`.
+
+    Returns:
+        ``(state_T, gusts)``: the state after the last step ``(..., 5)`` (the input state when
+        ``T = 0``) and the gust after every step, ``(T, ..., 3)`` (u, v, w) [m/s] in the
+        turbulence axes.
+    """
+    check_shape(state, (5,), "state")
+    check_shape(noise, (5,), "noise")
+    noise = np.asarray(noise, dtype=np.float64)
+    A, Lg, C = disc.transition.T, disc.noise_gain.T, disc.output.T
+    g = np.asarray(state, dtype=np.float64)
+    states = np.empty(noise.shape)
+    for i in range(noise.shape[0]):
+        g = g @ A + noise[i] @ Lg
+        states[i] = g
+    return g, states @ C
+
+
 def dryden_gust(state: Any, disc: DrydenDiscrete) -> Any:
     """Gust ``C x`` (u, v, w) [m/s], shape ``(..., 3)``, of a state ``(..., 5)``."""
     check_shape(state, (5,), "state")
@@ -264,7 +305,7 @@ def dryden_init(disc: DrydenDiscrete, noise: Any) -> Any:
     return stack(namespace(noise), _kmatvec(_mat(disc.stationary_gain), unstack(noise)), noise)
 
 
-def gust_to_world(gust: Any, mean_wind_dir_xy: Any) -> Any:
+def gust_to_world(gust: Any, mean_wind_dir_xy: Any, *, unit: bool = False) -> Any:
     """Rotate gusts from turbulence axes to ENU world axes.
 
     ``u`` points along the mean-wind direction ``d``, ``v`` 90° counter-clockwise from it
@@ -274,14 +315,19 @@ def gust_to_world(gust: Any, mean_wind_dir_xy: Any) -> Any:
         gust: ``(u, v, w)`` [m/s], shape ``(..., 3)``.
         mean_wind_dir_xy: Horizontal direction ``(dx, dy)`` the mean wind blows toward, shape
             ``(..., 2)``; normalised here (must be nonzero).
+        unit: ``mean_wind_dir_xy`` is already a unit vector ``(cos, sin)`` (e.g. normalised once
+            for many calls); it is used as it is.
 
     Returns:
         World-frame gust velocity [m/s], shape ``(..., 3)``.
     """
     check_shape(gust, (3,), "gust")
     check_shape(mean_wind_dir_xy, (2,), "mean_wind_dir_xy")
-    xp = namespace(gust, mean_wind_dir_xy)
-    return stack(xp, _kgust_to_world(xp, unstack(gust), unstack(mean_wind_dir_xy)), gust)
+    if isinstance(gust, np.ndarray) and isinstance(mean_wind_dir_xy, np.ndarray):
+        xp = np  # the same functions, without the namespace look-up (a per-step cost)
+    else:
+        xp = namespace(gust, mean_wind_dir_xy)
+    return stack(xp, _kgust_to_world(xp, unstack(gust), unstack(mean_wind_dir_xy), unit), gust)
 
 
 def constant_wind(speed_m_s: float, direction_deg: float = 0.0) -> np.ndarray:
