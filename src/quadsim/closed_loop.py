@@ -44,7 +44,13 @@ import numpy as np
 
 from ._array import CASADI_OPS, SymArray, symbolic
 
-__all__ = ["ClosedLoop", "ClosedLoopRun", "closed_loop_step", "compile_closed_loop"]
+__all__ = [
+    "ClosedLoop",
+    "ClosedLoopRun",
+    "closed_loop_step",
+    "compile_closed_loop",
+    "compile_for_simulator",
+]
 
 
 class ClosedLoopRun(NamedTuple):
@@ -82,7 +88,7 @@ def _flat_fields(record: Any) -> list[tuple[str, tuple[int, ...]]]:
 def closed_loop_step(
     system: Any, params: dict, control: Callable, gains: Any, trajectory: Callable,
     allocator: Any, dt: float, integrator: Callable, dtype: Any = np.float64,
-    world: Any = None,
+    world: Any = None, sample: bool = False,
 ) -> tuple[Any, dict[str, slice], Any]:  # fmt: skip
     """The one-drone closed-loop step as a CasADi ``SX`` Function (see the module docstring).
 
@@ -97,6 +103,11 @@ def closed_loop_step(
         integrator: One of :mod:`quadsim.integrators`.
         dtype: Nominal dtype of the trace (``finfo``-dependent tolerances follow it).
         world: :class:`~quadsim.world.World`, or ``None`` for free flight.
+        sample: Also output the whole sample of the step, as :func:`quadsim.flight.fly` logs
+            it: the plant state and world flags *before* the step (``prev_`` + their names),
+            the reference (``ref_pos``, ``ref_vel``, ``ref_yaw``) and the allocation's
+            ``lost_wrench``. A record taken after step ``s`` then holds the log sample of
+            ``t_{s-1}`` (:attr:`ClosedLoop.sample`).
 
     Returns:
         ``(F, rows, cstate0)``: ``F(x, u, p) -> x_next``, the row slices of ``x`` by field name
@@ -124,7 +135,12 @@ def closed_loop_step(
         size = math.prod(shape)
         rows["ctrl_" + name], at = slice(at, at + size), at + size
     rows["step"], at = slice(at, at + 1), at + 1
-    for name, size in (("cmd_rpm", nc), ("cmd_wrench", 4), ("saturated", 1)):
+    outputs = [("cmd_rpm", nc), ("cmd_wrench", 4), ("saturated", 1)]
+    if sample:
+        outputs += [("prev_" + name, size) for name, size in system.fields]
+        outputs += [("prev_" + name, 1) for name in Status._fields if world is not None]
+        outputs += [("ref_pos", 3), ("ref_vel", 3), ("ref_yaw", 1), ("lost_wrench", 4)]
+    for name, size in outputs:
         rows[name], at = slice(at, at + size), at + size
     n_x = at
 
@@ -157,7 +173,13 @@ def closed_loop_step(
         x1, st = world_apply(x0, x1, st, k, (k + 1) * dt, world, system.slices(), CASADI_OPS)
         flags = list(st)
     sat = alloc.saturated.entries()
-    out = cs.vertcat(*x1, *flags, *c1, k + 1, *rpm, *wrench.entries(), *sat)
+    extra = []
+    if sample:
+        n_flags = len(Status._fields) if world is not None else 0
+        extra = [*x0, *xs[nx:nx + n_flags]]  # fmt: skip
+        extra += [*_entries(ref.pos, dtype), *_entries(ref.vel, dtype)]
+        extra += [*_entries(ref.yaw, dtype), *_entries(alloc.lost, dtype)]
+    out = cs.vertcat(*x1, *flags, *c1, k + 1, *rpm, *wrench.entries(), *sat, *extra)
     F = cs.Function("quadsim_closed_loop", [X, U, P], [out])
     return F, rows, cstate0
 
@@ -177,6 +199,8 @@ class ClosedLoop:
         dtype: Floating-point type of the computation.
         rollout: The :class:`~quadsim.native.NativeRollout`.
         system: The plant's :class:`~quadsim.systems.System`.
+        sample: Whether the compiled state carries the log sample of the step before
+            (``closed_loop_step(..., sample=True)``).
     """
 
     def __init__(self, rollout: Any, rows: dict, cstate0: Any, system: Any, dt: float,
@@ -184,6 +208,7 @@ class ClosedLoop:
         self.rollout, self.rows, self.system, self.dt = rollout, rows, system, dt
         self.dtype, self.n_x = rollout.dtype, rollout.n_state
         self._cstate0, self._hover = cstate0, hover_rpm
+        self.sample = "ref_pos" in rows
 
     def initial_state(
         self, n: int, pos: Any = (0.0, 0.0, 0.0), quat: Any = (0.0, 0.0, 0.0, 1.0),
@@ -232,7 +257,7 @@ class ClosedLoop:
             return ClosedLoopRun(x, np.zeros(0), {})
         time = (k0 + record_every * np.arange(1, rec.shape[0] + 1)) * self.dt
         fields = {name: np.swapaxes(rec[:, s, :], 1, 2) for name, s in self.rows.items()}
-        for name in ("saturated", "landed", "crashed"):
+        for name in ("saturated", "landed", "crashed", "prev_landed", "prev_crashed"):
             if name in fields:
                 fields[name] = fields[name][..., 0] > 0.5
         return ClosedLoopRun(x, time, fields)
@@ -291,3 +316,39 @@ def compile_closed_loop(
     )  # fmt: skip
     rollout = compile_rollout(F, dtype, threads=threads)
     return ClosedLoop(rollout, rows, cstate0, system, dt, envelope(params).hover_rpm)
+
+
+def compile_for_simulator(
+    sim: Any, control: Callable, gains: Any, trajectory: Callable, *, sample: bool = True,
+    threads: int | None = None,
+) -> ClosedLoop:  # fmt: skip
+    """The closed loop around a :class:`~quadsim.sim.Simulator`'s plant (``fly``'s compiled path).
+
+    The plant is the simulator's: its model (``sim.system``), shared model parameters
+    (``sim.model_params``), integrator, world, step and dtype; the allocator is the default
+    one of ``sim.drone``. Eligibility (no per-drone parameters, a quaternion rotor-level model,
+    ...) is checked by :func:`quadsim.flight.compiled_path_reason`, not here.
+
+    Args:
+        sim: The simulator.
+        control: Controller ``(state, ref, gains, cstate) -> (wrench, cstate)``.
+        gains: The controller's gains record.
+        trajectory: Callable ``t -> Reference``.
+        sample: Carry the log sample of the step before (:func:`closed_loop_step`).
+        threads: OpenMP threads of the rollout (default: all).
+
+    Returns:
+        :class:`ClosedLoop`.
+    """
+    from .envelope import envelope
+    from .native import compile_rollout
+    from .rotors import make_allocator
+
+    system = sim.system
+    params = {k: sim.model_params[k] for k in system.param_spec}
+    F, rows, cstate0 = closed_loop_step(
+        system, params, control, gains, trajectory, make_allocator(sim.drone), float(sim.dt),
+        sim.integrator, np.dtype(sim.dtype), sim.world, sample,
+    )  # fmt: skip
+    rollout = compile_rollout(F, np.dtype(sim.dtype), threads=threads)
+    return ClosedLoop(rollout, rows, cstate0, system, float(sim.dt), envelope(sim.drone).hover_rpm)

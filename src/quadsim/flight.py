@@ -37,7 +37,15 @@ import numpy as np
 
 from ._array import to_numpy
 
-__all__ = ["CHUNK_BYTES", "FlightResult", "Interrupted", "fly", "raise_on_signals", "run_meta"]
+__all__ = [
+    "CHUNK_BYTES",
+    "FlightResult",
+    "Interrupted",
+    "compiled_path_reason",
+    "fly",
+    "raise_on_signals",
+    "run_meta",
+]
 
 CHUNK_BYTES = 32 * 2**20
 """A chunk holds at most about this many bytes of log (so memory stays bounded for many drones)."""
@@ -194,6 +202,213 @@ def _jax_or_none() -> Any:
     return jax
 
 
+def compiled_path_reason(
+    sim: Any, control: Callable, gains: Any, *, ctrl_state: Any = None, allocator: Any = None,
+    imu: Any = None, mocap: Any = None, jit: bool | None = None,
+) -> str | None:  # fmt: skip
+    """Why :func:`fly` cannot run this flight as the compiled closed loop, or ``None`` if it can.
+
+    The compiled loop (:mod:`quadsim.closed_loop`) needs the ``native`` backend with CasADi and
+    a C compiler, :func:`quadsim.control.control` with geometric or PID gains, the default
+    allocator, a zero initial controller state, no sensors, still air or a constant mean wind,
+    model parameters shared by all drones and a rotor-level quaternion model; ``jit=False``
+    asks for the Python loop. (Tracing can still fail on something unforeseen: ``fly`` then
+    runs the Python loop and says so.)
+
+    Args:
+        sim: The :class:`~quadsim.sim.Simulator`.
+        control: The controller.
+        gains: Its gains record.
+        ctrl_state: Initial controller state given to ``fly``.
+        allocator: Allocator given to ``fly``.
+        imu: IMU parameters given to ``fly``.
+        mocap: Motion-capture parameters given to ``fly``.
+        jit: ``fly``'s ``jit``.
+
+    Returns:
+        A short reason (``"imu: sensors are not compiled yet"``), or ``None``.
+    """
+    from . import control as control_module
+
+    if jit is False:
+        return "jit=False: the per-step Python loop was asked for"
+    if getattr(sim, "backend", None) != "native":
+        return f"backend {getattr(sim, 'backend', None)!r}: only 'native' compiles the closed loop"
+    if imu is not None:
+        return "imu: sensors are not compiled yet"
+    if mocap is not None:
+        return "mocap: sensors are not compiled yet"
+    if control is not control_module.control:
+        return "a custom controller: only quadsim.control.control is compiled"
+    if not isinstance(gains, control_module.GeometricGains | control_module.PidGains):
+        return f"gains of type {type(gains).__name__}: only geometric and PID gains are compiled"
+    if ctrl_state is not None:
+        return "ctrl_state given: the compiled loop starts from a zero controller state"
+    if allocator is not None:
+        return "a custom allocator: the compiled loop uses the drone's default allocator"
+    wind = getattr(sim, "wind", None)
+    if wind is not None and wind.turbulence is not None:
+        return "wind turbulence: Dryden gusts are not compiled yet"
+    system = sim.system
+    if system.attitude != "quat" or system.n_cmd != sim.drone.mixing_matrix.shape[1]:
+        return (f"model {getattr(system, 'model', None)!r}: the compiled loop needs a rotor-level "
+                "quaternion model (first_principles)")  # fmt: skip
+    per_drone = [
+        key for key in system.param_spec
+        if key in sim.model_params and hasattr(sim.drone, key)
+        and np.shape(sim.model_params[key]) != np.shape(getattr(sim.drone, key))
+    ]  # fmt: skip
+    if per_drone:
+        return f"per-drone model parameters ({', '.join(per_drone)}) are not compiled yet"
+    from .native import available
+
+    if not available():
+        return "quadsim.native is unavailable (needs CasADi and a C compiler)"
+    return None
+
+
+def _fly_compiled(
+    sim: Any, loop: Any, gains: Any, offset: np.ndarray, total: int, log_every: int,
+    chunk_steps: int, on_chunk: Callable | None, progress: Callable | None, keep_log: bool,
+) -> tuple[list[dict], int, bool, int | None]:  # fmt: skip
+    """:func:`fly`'s loop on the compiled closed loop: ``(chunks, steps, interrupted, signal)``.
+
+    The loop carries the log sample of the step before (``sample=True``), so a record taken
+    after step ``s`` is sample ``s - 1``. The compiled state therefore runs one step ahead of
+    the samples handed over: one priming step records sample 0, each chunk's call records the
+    samples ``k + L, k + 2L, ...`` (the last one waits for the next chunk), and the end sample
+    at ``t = duration`` is read from the state one step past the end, whose plant step is
+    discarded.
+    """
+    from .control import init_state
+    from .sim import SimulationError, State
+    from .world import FAULT_NAMES, Status
+
+    n, dt, rows = sim.n, sim.dt, loop.rows
+    k_sim0 = int(sim.k)
+    state0 = _numpy_state(sim.state)
+    status0 = sim.status
+    flag_dtype = _flag(status0, "crashed", n).dtype
+    names = [name for name, _ in loop.system.fields]
+    x = loop.initial_state(n, **{name: getattr(state0, name) for name in names})
+    x = x.astype(np.float64)
+    if status0 is not None:
+        for name, value in zip(Status._fields, status0, strict=True):
+            x[rows[name]] = to_numpy(value).astype(np.float64)[None]
+    cstate = init_state(gains, (n,))
+    for name, value in zip(cstate._fields, cstate, strict=True):
+        x[rows["ctrl_" + name]] = np.asarray(value, np.float64).reshape(n, -1).T
+    x[rows["step"]] = k_sim0
+    x = x.astype(loop.dtype)
+    wind = getattr(sim, "wind", None)
+    wind = None if wind is None else np.broadcast_to(np.asarray(wind.mean, np.float64), (n, 3))
+
+    def run(x: np.ndarray, steps: int, every: int) -> dict:
+        out = loop.run(x, steps, record_every=every, wind=wind, offset=offset)
+        return out.x, out.fields
+
+    def samples(fields: dict, sl: Any) -> dict:
+        """Log samples ``fields[sl]`` (records, or a final state as one record) as fly logs them."""
+
+        def f(name: str) -> np.ndarray:
+            return np.asarray(fields[name][sl], np.float64)
+
+        m = f("cmd_rpm").shape[0]
+        rotor = "prev_rotor_vel" if "prev_rotor_vel" in fields else "cmd_rpm"
+        flags = {}
+        for name in ("crashed", "landed"):
+            key = "prev_" + name
+            flags[name] = (np.asarray(fields[key][sl]).astype(flag_dtype) if key in fields
+                           else np.zeros((m, n), flag_dtype))  # fmt: skip
+        return {
+            "ref_pos": f("ref_pos"), "ref_vel": f("ref_vel"), "ref_yaw": f("ref_yaw")[..., 0],
+            "cmd_rpm": f("cmd_rpm"), "cmd_wrench": f("cmd_wrench"),
+            "lost_wrench": f("lost_wrench"), "saturated": np.asarray(fields["saturated"][sl]),
+            "pos": f("prev_pos"), "quat": f("prev_quat"), "vel": f("prev_vel"),
+            "ang_vel": f("prev_ang_vel"), "rotor_rpm": f(rotor), **flags,
+        }  # fmt: skip
+
+    def as_record(x: np.ndarray) -> dict:
+        """The compiled state ``(n_x, n)`` as one record ``(1, n, size)`` by field."""
+        rec = {name: x[s].T[None] for name, s in rows.items()}
+        for name in ("saturated", "prev_landed", "prev_crashed"):
+            if name in rec:
+                rec[name] = rec[name][..., 0] > 0.5
+        return rec
+
+    def load_back(rec: dict, steps: int) -> None:
+        """Put the plant state and flags of a record (sample ``steps``) into ``sim``."""
+        sim.k = k_sim0 + steps
+        fields = [np.asarray(rec["prev_" + name][-1], np.float64) if "prev_" + name in rec
+                  else None for name in State._fields]  # fmt: skip
+        sim.state = State(*fields)
+        if status0 is not None:
+            sim.status = Status(*(
+                np.asarray(rec["prev_" + name][-1]).reshape(n).astype(to_numpy(old).dtype)
+                for name, old in zip(Status._fields, status0, strict=True)
+            ))  # fmt: skip
+
+    def check_fault(rec: dict) -> None:
+        """Raise as ``Simulator.step`` does for a single drone that diverged."""
+        if n != 1 or status0 is None:
+            return
+        k = int(np.asarray(rec["prev_fault_step"][-1]).reshape(-1)[0])
+        if k >= 0:
+            code = int(np.asarray(rec["prev_fault_code"][-1]).reshape(-1)[0])
+            raise SimulationError(
+                f"drone diverged: {FAULT_NAMES[code]} at step {k} (t = {(k + 1) * dt:.6g} s); "
+                "the state was kept at its last good value"
+            )
+
+    chunks: list[dict] = []
+    k = 0
+    interrupted, stop_signal = False, None
+    latest, latest_k = None, 0  # the record of the last plant state computed, and its step
+    try:
+        x, first = run(x, 1, 1)
+        pending = {key: v[:1] for key, v in first.items()}
+        latest = pending
+        while k < total:
+            n_chunk = min(chunk_steps, total - k)
+            last = k + n_chunk == total
+            x, rec = run(x, n_chunk, log_every)
+            m = len(rec["cmd_rpm"]) if rec else 0
+            idx = k + log_every * np.arange(1, m + 1)  # the sample index of each record
+            if last:
+                keep = int(np.sum(idx < total))
+                final = as_record(x)
+                parts = [pending] + ([{key: v[:keep] for key, v in rec.items()}] if keep else [])
+                parts.append(final)
+                latest = final
+                sample_k = [k, *idx[:keep].tolist(), total]
+            else:
+                parts = [pending, {key: v[:-1] for key, v in rec.items()}]
+                pending = {key: v[-1:] for key, v in rec.items()}
+                latest = pending
+                sample_k = [k, *idx[:-1].tolist()]
+            latest_k = k + n_chunk
+            check_fault(latest)
+            logged = [samples(p, slice(None)) for p in parts]
+            chunk = {key: np.concatenate([s[key] for s in logged]) for key in logged[0]}
+            t = (k_sim0 + np.asarray(sample_k)) * dt
+            chunk = {**{key: chunk[key] for key in sorted(list(chunk)[:7])}, "time": t,
+                     **{key: chunk[key] for key in list(chunk)[7:]}}  # fmt: skip
+            with _interrupt_after():  # the chunk reaches the writer and the log, or neither
+                k += n_chunk
+                if on_chunk is not None:
+                    on_chunk(chunk)
+                if keep_log:
+                    chunks.append(chunk)
+            if progress is not None:
+                progress(k, total)
+    except KeyboardInterrupt as e:
+        interrupted, stop_signal = True, getattr(e, "signum", int(signal.SIGINT))
+    finally:
+        if latest is not None:
+            load_back(latest, latest_k)
+    return chunks, k, interrupted, stop_signal
+
+
 def fly(
     sim: Any,
     trajectory: Callable[[Any], Any],
@@ -214,6 +429,7 @@ def fly(
     keep_log: bool = True,
     meta: dict | None = None,
     jit: bool | None = None,
+    compiled: bool | None = None,
 ) -> FlightResult:
     """Fly ``sim`` (already reset) along ``trajectory`` for ``duration`` seconds.
 
@@ -243,9 +459,23 @@ def fly(
         jit: Run reference, controller, allocation and sensors as one JAX-compiled float64
             function (about 25x faster than NumPy per step; costs ~1-3 s of compilation).
             ``None``: when JAX is installed. The results are the same to rounding.
+            ``False`` also rules out the compiled loop.
+        compiled: Run the whole closed loop compiled to C, a chunk per call
+            (:mod:`quadsim.closed_loop`): ``None`` when :func:`compiled_path_reason` allows it,
+            ``True`` to require it, ``False`` for the per-step Python loop. Both paths log the
+            same samples (equal to rounding in float64); on a float32 simulator the compiled
+            loop also runs reference, controller and allocation in float32. The path that ran
+            and why are in ``meta["loop"]`` (``"compiled"`` or ``"python"``) and
+            ``meta["loop_reason"]``.
 
     Returns:
-        :class:`FlightResult`.
+        :class:`FlightResult`. After the flight ``sim`` holds the state, flags and clock of the
+        last step computed (on the compiled path loaded back through ``sim.k``, ``sim.state``
+        and ``sim.status``; an interrupted compiled flight stops at a chunk's end).
+
+    Raises:
+        ValueError: Bad arguments, or ``compiled=True`` where the compiled loop cannot run (the
+            message says why).
     """
     from . import rotors
     from .control import init_state
@@ -261,18 +491,47 @@ def fly(
         raise ValueError("log_every and chunk_steps must be positive integers")
     if sim.system.n_cmd != sim.drone.mixing_matrix.shape[1]:
         raise ValueError("fly needs a rotor-level model (first_principles or euler_zyx)")
-    jax = _jax_or_none() if jit in (None, True) else None
-    if jit and jax is None:
-        raise ValueError("jit=True needs JAX (pip install 'quadsim[jax]')")
     n, dt = sim.n, sim.dt
     total = max(1, round(duration / dt))
     chunk_steps = max(log_every, chunk_steps - chunk_steps % log_every)
-    allocator = rotors.make_allocator(sim.drone) if allocator is None else allocator
+    R = sim.drone.mixing_matrix.shape[1]
+    sample_bytes = 8 * n * (48 + 2 * R)  # about what one logged sample of the batch holds
+    cap = max(1, CHUNK_BYTES // sample_bytes) * log_every
+    chunk_steps = min(chunk_steps, cap)
     offset = (
         np.zeros((n, 3))
         if ref_offset is None
         else np.broadcast_to(np.asarray(ref_offset, dtype=np.float64), (n, 3))
     )
+    reason = "compiled=False" if compiled is False else compiled_path_reason(
+        sim, control, gains, ctrl_state=ctrl_state, allocator=allocator, imu=imu, mocap=mocap,
+        jit=jit,
+    )  # fmt: skip
+    loop = None
+    if reason is None:
+        from .closed_loop import compile_for_simulator
+
+        try:
+            loop = compile_for_simulator(sim, control, gains, trajectory)
+        except Exception as e:  # any failure to trace or build falls back
+            reason = f"the closed loop could not be compiled: {type(e).__name__}: {e}"
+    if compiled and loop is None:
+        raise ValueError(f"compiled=True, but the compiled loop cannot run: {reason}")
+    loop_meta = {"loop": "python" if loop is None else "compiled", "loop_reason": reason}
+    if loop is not None:
+        t0 = time.perf_counter()
+        chunks, k, interrupted, stop_signal = _fly_compiled(
+            sim, loop, gains, offset, total, log_every, chunk_steps, on_chunk, progress, keep_log
+        )
+        wall = time.perf_counter() - t0
+        log = {key: np.concatenate([c[key] for c in chunks]) for key in chunks[0]} if chunks else {}
+        meta_out = run_meta(sim, total * dt, meta) | loop_meta
+        return FlightResult(log, meta_out, k, interrupted, wall, stop_signal)
+
+    jax = _jax_or_none() if jit in (None, True) else None
+    if jit and jax is None:
+        raise ValueError("jit=True needs JAX (pip install 'quadsim[jax]')")
+    allocator = rotors.make_allocator(sim.drone) if allocator is None else allocator
     rng = sim.rng if rng is None else rng
     g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
     xp = np
@@ -297,11 +556,6 @@ def fly(
             brain = jax.jit(brain)
     n_noise = (18 if mocap is not None else 12) if (imu or mocap) else 0
 
-    R = sim.drone.mixing_matrix.shape[1]
-    sample_bytes = 8 * n * (48 + 2 * R)  # about what one logged sample of the batch holds
-    cap = max(1, CHUNK_BYTES // sample_bytes) * log_every
-    chunk_steps = min(chunk_steps, cap)
-
     rows: dict[str, list] = {}
     chunks: list[dict] = []
     k = 0
@@ -321,7 +575,7 @@ def fly(
 
     def record(out: dict, rpm: np.ndarray, state: Any, t: float) -> None:
         status = sim.status
-        rec = {key: np.asarray(v) for key, v in out.items()}
+        rec = {key: np.asarray(out[key]) for key in sorted(out)}  # JAX's order, with or without
         rec.update(
             time=np.asarray(t),
             pos=state.pos,
@@ -364,7 +618,8 @@ def fly(
         interrupted, stop_signal = True, getattr(e, "signum", int(signal.SIGINT))
     wall = time.perf_counter() - t0
     log = {key: np.concatenate([c[key] for c in chunks]) for key in chunks[0]} if chunks else {}
-    return FlightResult(log, run_meta(sim, total * dt, meta), k, interrupted, wall, stop_signal)
+    meta_out = run_meta(sim, total * dt, meta) | loop_meta
+    return FlightResult(log, meta_out, k, interrupted, wall, stop_signal)
 
 
 @contextlib.contextmanager
