@@ -131,20 +131,25 @@ def test_fly_end_to_end_writes_what_it_says(tmp_path, capsys):
 
 
 def test_fly_interrupted_keeps_completed_chunks(tmp_path, monkeypatch):
-    from quadsim import io
+    from quadsim import flight, io
     from quadsim.run import fly_scenario
-    from quadsim.sim import Simulator
 
     scen = tmp_path / "short.toml"
     scen.write_text(SHORT)
-    step = Simulator.step
+    fly = flight.fly
 
-    def interrupted_step(self, *a, **k):
-        if self.k == 250:  # in the third chunk of 100 steps
-            raise KeyboardInterrupt
-        return step(self, *a, **k)
+    def interrupted_fly(*a, on_chunk, **k):  # either loop: Ctrl-C in the third chunk
+        calls = []
 
-    monkeypatch.setattr(Simulator, "step", interrupted_step)
+        def stop(chunk):
+            calls.append(chunk)
+            if len(calls) == 3:
+                raise KeyboardInterrupt
+            on_chunk(chunk)
+
+        return fly(*a, on_chunk=stop, **k)
+
+    monkeypatch.setattr(flight, "fly", interrupted_fly)
     summary = fly_scenario(scen, tmp_path / "out", progress=False)
     assert summary["interrupted"] is True
     log, _ = io.read_log(tmp_path / "out" / "trajectory.parquet")

@@ -224,3 +224,42 @@ def test_float32_circle_keeps_the_published_tracking(drone, gains):
     rms = np.sqrt((err**2).mean(axis=0))
     print(f"\nfloat32 circle: RMS {rms.max() * 100:.3f} cm, max {err.max() * 100:.3f} cm")
     assert rms.max() <= 0.0031 and err.max() <= 0.0062
+
+
+def test_per_drone_parameters_are_inputs_and_shared_ones_constants(drone, gains):
+    """A per-drone mass becomes one row of p (after the offset); uniform entries fold."""
+    from quadsim.closed_loop import compile_for_simulator, per_drone_params
+
+    masses = np.array([0.030, 0.031, 0.032])
+    J = np.broadcast_to(np.asarray(drone.J), (3, 3, 3))  # per drone, but the same for all
+    sim = Simulator("cf2x_L250", n=3, dt=DT, backend="native", params={"mass": masses, "J": J})
+    varying, values = per_drone_params(sim.system, sim.model_params)
+    assert [(name, idx) for name, idx, _ in varying] == [("mass", ())]
+    np.testing.assert_array_equal(values, masses[None])
+    loop = compile_for_simulator(sim, control, gains, TRAJS["hover"])
+    assert loop.rollout.n_param == 4 and loop.params.shape == (1, 3)
+    x = loop.initial_state(3, pos=(0.0, 0.0, 1.0))
+    out = loop.run(x, 50, record_every=0)
+    z = out.x[loop.rows["pos"]][2]
+    assert z[0] > z[1] > z[2]  # nominal gains: the heavier drone sags more
+    with pytest.raises(ValueError, match="per-drone model parameters for 3 drones; got 2"):
+        loop.run(x[:, :2], 1)
+
+
+def test_sensor_rows_need_the_sample(drone, gains):
+    from quadsim.closed_loop import closed_loop_step
+    from quadsim.integrators import rk4
+    from quadsim.rotors import make_allocator
+    from quadsim.systems import make_system
+
+    system = make_system("first_principles", 4, True)
+    params = {k: getattr(drone, k) for k in system.param_spec}
+    args = (system, params, control, gains, TRAJS["hover"], make_allocator(drone), DT, rk4)
+    with pytest.raises(ValueError, match="need sample=True"):
+        closed_loop_step(*args, imu=True)
+    with pytest.raises(ValueError, match="integer >= 0"):
+        closed_loop_step(*args, sample=True, mocap_delay=-1)
+    _, rows, _ = closed_loop_step(*args, sample=True, imu=True, mocap_delay=2)
+    assert rows["mocap_line"].stop - rows["mocap_line"].start == 6
+    assert rows["mocap_line"].stop == rows["step"].start  # a state row, before the outputs
+    assert {"vel_before", "mocap_true_pos"} <= set(rows)

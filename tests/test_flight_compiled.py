@@ -13,6 +13,7 @@ import pytest
 from quadsim import native
 from quadsim.control import control, load_gains
 from quadsim.flight import compiled_path_reason, fly
+from quadsim.rotors import make_allocator
 from quadsim.sim import Simulator, Wind
 from quadsim.trajectories import Circle, Hover, Lemniscate
 
@@ -142,16 +143,14 @@ def test_interrupted_flight_keeps_the_same_chunks(compiled):
 
 
 def test_compiled_true_names_the_reason():
-    from quadsim.sensors import load_imu
-
-    imu = load_imu("bmi088")
     sim, _, _ = _sim(2)
-    with pytest.raises(ValueError, match="imu: sensors are not compiled yet"):
-        fly(sim, TRAJS["hover"], control, GAINS["geometric"], duration=0.01, imu=imu,
-            compiled=True)  # fmt: skip
-    res = fly(sim, TRAJS["hover"], control, GAINS["geometric"], duration=0.01, imu=imu)
+    with pytest.raises(ValueError, match="a custom allocator"):
+        fly(sim, TRAJS["hover"], control, GAINS["geometric"], duration=0.01,
+            allocator=make_allocator(sim.drone), compiled=True)  # fmt: skip
+    res = fly(sim, TRAJS["hover"], control, GAINS["geometric"], duration=0.01,
+              allocator=make_allocator(sim.drone))  # fmt: skip
     assert res.meta["loop"] == "python"
-    assert res.meta["loop_reason"] == "imu: sensors are not compiled yet"
+    assert res.meta["loop_reason"].startswith("a custom allocator")
     numpy_sim = Simulator("cf2x_L250", n=2, dt=DT, backend="numpy")
     with pytest.raises(ValueError, match="backend 'numpy'"):
         fly(numpy_sim, TRAJS["hover"], control, GAINS["geometric"], duration=0.01,
@@ -159,6 +158,8 @@ def test_compiled_true_names_the_reason():
 
 
 def test_reasons():
+    from quadsim.flight import MOCAP_DELAY_MAX
+    from quadsim.sensors import MocapParams, load_imu
     from quadsim.wind import dryden_preset
 
     g = GAINS["geometric"]
@@ -167,15 +168,24 @@ def test_reasons():
     assert "jit=False" in compiled_path_reason(sim, control, g, jit=False)
     assert "ctrl_state" in compiled_path_reason(sim, control, g, ctrl_state=object())
     assert "allocator" in compiled_path_reason(sim, control, g, allocator=object())
-    assert "mocap" in compiled_path_reason(sim, control, g, mocap=object())
     assert "custom controller" in compiled_path_reason(sim, lambda *a: a, g)
-    turb = dryden_preset("light", 1.0, 1.0)
-    gusty, _, _ = _sim(2, wind=Wind(mean=(1.0, 0.0, 0.0), turbulence=turb))
-    assert "turbulence" in compiled_path_reason(gusty, control, g)
-    heavy, _, _ = _sim(2, params={"mass": [0.03, 0.031]})
-    assert "per-drone model parameters (mass)" in compiled_path_reason(heavy, control, g)
     euler = Simulator("cf2x_L250", n=2, dt=DT, backend="native", model="euler_zyx")
     assert "quaternion" in compiled_path_reason(euler, control, g)
+    # compiled since issue 10's follow-up: turbulence, per-drone parameters, IMU, mocap
+    turb = dryden_preset("light", 1.0, 1.0)
+    gusty, _, _ = _sim(2, wind=Wind(mean=(1.0, 0.0, 0.0), turbulence=turb))
+    assert compiled_path_reason(gusty, control, g) is None
+    heavy, _, _ = _sim(2, params={"mass": [0.03, 0.031]})
+    assert compiled_path_reason(heavy, control, g) is None
+    imu = load_imu("bmi088")
+    assert compiled_path_reason(sim, control, g, imu=imu) is None
+    mocap = MocapParams(pos_std=1e-3, att_std=1e-2, latency=3 * DT, rate=1 / DT)
+    assert compiled_path_reason(sim, control, g, mocap=mocap) is None
+    late = mocap._replace(latency=(MOCAP_DELAY_MAX + 1) * DT)
+    assert "at most" in compiled_path_reason(sim, control, g, mocap=late)
+    odd = mocap._replace(latency=1.5 * DT)
+    assert compiled_path_reason(sim, control, g, mocap=odd).startswith("mocap: latency")
+    assert "rng of type" in compiled_path_reason(sim, control, g, imu=imu, rng=object())
 
 
 def test_float32_simulator_flies_compiled():
@@ -190,3 +200,244 @@ def test_float32_simulator_flies_compiled():
     assert res.meta["loop"] == "compiled" and res.log["pos"].dtype == np.float64
     np.testing.assert_allclose(res.log["pos"], ref.log["pos"], atol=1e-4)
     assert sim.state.pos.dtype == np.float32
+
+
+# -- per-drone parameters, Dryden turbulence, IMU and motion capture on the compiled loop --------
+def _features(name, n):
+    """``(Simulator kwargs, fly kwargs, sensor-rng seed or None (= sim.rng))`` of a case."""
+    from quadsim.sensors import MocapParams, load_imu
+    from quadsim.wind import dryden_preset
+
+    r = np.random.default_rng(11)
+    masses = 0.0319 * (1.0 + r.uniform(-0.05, 0.05, n))
+    J = np.diag([1.4e-5, 1.4e-5, 2.2e-5]) * (1.0 + r.uniform(-0.05, 0.05, (n, 3, 1)))
+    turb = dryden_preset("light", 1.0, 1.0)
+    means = np.linspace([0.0, 0.0, 0.0], [-1.0, 2.0, 0.5], n)
+    gusts = Wind(mean=(1.0, 0.0, 0.0), turbulence=turb)
+    imu = load_imu("bmi088")
+    mocap = MocapParams(pos_std=1e-3, att_std=1e-2, latency=3 * DT, rate=1 / DT)
+    return {
+        "mass": ({"params": {"mass": masses}}, {}, None),
+        "mass_inertia": ({"params": {"mass": masses, "J": J}}, {}, None),
+        "dryden": ({"wind": gusts}, {}, None),
+        # per-drone means (a calm one: the turbulence's u axis is then +x)
+        "dryden_per_drone_mean": ({"wind": Wind(mean=means, turbulence=turb)}, {}, None),
+        "imu": ({}, {"imu": imu}, 7),
+        "imu_shared_rng": ({}, {"imu": imu}, None),
+        "mocap_delayed": ({}, {"mocap": mocap}, 7),
+        "mocap_now": ({}, {"mocap": mocap._replace(latency=0.0)}, 7),
+        "imu_mocap_dryden_shared_rng": ({"wind": gusts}, {"imu": imu, "mocap": mocap}, None),
+        "all_separate_rng": (
+            {"wind": gusts, "params": {"mass": masses}}, {"imu": imu, "mocap": mocap}, 7
+        ),
+    }[name]
+
+
+def _fly_pair(name, n=4, steps=103, log_every=5, chunk_steps=20, traj="lemniscate",
+              gains="geometric"):  # fmt: skip
+    """The same flight on the compiled loop and on the NumPy Python loop."""
+    sim_kw, fly_kw, seed = _features(name, n)
+    out = []
+    for compiled in (None, False):
+        sim, offset, jitter = _sim(n, **sim_kw)
+        r0 = TRAJS[traj](0.0)
+        sim.reset(pos=np.asarray(r0.pos) + offset + jitter, vel=r0.vel)
+        rng = None if seed is None else np.random.default_rng(seed)
+        chunks = []
+        res = fly(sim, TRAJS[traj], control, GAINS[gains], duration=steps * DT,
+                  ref_offset=offset, log_every=log_every, chunk_steps=chunk_steps,
+                  on_chunk=chunks.append, compiled=compiled, rng=rng,
+                  jit=False if compiled is False else None, **fly_kw)  # fmt: skip
+        out.append((res, chunks, sim, rng))
+    return out
+
+
+def _assert_sims_alike(sim_c, sim_p, rng_c=None, rng_p=None):
+    """Same clock, state, flags, generators and gust state after the flight."""
+    assert sim_c.k == sim_p.k
+    for f, g in zip(sim_c.state, sim_p.state, strict=True):
+        np.testing.assert_allclose(f, g, rtol=0, atol=TOL * max(np.abs(g).max(), 1.0))
+    for f, g in zip(sim_c.status, sim_p.status, strict=True):
+        np.testing.assert_array_equal(f, g)
+    assert sim_c.rng.bit_generator.state == sim_p.rng.bit_generator.state
+    if rng_c is not None:
+        assert rng_c.bit_generator.state == rng_p.bit_generator.state
+    if sim_p._gust_state is None:
+        assert sim_c._gust_state is None
+    else:
+        g = np.asarray(sim_p._gust_state)
+        np.testing.assert_allclose(sim_c._gust_state, g, rtol=0, atol=TOL * np.abs(g).max())
+
+
+FEATURES = ["mass", "mass_inertia", "dryden", "dryden_per_drone_mean", "imu", "imu_shared_rng",
+            "mocap_delayed", "mocap_now", "imu_mocap_dryden_shared_rng", "all_separate_rng"]
+
+
+@pytest.mark.parametrize("name", FEATURES)
+def test_each_feature_compiled_equals_python(name):
+    """Every logged key, sensor noise included, chunk by chunk: <= 1e-9 relative in float64."""
+    (comp, cc, sim_c, rng_c), (py, pc, sim_p, rng_p) = _fly_pair(name)
+    assert comp.meta["loop"] == "compiled" and comp.meta["loop_reason"] is None
+    assert py.meta["loop"] == "python"
+    assert comp.steps == py.steps == 103 and len(cc) == len(pc) == 6
+    for c, p in zip(cc, pc, strict=True):
+        _assert_logs_equal(c, p)
+    worst = _assert_logs_equal(comp.log, py.log)
+    print(f"\n{name}: worst relative difference {worst:.1e}")
+    _assert_sims_alike(sim_c, sim_p, rng_c, rng_p)
+    sensors = {"gyro", "accel", "mocap_pos"} & set(py.log)
+    _, fly_kw, _ = _features(name, 4)
+    assert sensors == ({"gyro", "accel"} if "imu" in fly_kw else set()) | (
+        {"mocap_pos"} if "mocap" in fly_kw else set())  # fmt: skip
+
+
+def test_features_change_the_flight():
+    """The comparisons can fail: each feature moves the log (or the readings) it should."""
+    (base, *_), _ = _fly_pair("mass")
+    sim, offset, jitter = _sim(4)
+    r0 = TRAJS["lemniscate"](0.0)
+    sim.reset(pos=np.asarray(r0.pos) + offset + jitter, vel=r0.vel)
+    nominal = fly(sim, TRAJS["lemniscate"], control, GAINS["geometric"], duration=103 * DT,
+                  ref_offset=offset, log_every=5, chunk_steps=20)  # fmt: skip
+    assert np.abs(base.log["pos"] - nominal.log["pos"]).max() > 1e-6  # the masses act
+    (gusty, *_), _ = _fly_pair("dryden")
+    (calm, *_), _ = _fly_pair("mass", 4)
+    assert np.abs(gusty.log["vel"] - calm.log["vel"]).max() > 1e-4
+    (a, *_), _ = _fly_pair("imu")
+    (b, *_), _ = _fly_pair("imu_shared_rng")
+    assert np.abs(a.log["gyro"] - b.log["gyro"]).max() > 1e-4  # another generator, other noise
+    np.testing.assert_allclose(a.log["pos"], b.log["pos"], rtol=0, atol=1e-12)  # no feedback
+    (delayed, *_), _ = _fly_pair("mocap_delayed")
+    (now, *_), _ = _fly_pair("mocap_now")
+    # same noise, three steps apart: the delay line delivers p(t - 3 dt)
+    noise = now.log["mocap_pos"] - now.log["pos"]
+    pos3 = delayed.log["mocap_pos"] - noise
+    assert np.abs(pos3 - delayed.log["pos"]).max() > 1e-5
+
+
+def test_pid_with_per_drone_mass_and_imu():
+    (comp, _, sim_c, _), (py, _, sim_p, _) = _fly_pair("all_separate_rng", gains="pid",
+                                                       traj="circle")  # fmt: skip
+    assert comp.meta["loop"] == "compiled"
+    _assert_logs_equal(comp.log, py.log)
+    _assert_sims_alike(sim_c, sim_p)
+
+
+@pytest.mark.parametrize("chunk_steps", [5, 35, 100, 1000])
+def test_chunk_size_does_not_change_the_compiled_log(chunk_steps):
+    """Gusts and sensor noise are drawn per chunk: any chunk size gives the Python loop's log."""
+    (comp, cc, *_), (py, *_) = _fly_pair("imu_mocap_dryden_shared_rng", steps=150,
+                                         chunk_steps=chunk_steps)  # fmt: skip
+    assert len(cc) == -(-150 // chunk_steps)
+    _assert_logs_equal(comp.log, py.log)
+
+
+def test_rollout_calls_split_under_the_memory_cap(monkeypatch):
+    """Per-step inputs of a chunk past CHUNK_BYTES: several rollout calls, the same log."""
+    from quadsim import flight
+    from quadsim.closed_loop import ClosedLoop
+
+    calls = []
+    run = ClosedLoop.run
+
+    def counting(self, x0, steps, *a, **kw):
+        calls.append(steps)
+        return run(self, x0, steps, *a, **kw)
+
+    # 4 drones, 18 normals + wind + gust noise per step: 832 bytes per step of one call
+    monkeypatch.setattr(flight, "CHUNK_BYTES", 832 * 12)
+    monkeypatch.setattr(ClosedLoop, "run", counting)
+    (_, cc, sim_c, _), (_, pc, sim_p, _) = _fly_pair("imu_mocap_dryden_shared_rng",
+                                                     steps=60, chunk_steps=20)  # fmt: skip
+    assert calls[0] == 1 and max(calls) == 10 and len(calls) > len(cc) + 1
+    assert len(cc) == len(pc)
+    for c, p in zip(cc, pc, strict=True):
+        _assert_logs_equal(c, p)
+    _assert_sims_alike(sim_c, sim_p)
+
+
+@pytest.mark.parametrize("where", ["on_chunk", "progress"])
+def test_sigint_keeps_the_completed_chunks_with_sensors_and_gusts(where):
+    """A real SIGINT mid-run: the chunks completed are kept, equal to the Python loop's."""
+    import signal
+
+    calls = []
+
+    def stop(*args):
+        calls.append(args)
+        if len(calls) == 2:
+            signal.raise_signal(signal.SIGINT)
+
+    sim_kw, fly_kw, _ = _features("imu_mocap_dryden_shared_rng", 4)
+    sim, offset, _ = _sim(4, **sim_kw)
+    sim.reset(pos=np.asarray((0.0, 0.0, 1.0)) + offset)
+    kw = {"ref_offset": offset, "log_every": 5, "chunk_steps": 20, **fly_kw}
+    res = fly(sim, TRAJS["circle"], control, GAINS["geometric"], duration=0.2,
+              **{where: stop}, **kw)  # fmt: skip
+    assert res.meta["loop"] == "compiled" and res.interrupted and res.signal == signal.SIGINT
+    # the chunk being handed over when the signal came is kept (signals wait for the hand-over)
+    assert res.steps == 40 and res.log["time"].shape == (8,) and sim.k == 40
+    sim_p, _, _ = _sim(4, **sim_kw)
+    sim_p.reset(pos=np.asarray((0.0, 0.0, 1.0)) + offset)
+    ref = fly(sim_p, TRAJS["circle"], control, GAINS["geometric"], duration=0.2, compiled=False,
+              jit=False, **kw)  # fmt: skip
+    _assert_logs_equal(res.log, {key: v[:8] for key, v in ref.log.items()})
+
+
+def test_a_second_flight_continues_alike():
+    """After a completed flight both loops leave generators and gusts alike: fly again."""
+    sim_kw, fly_kw, _ = _features("imu_mocap_dryden_shared_rng", 2)
+    logs = []
+    for compiled in (None, False):
+        sim, offset, _ = _sim(2, **sim_kw)
+        sim.reset(pos=np.asarray((0.0, 0.0, 1.0)) + offset)
+        kw = {"ref_offset": offset, "log_every": 3, "chunk_steps": 30, "compiled": compiled,
+              "jit": False if compiled is False else None, **fly_kw}  # fmt: skip
+        first = fly(sim, TRAJS["circle"], control, GAINS["geometric"], duration=50 * DT, **kw)
+        second = fly(sim, TRAJS["circle"], control, GAINS["geometric"], duration=50 * DT, **kw)
+        logs.append((first, second, sim))
+    (c1, c2, sim_c), (p1, p2, sim_p) = logs
+    assert c2.meta["loop"] == "compiled" and p2.meta["loop"] == "python"
+    _assert_logs_equal(c1.log, p1.log)
+    _assert_logs_equal(c2.log, p2.log)
+    np.testing.assert_allclose(c2.log["time"][0], 50 * DT, rtol=1e-12)
+    _assert_sims_alike(sim_c, sim_p)
+
+
+# -- the showcase (examples/figure8_wind.toml): mass spread, Dryden "light", BMI088 ---------------
+def _showcase(compiled, duration=None, chunk_steps=None):
+    from pathlib import Path
+
+    from quadsim.scenario import build, load_scenario
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "figure8_wind.toml"
+    a = build(load_scenario(path))
+    res = fly(a.sim, a.trajectory, a.control, a.gains, duration=duration or a.duration,
+              ref_offset=a.ref_offset, imu=a.imu, mocap=a.mocap, rng=a.rng,
+              log_every=a.output["log_every"], chunk_steps=chunk_steps or a.output["chunk_steps"],
+              compiled=compiled, jit=False if compiled is False else None)  # fmt: skip
+    return res, a
+
+
+@pytest.mark.parametrize("chunk_steps", [None, 35])
+def test_showcase_compiled_equals_python(chunk_steps):
+    comp, a = _showcase(None, 1.0, chunk_steps)
+    assert a.sim.model_params["mass"].shape == (4,) and a.sim.wind.turbulence is not None
+    assert a.imu is not None and comp.meta["loop"] == "compiled"
+    py, _ = _showcase(False, 1.0, chunk_steps)
+    assert py.meta["loop"] == "python"
+    worst = _assert_logs_equal(comp.log, py.log)
+    print(f"\nshowcase, 1 s, chunk_steps {chunk_steps}: worst relative difference {worst:.1e}")
+
+
+def test_showcase_keeps_its_published_tracking():
+    """The README's 0.009172 m over the 12 s, on the compiled loop (the Python loop: ...3774)."""
+    from quadsim.io import summarize
+
+    comp, a = _showcase(None)
+    assert comp.meta["loop"] == "compiled"
+    s = summarize(comp.log, comp.meta, comp.wall_time, t_from=a.output["settle"])
+    print(f"\nshowcase tracking RMS {s['tracking_rms_m']!r} m, max {s['tracking_max_m']!r} m")
+    assert f"{s['tracking_rms_m']:.4g}" == "0.009172" and s["crash_count"] == 0
+    np.testing.assert_allclose(s["tracking_rms_m"], 0.009172127273377378, rtol=1e-9)
+    np.testing.assert_allclose(s["tracking_max_m"], 0.01874532201301912, rtol=1e-9)

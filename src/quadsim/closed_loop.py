@@ -20,24 +20,45 @@ builds it.
 Compiled state of one drone (structure of arrays, drone index last, see :attr:`ClosedLoop.rows`)::
 
     x = [plant state (system.size) | world flags (5, with a world) | controller state
-         (flattened fields) | s | cmd_rpm (n_rotors) | cmd_wrench (4) | saturated]
+         (flattened fields) | mocap_line (3 d, with a mocap delay d) | s | cmd_rpm (n_rotors) |
+         cmd_wrench (4) | saturated | sample outputs (``sample=True``)]
     u = wind [m/s], world frame (3)          held over a call, or one per step
-    p = reference offset o [m] (3)           shared (3,) or per drone (3, N)
+    p = [reference offset o [m] (3) | per-drone model parameters (n_var)]
+                                              shared (3 + n_var,) or per drone (3 + n_var, N)
 
-``s`` is the step counter (a float: exact to 2^24 steps in float32, 2^53 in float64); the last
-``n_rotors + 5`` rows are outputs only: the command computed at step ``s - 1`` from ``x_{s-1}``
-(so a recorded sample holds ``x_{s}`` and the command that led to it). With a
+``s`` is the step counter (a float: exact to 2^24 steps in float32, 2^53 in float64); the rows
+after it are outputs only: the command computed at step ``s - 1`` from ``x_{s-1}`` (so a
+recorded sample holds ``x_{s}`` and the command that led to it). With a
 :class:`~quadsim.world.World`, :func:`quadsim.world.apply` (ground contact, crashes, faults) runs
 after the integrator as in the Simulator, and its flags ``landed, crashed, crash_time,
-fault_step, fault_code`` (floats: 0/1, s, step index, code) follow the plant state. Not yet
-inside: sensors, Dryden gusts, per-drone model parameters and gains.
+fault_step, fault_code`` (floats: 0/1, s, step index, code) follow the plant state.
+
+**Per-drone model parameters.** ``params`` entries may carry a leading drone axis (as
+``Simulator(params=...)`` gives them, e.g. a mass per drone). Entries equal for every drone stay
+numeric constants that CasADi folds; each entry that differs becomes one row of ``p`` after the
+offset (:func:`per_drone_params` lists them, ``quadsim.sim_native`` does the same for the plant
+alone). The controller gains and the allocator stay the nominal drone's, as in
+:func:`quadsim.flight.fly`'s Python loop.
+
+**Wind.** Dryden gusts do not depend on the drone's state (they are rotated to the world frame
+by the mean wind's direction only), so the caller generates them with the Simulator's own code
+and passes mean + gust as the per-step wind ``u`` (``ClosedLoop.run(wind=(steps, N, 3))``).
+
+**Sensors.** The controller reads the true state, so sensor readings never feed back; they are
+computed outside the C step from the recorded samples (:func:`quadsim.flight.fly`, in NumPy per
+chunk with the Python loop's generator and draw order). The step only carries what a sample
+does not hold: with ``imu=True`` the output ``vel_before`` = ``v_{s-1}`` (for the
+accelerometer's ``a_s = (v_s - v_{s-1})/dt``; it is the previous step's ``prev_vel`` output, so
+:meth:`ClosedLoop.initial_state` sets ``prev_vel = v_0``: ``a_0 = 0``), and with a motion-capture
+delay of ``d`` steps a delay line ``mocap_line`` of the last ``d`` positions (oldest first,
+filled with the start position) and the output ``mocap_true_pos`` = ``p_{s-d}``, the true
+position the motion capture delivers at sample ``s``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from types import SimpleNamespace
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -50,6 +71,7 @@ __all__ = [
     "closed_loop_step",
     "compile_closed_loop",
     "compile_for_simulator",
+    "per_drone_params",
 ]
 
 
@@ -71,13 +93,26 @@ class ClosedLoopRun(NamedTuple):
     fields: dict
 
 
-def _param_namespace(system: Any, params: dict) -> SimpleNamespace:
-    """Model parameters of one drone as Python floats and nested lists (CasADi folds them)."""
-    out = {}
-    for name in system.param_spec:
-        value = np.asarray(params[name], dtype=np.float64)
-        out[name] = value.tolist() if value.ndim else float(value)
-    return SimpleNamespace(**out)
+def per_drone_params(system: Any, params: dict) -> tuple[list[tuple], np.ndarray | None]:
+    """The model-parameter entries that differ between drones, in the order of ``p[3:]``.
+
+    Args:
+        system: The plant's :class:`~quadsim.systems.System`.
+        params: Model parameters by name; an entry with more dimensions than its trailing shape
+            in ``system.param_spec`` has a leading drone axis ``N``.
+
+    Returns:
+        ``(varying, values)``: ``(name, index, column)`` of every entry that differs between
+        drones (``index`` into the trailing shape, ``column`` its ``(N,)`` values), and those
+        columns stacked ``(n_var, N)`` (float64), or ``None`` when every drone is the same.
+    """
+    from .sim_native import _varying
+
+    per_drone = tuple(k for k in system.param_spec
+                      if np.ndim(params[k]) > len(system.param_spec[k]))  # fmt: skip
+    varying = _varying(system, params, per_drone)
+    values = np.stack([col for _, _, col in varying]) if varying else None
+    return varying, values
 
 
 def _flat_fields(record: Any) -> list[tuple[str, tuple[int, ...]]]:
@@ -88,13 +123,15 @@ def _flat_fields(record: Any) -> list[tuple[str, tuple[int, ...]]]:
 def closed_loop_step(
     system: Any, params: dict, control: Callable, gains: Any, trajectory: Callable,
     allocator: Any, dt: float, integrator: Callable, dtype: Any = np.float64,
-    world: Any = None, sample: bool = False,
+    world: Any = None, sample: bool = False, *, imu: bool = False,
+    mocap_delay: int | None = None,
 ) -> tuple[Any, dict[str, slice], Any]:  # fmt: skip
     """The one-drone closed-loop step as a CasADi ``SX`` Function (see the module docstring).
 
     Args:
         system: The plant's :class:`~quadsim.systems.System` (a rotor-level model).
-        params: Model parameters of one drone by name.
+        params: Model parameters by name: one drone's, or with a leading drone axis where they
+            differ per drone (:func:`per_drone_params`; those entries become ``p[3:]``).
         control: Controller ``(state, ref, gains, cstate) -> (wrench, cstate)``.
         gains: The controller's gains record (shared by all drones).
         trajectory: Callable ``t -> Reference``.
@@ -108,10 +145,18 @@ def closed_loop_step(
             the reference (``ref_pos``, ``ref_vel``, ``ref_yaw``) and the allocation's
             ``lost_wrench``. A record taken after step ``s`` then holds the log sample of
             ``t_{s-1}`` (:attr:`ClosedLoop.sample`).
+        imu: Also output ``vel_before`` (3) [m/s], the velocity one step before the sample
+            (needs ``sample``): what the accelerometer's finite difference needs.
+        mocap_delay: Motion-capture delay ``d`` [steps] (needs ``sample``), or ``None``: carry
+            the delay line ``mocap_line`` (3 d) and output ``mocap_true_pos`` (3) [m], the
+            position ``d`` steps before the sample (module docstring).
 
     Returns:
         ``(F, rows, cstate0)``: ``F(x, u, p) -> x_next``, the row slices of ``x`` by field name
         and the zero controller state of one drone (NumPy).
+
+    Raises:
+        ValueError: ``imu`` or ``mocap_delay`` without ``sample``, or a negative delay.
     """
     import casadi as cs
 
@@ -122,6 +167,10 @@ def closed_loop_step(
     from .world import Status
     from .world import apply as world_apply
 
+    if (imu or mocap_delay is not None) and not sample:
+        raise ValueError("imu and mocap_delay need sample=True (they read the sample's rows)")
+    if mocap_delay is not None and (int(mocap_delay) != mocap_delay or mocap_delay < 0):
+        raise ValueError(f"mocap_delay must be an integer >= 0; got {mocap_delay!r}")
     nx, nc = system.size, system.n_cmd
     cstate0 = init_state(gains, ())
     cfields = _flat_fields(cstate0)
@@ -134,17 +183,25 @@ def closed_loop_step(
     for name, shape in cfields:
         size = math.prod(shape)
         rows["ctrl_" + name], at = slice(at, at + size), at + size
+    if mocap_delay:
+        rows["mocap_line"], at = slice(at, at + 3 * mocap_delay), at + 3 * mocap_delay
     rows["step"], at = slice(at, at + 1), at + 1
     outputs = [("cmd_rpm", nc), ("cmd_wrench", 4), ("saturated", 1)]
     if sample:
         outputs += [("prev_" + name, size) for name, size in system.fields]
         outputs += [("prev_" + name, 1) for name in Status._fields if world is not None]
         outputs += [("ref_pos", 3), ("ref_vel", 3), ("ref_yaw", 1), ("lost_wrench", 4)]
+    if imu:
+        outputs.append(("vel_before", 3))
+    if mocap_delay is not None:
+        outputs.append(("mocap_true_pos", 3))
     for name, size in outputs:
         rows[name], at = slice(at, at + size), at + size
     n_x = at
 
-    X, U, P = cs.SX.sym("x", n_x), cs.SX.sym("u", 3), cs.SX.sym("p", 3)
+    varying, _ = per_drone_params(system, params)
+    X, U = cs.SX.sym("x", n_x), cs.SX.sym("u", 3)
+    P = cs.SX.sym("p", 3 + len(varying))
     xs = [X[i] for i in range(n_x)]
 
     def sym(name: str, shape: tuple[int, ...] | None = None) -> SymArray:
@@ -161,7 +218,9 @@ def closed_loop_step(
     alloc = allocate(wrench, allocator)
     rpm = alloc.rpm.entries()
 
-    p = _param_namespace(system, params)
+    from .sim_native import _symbolic_params
+
+    p = _symbolic_params(system, params, varying, [P[3 + i] for i in range(len(varying))])
     env = Env(wind=(U[0], U[1], U[2]), dist_f=None, dist_t=None)
     x0 = tuple(xs[:nx])
     x1 = integrator(lambda y: system.deriv(y, tuple(rpm), p, CASADI_OPS, env), x0, dt, system,
@@ -172,6 +231,9 @@ def closed_loop_step(
         st = Status(*(xs[rows[name].start] for name in Status._fields))
         x1, st = world_apply(x0, x1, st, k, (k + 1) * dt, world, system.slices(), CASADI_OPS)
         flags = list(st)
+    line = []
+    if mocap_delay:  # oldest first: drop p_{s-d}, append p_s
+        line = [*xs[rows["mocap_line"]][3:], *x0[rows["pos"]]]
     sat = alloc.saturated.entries()
     extra = []
     if sample:
@@ -179,7 +241,11 @@ def closed_loop_step(
         extra = [*x0, *xs[nx:nx + n_flags]]  # fmt: skip
         extra += [*_entries(ref.pos, dtype), *_entries(ref.vel, dtype)]
         extra += [*_entries(ref.yaw, dtype), *_entries(alloc.lost, dtype)]
-    out = cs.vertcat(*x1, *flags, *c1, k + 1, *rpm, *wrench.entries(), *sat, *extra)
+    if imu:
+        extra += xs[rows["prev_vel"]]
+    if mocap_delay is not None:
+        extra += xs[rows["mocap_line"]][:3] if mocap_delay else x0[rows["pos"]]
+    out = cs.vertcat(*x1, *flags, *c1, *line, k + 1, *rpm, *wrench.entries(), *sat, *extra)
     F = cs.Function("quadsim_closed_loop", [X, U, P], [out])
     return F, rows, cstate0
 
@@ -201,14 +267,18 @@ class ClosedLoop:
         system: The plant's :class:`~quadsim.systems.System`.
         sample: Whether the compiled state carries the log sample of the step before
             (``closed_loop_step(..., sample=True)``).
+        params: Per-drone model-parameter values ``(n_var, N)`` (``p[3:]``, see
+            :func:`per_drone_params`), or ``None`` when all drones share the model; a loop with
+            per-drone parameters runs exactly ``N`` drones.
     """
 
     def __init__(self, rollout: Any, rows: dict, cstate0: Any, system: Any, dt: float,
-                 hover_rpm: float) -> None:  # fmt: skip
+                 hover_rpm: float, params: np.ndarray | None = None) -> None:  # fmt: skip
         self.rollout, self.rows, self.system, self.dt = rollout, rows, system, dt
         self.dtype, self.n_x = rollout.dtype, rollout.n_state
         self._cstate0, self._hover = cstate0, hover_rpm
         self.sample = "ref_pos" in rows
+        self.params = None if params is None else np.asarray(params, np.float64)
 
     def initial_state(
         self, n: int, pos: Any = (0.0, 0.0, 0.0), quat: Any = (0.0, 0.0, 0.0, 1.0),
@@ -216,7 +286,9 @@ class ClosedLoop:
     ) -> np.ndarray:  # fmt: skip
         """Compiled states ``(n_x, n)`` at step 0 with a zero controller state.
 
-        Each field broadcasts to ``(n, size)`` (rotor speeds default to hover).
+        Each field broadcasts to ``(n, size)`` (rotor speeds default to hover). The sensor rows
+        start at rest: ``prev_vel = vel`` (so the first ``vel_before`` is ``vel``: zero
+        acceleration) and the motion-capture delay line holds ``pos`` ``d`` times.
         """
         X = np.zeros((self.n_x, n))
         given = {"pos": pos, "quat": quat, "vel": vel, "ang_vel": ang_vel,
@@ -225,6 +297,11 @@ class ClosedLoop:
             X[self.rows[name]] = np.broadcast_to(np.asarray(given[name], np.float64), (n, size)).T
         if "crash_time" in self.rows:  # the Simulator's all-clear flags
             X[self.rows["crash_time"]], X[self.rows["fault_step"]] = math.nan, -1.0
+        if "vel_before" in self.rows:
+            X[self.rows["prev_vel"]] = X[self.rows["vel"]]
+        if "mocap_line" in self.rows:
+            d = (self.rows["mocap_line"].stop - self.rows["mocap_line"].start) // 3
+            X[self.rows["mocap_line"]] = np.tile(X[self.rows["pos"]], (d, 1))
         return X.astype(self.dtype)
 
     def run(self, x0: np.ndarray, steps: int, record_every: int = 1, wind: Any = None,
@@ -240,6 +317,9 @@ class ClosedLoop:
 
         Returns:
             :class:`ClosedLoopRun`.
+
+        Raises:
+            ValueError: ``N`` differs from the number of drones of the per-drone parameters.
         """
         x0 = np.asarray(x0)
         n = x0.shape[1]
@@ -251,6 +331,11 @@ class ClosedLoop:
                  else np.broadcast_to(w, (n, 3)).T)  # fmt: skip
         p = (np.zeros(3) if offset is None else np.asarray(offset, np.float64))
         p = p.T if p.ndim == 2 else p
+        if self.params is not None:
+            if self.params.shape[1] != n:
+                raise ValueError(f"this loop has per-drone model parameters for "
+                                 f"{self.params.shape[1]} drones; got {n}")  # fmt: skip
+            p = np.concatenate([np.broadcast_to(p.reshape(3, -1), (3, n)), self.params])
         x, rec = self.rollout(x0, u, p, steps=steps, record_every=record_every)
         k0 = float(x0[self.rows["step"].start, 0])
         if rec is None:
@@ -320,13 +405,14 @@ def compile_closed_loop(
 
 def compile_for_simulator(
     sim: Any, control: Callable, gains: Any, trajectory: Callable, *, sample: bool = True,
-    threads: int | None = None,
+    threads: int | None = None, imu: bool = False, mocap_delay: int | None = None,
 ) -> ClosedLoop:  # fmt: skip
     """The closed loop around a :class:`~quadsim.sim.Simulator`'s plant (``fly``'s compiled path).
 
-    The plant is the simulator's: its model (``sim.system``), shared model parameters
-    (``sim.model_params``), integrator, world, step and dtype; the allocator is the default
-    one of ``sim.drone``. Eligibility (no per-drone parameters, a quaternion rotor-level model,
+    The plant is the simulator's: its model (``sim.system``), model parameters
+    (``sim.model_params``; per-drone ones become inputs, :func:`per_drone_params`), integrator,
+    world, step and dtype; the allocator is the default one of the nominal ``sim.drone`` and the
+    gains are used as given, as in the Python loop. Eligibility (a quaternion rotor-level model,
     ...) is checked by :func:`quadsim.flight.compiled_path_reason`, not here.
 
     Args:
@@ -336,9 +422,11 @@ def compile_for_simulator(
         trajectory: Callable ``t -> Reference``.
         sample: Carry the log sample of the step before (:func:`closed_loop_step`).
         threads: OpenMP threads of the rollout (default: all).
+        imu: Output ``vel_before`` for an IMU's accelerometer (:func:`closed_loop_step`).
+        mocap_delay: Motion-capture delay [steps], or ``None`` without motion capture.
 
     Returns:
-        :class:`ClosedLoop`.
+        :class:`ClosedLoop` (with per-drone parameters it runs exactly ``sim.n`` drones).
     """
     from .envelope import envelope
     from .native import compile_rollout
@@ -348,7 +436,9 @@ def compile_for_simulator(
     params = {k: sim.model_params[k] for k in system.param_spec}
     F, rows, cstate0 = closed_loop_step(
         system, params, control, gains, trajectory, make_allocator(sim.drone), float(sim.dt),
-        sim.integrator, np.dtype(sim.dtype), sim.world, sample,
+        sim.integrator, np.dtype(sim.dtype), sim.world, sample, imu=imu, mocap_delay=mocap_delay,
     )  # fmt: skip
     rollout = compile_rollout(F, np.dtype(sim.dtype), threads=threads)
-    return ClosedLoop(rollout, rows, cstate0, system, float(sim.dt), envelope(sim.drone).hover_rpm)
+    hover = envelope(sim.drone).hover_rpm
+    values = per_drone_params(system, params)[1]
+    return ClosedLoop(rollout, rows, cstate0, system, float(sim.dt), hover, values)

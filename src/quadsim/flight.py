@@ -12,9 +12,17 @@ with per-drone reference offsets ``o``. The controller reads the true state; sen
 the mean acceleration over the last step, ``a_k = (v_k - v_{k-1}) / dt`` (exact at rest and for
 constant acceleration; the first sample takes ``a_0 = 0``).
 
-Reference, controller, allocation and sensors form one pure function per step; with JAX
+Two loops log the same samples. The **compiled loop** (the default on the ``native`` backend,
+:func:`compiled_path_reason`) runs reference, controller, allocation, plant and world of every
+drone as one C step (:mod:`quadsim.closed_loop`), a chunk per call; per-drone model parameters
+are inputs of that step, Dryden gusts are drawn per chunk with the Simulator's own functions
+and passed as the per-step wind, and the sensor readings (which do not feed back: the
+controller reads the true state) are computed per chunk in NumPy from the recorded samples with
+the sensor functions themselves, the same generators and the same draw order (the C step only
+carries the previous velocity and the motion-capture delay line). The **Python loop** runs the
+rest: reference, controller, allocation and sensors form one pure function per step; with JAX
 installed it is compiled (float64, inside a local ``jax.enable_x64`` block), otherwise it runs on
-NumPy. Sensor noise comes from one NumPy generator either way.
+NumPy, around ``sim.step``. Sensor noise comes from one NumPy generator either way.
 
 The log is a ``dict`` of time-major NumPy arrays (see :mod:`quadsim.io` for the keys and units),
 handed to ``on_chunk`` every ``chunk_steps`` steps (fewer when a chunk would pass
@@ -202,18 +210,24 @@ def _jax_or_none() -> Any:
     return jax
 
 
+MOCAP_DELAY_MAX = 64
+"""Longest motion-capture delay [steps] the compiled loop carries (a delay line of 3 d rows)."""
+
+
 def compiled_path_reason(
     sim: Any, control: Callable, gains: Any, *, ctrl_state: Any = None, allocator: Any = None,
-    imu: Any = None, mocap: Any = None, jit: bool | None = None,
+    imu: Any = None, mocap: Any = None, jit: bool | None = None, rng: Any = None,
 ) -> str | None:  # fmt: skip
     """Why :func:`fly` cannot run this flight as the compiled closed loop, or ``None`` if it can.
 
     The compiled loop (:mod:`quadsim.closed_loop`) needs the ``native`` backend with CasADi and
     a C compiler, :func:`quadsim.control.control` with geometric or PID gains, the default
-    allocator, a zero initial controller state, no sensors, still air or a constant mean wind,
-    model parameters shared by all drones and a rotor-level quaternion model; ``jit=False``
-    asks for the Python loop. (Tracing can still fail on something unforeseen: ``fly`` then
-    runs the Python loop and says so.)
+    allocator, a zero initial controller state, a rotor-level quaternion model, a NumPy
+    generator for the sensor noise and a motion-capture delay of at most
+    :data:`MOCAP_DELAY_MAX` steps; ``jit=False`` asks for the Python loop. Per-drone model
+    parameters, Dryden turbulence, an IMU and motion capture are compiled (the sensors are
+    computed from the recorded samples, see :func:`fly`). (Tracing can still fail on something
+    unforeseen: ``fly`` then runs the Python loop and says so.)
 
     Args:
         sim: The :class:`~quadsim.sim.Simulator`.
@@ -224,9 +238,10 @@ def compiled_path_reason(
         imu: IMU parameters given to ``fly``.
         mocap: Motion-capture parameters given to ``fly``.
         jit: ``fly``'s ``jit``.
+        rng: ``fly``'s ``rng`` (``None``: the simulator's generator).
 
     Returns:
-        A short reason (``"imu: sensors are not compiled yet"``), or ``None``.
+        A short reason (``"a custom allocator: ..."``), or ``None``.
     """
     from . import control as control_module
 
@@ -234,10 +249,6 @@ def compiled_path_reason(
         return "jit=False: the per-step Python loop was asked for"
     if getattr(sim, "backend", None) != "native":
         return f"backend {getattr(sim, 'backend', None)!r}: only 'native' compiles the closed loop"
-    if imu is not None:
-        return "imu: sensors are not compiled yet"
-    if mocap is not None:
-        return "mocap: sensors are not compiled yet"
     if control is not control_module.control:
         return "a custom controller: only quadsim.control.control is compiled"
     if not isinstance(gains, control_module.GeometricGains | control_module.PidGains):
@@ -246,20 +257,24 @@ def compiled_path_reason(
         return "ctrl_state given: the compiled loop starts from a zero controller state"
     if allocator is not None:
         return "a custom allocator: the compiled loop uses the drone's default allocator"
-    wind = getattr(sim, "wind", None)
-    if wind is not None and wind.turbulence is not None:
-        return "wind turbulence: Dryden gusts are not compiled yet"
+    if (imu is not None or mocap is not None) and rng is not None and not isinstance(
+        rng, np.random.Generator
+    ):
+        return f"rng of type {type(rng).__name__}: the compiled loop draws from a NumPy Generator"
+    if mocap is not None:
+        from .sensors import mocap_delay_steps
+
+        try:
+            d = mocap_delay_steps(mocap, sim.dt)
+        except (ValueError, TypeError, AttributeError) as e:
+            return f"mocap: {e}"
+        if d > MOCAP_DELAY_MAX:
+            return (f"mocap latency of {d} steps: the compiled loop carries at most "
+                    f"{MOCAP_DELAY_MAX}")  # fmt: skip
     system = sim.system
     if system.attitude != "quat" or system.n_cmd != sim.drone.mixing_matrix.shape[1]:
         return (f"model {getattr(system, 'model', None)!r}: the compiled loop needs a rotor-level "
                 "quaternion model (first_principles)")  # fmt: skip
-    per_drone = [
-        key for key in system.param_spec
-        if key in sim.model_params and hasattr(sim.drone, key)
-        and np.shape(sim.model_params[key]) != np.shape(getattr(sim.drone, key))
-    ]  # fmt: skip
-    if per_drone:
-        return f"per-drone model parameters ({', '.join(per_drone)}) are not compiled yet"
     from .native import available
 
     if not available():
@@ -267,9 +282,142 @@ def compiled_path_reason(
     return None
 
 
+class _Draws:
+    """The random draws of :func:`fly`'s Python loop, made a range of steps at a time.
+
+    The Python loop draws, for each step ``j`` (relative to the flight's start): the sensor
+    normals ``z_j`` ``(n, n_noise)`` from ``rng`` (in ``think``, for sample ``j``), then, in
+    ``Simulator.step``, the Dryden noise ``(1, n, 5)`` from ``sim.rng`` (preceded once by the
+    stationary start ``(n, 5)``); the end sample ``j = total`` draws ``z`` only. Normals drawn
+    one after the other equal one block drawn at once (NumPy's ``Generator`` keeps no state
+    between calls but its bit generator's), so a range of steps is one block per generator,
+    split by columns when ``rng`` is ``sim.rng``. The gusts then go through the Simulator's own
+    functions and state (:func:`quadsim.wind.dryden_init`, :func:`~quadsim.wind.dryden_sequence`,
+    :func:`~quadsim.wind.gust_to_world`, ``sim._gust_state``), as ``Simulator._wind_sequence``.
+    """
+
+    def __init__(self, sim: Any, rng: np.random.Generator, n_noise: int, total: int) -> None:
+        self.sim, self.rng, self.nz, self.total, self.n = sim, rng, n_noise, total, sim.n
+        self.gusty = getattr(sim, "_dryden", None) is not None
+        self.shared = rng is sim.rng
+
+    def __call__(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray | None]:
+        """Draws of steps ``a..b`` (inclusive): ``(z (m, n, n_noise), wind (m, n, 3) or None)``.
+
+        ``wind`` is the world wind of each step [m/s] (mean + gust), ``None`` without
+        turbulence; the wind of step ``total`` (never applied) is the mean, drawn from nothing.
+        """
+        sim, rng, nz, n = self.sim, self.rng, self.nz, self.n
+        m = b - a + 1
+        mg = max(0, min(b, self.total - 1) - a + 1) if self.gusty else 0
+        z = np.empty((m, n, nz))
+        g = np.empty((mg, n, 5))
+        init = None
+        need_init = mg > 0 and sim._gust_state is None
+        if not (self.shared and nz and mg):  # independent streams (or only one of them)
+            if nz:
+                z[:] = rng.standard_normal((m, n, nz))
+            if mg:
+                init = sim.rng.standard_normal((n, 5)) if need_init else None
+                g[:] = sim.rng.standard_normal((mg, n, 5))
+        else:  # one generator: z_j, [the stationary start], gust noise_j, z_{j+1}, ...
+            i = 0
+            if need_init:
+                z[0] = rng.standard_normal((n, nz))
+                init = rng.standard_normal((n, 5))
+                g[0] = rng.standard_normal((n, 5))
+                i = 1
+            if mg > i:
+                block = rng.standard_normal((mg - i, n * (nz + 5)))
+                z[i:mg] = block[:, : n * nz].reshape(-1, n, nz)
+                g[i:] = block[:, n * nz :].reshape(-1, n, 5)
+            if m > mg:
+                z[mg:] = rng.standard_normal((m - mg, n, nz))
+        if not self.gusty:
+            return z, None
+        from .wind import dryden_init, dryden_sequence, gust_to_world
+
+        wind = np.empty((m, n, 3))
+        wind[:] = sim._mean_wind
+        if mg:
+            if init is not None:
+                sim._gust_state = dryden_init(sim._dryden, init)
+            sim._gust_state, gusts = dryden_sequence(sim._gust_state, g, sim._dryden)
+            wind[:mg] = sim._mean_wind + gust_to_world(gusts, sim._wind_dir, unit=True)
+        return z, wind
+
+
+class _Sensors:
+    """IMU and motion-capture readings of recorded samples, as the Python loop computes them.
+
+    The readings do not feed back (the controller reads the true state), so they are computed
+    per chunk in NumPy from the samples the compiled loop records, with the sensor functions
+    themselves (:func:`quadsim.sensors.imu_measure`, :func:`quadsim.sensors.mocap_measure`)
+    and the normals ``z_j`` of the Python loop (:class:`_Draws`). The IMU's in-run bias is a
+    random walk independent of the state, ``b_{j+1} = b_j + σ_w z_j[6:12]``, advanced over
+    every step (a cumulative sum, the same additions in the same order); the accelerometer
+    uses ``a_j = (v_j - v_{j-1})/dt`` from the sample's ``prev_vel`` and ``vel_before``;
+    motion capture adds its noise to ``mocap_true_pos``, the position ``d`` steps old.
+    """
+
+    def __init__(self, sim: Any, imu: Any, mocap: Any, rng: np.random.Generator) -> None:
+        self.imu, self.mocap, self.dt, self.n = imu, mocap, float(sim.dt), sim.n
+        self.g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
+        self.bias = None
+        if imu is not None:
+            from .sensors import check_imu_params, imu_discrete_std, imu_init
+
+            self.imu = check_imu_params(imu)
+            std = imu_discrete_std(self.imu, self.dt)
+            self.walk = np.concatenate([std["gyro_walk"], std["accel_walk"]])
+            b0 = imu_init(self.imu, (self.n,), rng.standard_normal((self.n, 6)), xp=np,
+                          dtype=np.float64)  # fmt: skip
+            self.bias = np.concatenate([np.asarray(b0.gyro_bias), np.asarray(b0.accel_bias)], -1)
+
+    def advance(self, z: np.ndarray) -> np.ndarray | None:
+        """In-run biases ``(m, n, 6)`` at the steps of ``z`` ``(m, n, n_noise)``; advances them."""
+        if self.imu is None:
+            return None
+        inc = self.walk * z[..., 6:12]
+        b = np.cumsum(np.concatenate([self.bias[None], inc]), axis=0)
+        self.bias = b[-1]
+        return b[:-1]
+
+    def readings(self, fields: dict, z: np.ndarray, bias: np.ndarray | None) -> dict:
+        """``gyro``, ``accel``, ``mocap_pos`` ``(m, n, 3)`` of samples ``fields`` ``(m, n, .)``.
+
+        ``z`` and ``bias`` are those of the same samples.
+        """
+        out: dict = {}
+        if self.imu is not None:
+            from .sensors import ImuState, imu_measure
+
+            def f(name: str) -> np.ndarray:
+                return np.asarray(fields[name], np.float64)
+
+            acc = (f("prev_vel") - f("vel_before")) / self.dt
+            reading, _ = imu_measure(
+                f("prev_quat"), f("prev_ang_vel"), acc, self.g_vec, self.imu,
+                ImuState(bias[..., :3], bias[..., 3:]), self.dt, z[..., :12],
+            )  # fmt: skip
+            out["gyro"], out["accel"] = reading.gyro, reading.accel
+        if self.mocap is not None:
+            from .sensors import MocapState, mocap_measure
+
+            pos = np.asarray(fields["mocap_true_pos"], np.float64)
+            quat = np.asarray(fields["prev_quat"], np.float64)
+            batch = pos.shape[:-1]
+            empty = MocapState(np.zeros((*batch, 0, 3)), np.zeros((*batch, 0, 4)),
+                               np.zeros((), np.int32))  # fmt: skip
+            reading, _ = mocap_measure(pos, quat, self.mocap, empty, z[..., 12:18])
+            out["mocap_pos"] = reading.pos
+        return out
+
+
 def _fly_compiled(
     sim: Any, loop: Any, gains: Any, offset: np.ndarray, total: int, log_every: int,
     chunk_steps: int, on_chunk: Callable | None, progress: Callable | None, keep_log: bool,
+    imu: Any = None, mocap: Any = None, rng: np.random.Generator | None = None,
 ) -> tuple[list[dict], int, bool, int | None]:  # fmt: skip
     """:func:`fly`'s loop on the compiled closed loop: ``(chunks, steps, interrupted, signal)``.
 
@@ -278,7 +426,10 @@ def _fly_compiled(
     the samples handed over: one priming step records sample 0, each chunk's call records the
     samples ``k + L, k + 2L, ...`` (the last one waits for the next chunk), and the end sample
     at ``t = duration`` is read from the state one step past the end, whose plant step is
-    discarded.
+    discarded. The random draws (sensor noise, Dryden gusts) are made per call in the Python
+    loop's order (:class:`_Draws`) and the sensor readings computed from the records
+    (:class:`_Sensors`). A call whose per-step inputs would pass :data:`CHUNK_BYTES` is split
+    into several rollout calls of whole sampling periods.
     """
     from .control import init_state
     from .sim import SimulationError, State
@@ -300,12 +451,53 @@ def _fly_compiled(
         x[rows["ctrl_" + name]] = np.asarray(value, np.float64).reshape(n, -1).T
     x[rows["step"]] = k_sim0
     x = x.astype(loop.dtype)
+    rng = sim.rng if rng is None else rng
+    n_noise = (18 if mocap is not None else 12) if (imu or mocap) else 0
+    sensors = _Sensors(sim, imu, mocap, rng)  # draws the IMU's turn-on biases first
+    draws = _Draws(sim, rng, n_noise, total)
+    per_step = n_noise > 0 or draws.gusty
     wind = getattr(sim, "wind", None)
-    wind = None if wind is None else np.broadcast_to(np.asarray(wind.mean, np.float64), (n, 3))
+    held = None if wind is None else np.broadcast_to(np.asarray(wind.mean, np.float64), (n, 3))
+    seg_max = chunk_steps
+    if per_step:  # per-step inputs (wind, noise) of one rollout call stay under CHUNK_BYTES
+        per = max(1, CHUNK_BYTES // (8 * n * (3 + 5 + n_noise)))
+        seg_max = max(log_every, per - per % log_every)
+    done = [0]  # steps handed to the rollout so far (relative to the flight's start)
 
-    def run(x: np.ndarray, steps: int, every: int) -> dict:
-        out = loop.run(x, steps, record_every=every, wind=wind, offset=offset)
-        return out.x, out.fields
+    def run(x: np.ndarray, steps: int, every: int) -> tuple[np.ndarray, dict, dict]:
+        """``steps`` steps from ``x``: ``(x, records, final)``, sensors included.
+
+        ``records`` holds the samples recorded every ``every`` steps, ``final`` the sample of
+        the state reached (both dicts of ``(m, n, ...)`` fields).
+        """
+        recs, final = [], {}
+        left = steps
+        while left:
+            s = min(seg_max, left)
+            a = done[0]
+            z, w = draws(a, a + s - 1) if per_step else (None, None)
+            out = loop.run(x, s, record_every=every, wind=held if w is None else w,
+                           offset=offset)  # fmt: skip
+            x, rec = out.x, out.fields
+            done[0] += s
+            left -= s
+            bias = sensors.advance(z) if n_noise else None
+            if rec and n_noise:  # sample j = a - 1 + every * (1, 2, ...) uses z_j, bias_j
+                i = every * np.arange(1, len(rec["cmd_rpm"]) + 1) - 1
+                rec = rec | sensors.readings(rec, z[i], None if bias is None else bias[i])
+            if rec:
+                recs.append(rec)
+            if not left:
+                final = as_record(x)
+                if n_noise:
+                    final |= sensors.readings(final, z[-1:],
+                                              None if bias is None else bias[-1:])  # fmt: skip
+        rec = {key: np.concatenate([r[key] for r in recs]) for key in recs[0]} if recs else {}
+        return x, rec, final
+
+    brain_keys = sorted(["ref_pos", "ref_vel", "ref_yaw", "cmd_rpm", "cmd_wrench", "lost_wrench",
+                         "saturated", *(["gyro", "accel"] if imu is not None else []),
+                         *(["mocap_pos"] if mocap is not None else [])])  # fmt: skip
 
     def samples(fields: dict, sl: Any) -> dict:
         """Log samples ``fields[sl]`` (records, or a final state as one record) as fly logs them."""
@@ -320,10 +512,11 @@ def _fly_compiled(
             key = "prev_" + name
             flags[name] = (np.asarray(fields[key][sl]).astype(flag_dtype) if key in fields
                            else np.zeros((m, n), flag_dtype))  # fmt: skip
+        brain = {key: f(key) for key in brain_keys if key != "saturated"}
+        brain["ref_yaw"] = brain["ref_yaw"][..., 0]
+        brain["saturated"] = np.asarray(fields["saturated"][sl])
         return {
-            "ref_pos": f("ref_pos"), "ref_vel": f("ref_vel"), "ref_yaw": f("ref_yaw")[..., 0],
-            "cmd_rpm": f("cmd_rpm"), "cmd_wrench": f("cmd_wrench"),
-            "lost_wrench": f("lost_wrench"), "saturated": np.asarray(fields["saturated"][sl]),
+            **{key: brain[key] for key in brain_keys}, "time": None,
             "pos": f("prev_pos"), "quat": f("prev_quat"), "vel": f("prev_vel"),
             "ang_vel": f("prev_ang_vel"), "rotor_rpm": f(rotor), **flags,
         }  # fmt: skip
@@ -365,34 +558,30 @@ def _fly_compiled(
     interrupted, stop_signal = False, None
     latest, latest_k = None, 0  # the record of the last plant state computed, and its step
     try:
-        x, first = run(x, 1, 1)
-        pending = {key: v[:1] for key, v in first.items()}
+        x, _, pending = run(x, 1, 0)
         latest = pending
         while k < total:
             n_chunk = min(chunk_steps, total - k)
             last = k + n_chunk == total
-            x, rec = run(x, n_chunk, log_every)
+            x, rec, final = run(x, n_chunk, log_every)
             m = len(rec["cmd_rpm"]) if rec else 0
             idx = k + log_every * np.arange(1, m + 1)  # the sample index of each record
             if last:
                 keep = int(np.sum(idx < total))
-                final = as_record(x)
                 parts = [pending] + ([{key: v[:keep] for key, v in rec.items()}] if keep else [])
                 parts.append(final)
                 latest = final
                 sample_k = [k, *idx[:keep].tolist(), total]
-            else:
+            else:  # a whole number of periods: the last record is the final state's sample
                 parts = [pending, {key: v[:-1] for key, v in rec.items()}]
-                pending = {key: v[-1:] for key, v in rec.items()}
+                pending = final
                 latest = pending
                 sample_k = [k, *idx[:-1].tolist()]
             latest_k = k + n_chunk
             check_fault(latest)
             logged = [samples(p, slice(None)) for p in parts]
-            chunk = {key: np.concatenate([s[key] for s in logged]) for key in logged[0]}
-            t = (k_sim0 + np.asarray(sample_k)) * dt
-            chunk = {**{key: chunk[key] for key in sorted(list(chunk)[:7])}, "time": t,
-                     **{key: chunk[key] for key in list(chunk)[7:]}}  # fmt: skip
+            chunk = {key: np.concatenate([s[key] for s in logged]) if key != "time"
+                     else (k_sim0 + np.asarray(sample_k)) * dt for key in logged[0]}  # fmt: skip
             with _interrupt_after():  # the chunk reaches the writer and the log, or neither
                 k += n_chunk
                 if on_chunk is not None:
@@ -463,15 +652,18 @@ def fly(
         compiled: Run the whole closed loop compiled to C, a chunk per call
             (:mod:`quadsim.closed_loop`): ``None`` when :func:`compiled_path_reason` allows it,
             ``True`` to require it, ``False`` for the per-step Python loop. Both paths log the
-            same samples (equal to rounding in float64); on a float32 simulator the compiled
-            loop also runs reference, controller and allocation in float32. The path that ran
+            same samples, sensor noise and gusts included (equal to rounding in float64, and
+            they leave ``sim``, its generator and its gust state alike after a completed
+            flight); on a float32 simulator the compiled loop also runs reference, controller
+            and allocation in float32. The path that ran
             and why are in ``meta["loop"]`` (``"compiled"`` or ``"python"``) and
             ``meta["loop_reason"]``.
 
     Returns:
         :class:`FlightResult`. After the flight ``sim`` holds the state, flags and clock of the
         last step computed (on the compiled path loaded back through ``sim.k``, ``sim.state``
-        and ``sim.status``; an interrupted compiled flight stops at a chunk's end).
+        and ``sim.status``; an interrupted compiled flight stops at a chunk's end, and its
+        generators and gust state may have advanced past it: they drew for the chunk in flight).
 
     Raises:
         ValueError: Bad arguments, or ``compiled=True`` where the compiled loop cannot run (the
@@ -505,14 +697,20 @@ def fly(
     )
     reason = "compiled=False" if compiled is False else compiled_path_reason(
         sim, control, gains, ctrl_state=ctrl_state, allocator=allocator, imu=imu, mocap=mocap,
-        jit=jit,
+        jit=jit, rng=rng,
     )  # fmt: skip
     loop = None
     if reason is None:
         from .closed_loop import compile_for_simulator
 
         try:
-            loop = compile_for_simulator(sim, control, gains, trajectory)
+            delay = None
+            if mocap is not None:
+                from .sensors import mocap_delay_steps
+
+                delay = mocap_delay_steps(mocap, dt)
+            loop = compile_for_simulator(sim, control, gains, trajectory, imu=imu is not None,
+                                         mocap_delay=delay)  # fmt: skip
         except Exception as e:  # any failure to trace or build falls back
             reason = f"the closed loop could not be compiled: {type(e).__name__}: {e}"
     if compiled and loop is None:
@@ -521,8 +719,9 @@ def fly(
     if loop is not None:
         t0 = time.perf_counter()
         chunks, k, interrupted, stop_signal = _fly_compiled(
-            sim, loop, gains, offset, total, log_every, chunk_steps, on_chunk, progress, keep_log
-        )
+            sim, loop, gains, offset, total, log_every, chunk_steps, on_chunk, progress, keep_log,
+            imu, mocap, rng,
+        )  # fmt: skip
         wall = time.perf_counter() - t0
         log = {key: np.concatenate([c[key] for c in chunks]) for key in chunks[0]} if chunks else {}
         meta_out = run_meta(sim, total * dt, meta) | loop_meta

@@ -84,7 +84,7 @@ def fly_scenario(
             requested output, or a run that would not fit in memory.
     """
     from . import preflight
-    from .flight import fly
+    from .flight import compiled_path_reason, fly
     from .io.parts import PARTS, PartWriter
     from .scenario import build, load_scenario
 
@@ -107,7 +107,12 @@ def fly_scenario(
     sim = objs.sim
     total = max(1, round(objs.duration / sim.dt))
     opts = {"csv": bool(csv), "plots": bool(plots), "animate": animate}
-    run_meta = objs.meta | {"output": objs.meta["output"] | opts}
+    # the loop fly will run, in every part for `quadsim recover` (fly's meta corrects it at the
+    # end if tracing fell back to the Python loop)
+    reason = compiled_path_reason(sim, objs.control, objs.gains, imu=objs.imu, mocap=objs.mocap,
+                                  rng=objs.rng)  # fmt: skip
+    loop = {"loop": "python" if reason else "compiled", "loop_reason": reason}
+    run_meta = objs.meta | {"output": objs.meta["output"] | opts} | loop
     parts = PartWriter(out / PARTS, run_meta)
     bar, update = _progress_bar(total, progress)
     t0 = time.perf_counter()
@@ -132,7 +137,7 @@ def fly_scenario(
     finally:
         if bar is not None:
             bar.close()
-    return _finish(out, run_meta, result.wall_time, result.interrupted, result.signal)
+    return _finish(out, result.meta, result.wall_time, result.interrupted, result.signal)
 
 
 @contextlib.contextmanager
@@ -173,6 +178,9 @@ def _finish(
 
         shutil.rmtree(out / PARTS, ignore_errors=True)
         summary = io.SummaryAccumulator(meta).result(wall_time, interrupted)
+    for key in ("loop", "loop_reason"):  # what ran (the parts hold what was expected)
+        if key in meta:
+            summary[key] = meta[key]
     if signum is not None:
         summary["signal"] = signal.Signals(signum).name
     summary_path = out / "summary.json"

@@ -124,8 +124,10 @@ def _check_unit_quat(quat: np.ndarray, drones: np.ndarray, where: str) -> None:
 def initial_status(
     xp: Any, batch_shape: tuple[int, ...], device: Any = None, dtype: Any = None
 ) -> Status:
-    """All-clear :class:`~quadsim.world.Status` for a batch; ``crash_time`` in ``dtype``
-    (default: the namespace's default float, which on torch is float32)."""
+    """All-clear :class:`~quadsim.world.Status` for a batch.
+
+    ``crash_time`` has ``dtype`` (default: the namespace's default float; float32 on torch).
+    """
     false = xp.zeros(batch_shape, dtype=xp.bool, device=device)
     return Status(
         landed=false,

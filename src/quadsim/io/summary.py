@@ -210,6 +210,8 @@ class SummaryAccumulator:
             "scenario": meta.get("scenario"),
             "backend": meta.get("backend"),
             "model": meta.get("model"),
+            "loop": meta.get("loop"),
+            "loop_reason": meta.get("loop_reason"),
             "n_drones": int(N),
             "n_samples": int(T),
             "sim_time_s": sim_time,
@@ -253,8 +255,9 @@ def summarize(
         t_from: Tracking error counts samples with ``time >= t_from`` [s] (settling skipped).
 
     Returns:
-        A JSON-able dict: ``interrupted``, ``drone``, ``scenario``, ``backend`` and ``model``
-        (from ``meta``), ``n_drones``, ``n_samples``, ``sim_time_s``,
+        A JSON-able dict: ``interrupted``, ``drone``, ``scenario``, ``backend``, ``model``,
+        ``loop`` and ``loop_reason`` (from ``meta``: the flight loop that ran, ``"compiled"``
+        or ``"python"``, and why not compiled), ``n_drones``, ``n_samples``, ``sim_time_s``,
         ``wall_time_s``, ``real_time_factor``, ``drone_seconds_per_wall_second``, ``t_from_s``,
         ``tracking_rms_m``, ``tracking_max_m``, ``max_tilt_deg``, ``saturation_time_s`` (worst
         drone), ``saturation_fraction`` (of all drone-samples), ``crash_count``, ``crashes``
