@@ -18,13 +18,24 @@ import sys
 import time
 from collections.abc import Callable
 from importlib import metadata
+from typing import Any
 
-__all__ = ["available", "crazyflow_rollout", "rotorpy_batched", "rotorpy_single_step"]
+__all__ = [
+    "available",
+    "crazyflow_closed_loop",
+    "crazyflow_env",
+    "crazyflow_rollout",
+    "rotorpy_batched",
+    "rotorpy_single_step",
+]
 
 DT = 1.0 / 500.0
 """Step [s] of every peer measurement (crazyflow's ``freq=500``)."""
 
 _CHILD = "import json,sys;from quadsim.bench_peers import _crazyflow_here as f;print(json.dumps(f(*map(int,sys.argv[1:]))))"  # noqa: E501
+_JOB = "import json,sys;from quadsim.bench_peers import _child_main as f;f(sys.argv[1],json.loads(sys.argv[2]))"  # noqa: E501
+_MARK = "QUADSIM-BENCH-RECORD "
+"""Prefix of the result lines a child prints (crazyflow's imports print to stdout too)."""
 
 
 def available() -> dict[str, str | None]:
@@ -231,3 +242,302 @@ def rotorpy_batched(n: int, steps: int, repeats: int = 3, *, aero: bool = True) 
 
     run(min(steps, 5))  # warm-up
     return _median_rate(run, n * steps, repeats)
+
+
+# -- crazyflow's closed loop and Gymnasium environment (quadsim bench --closed-loop) -------------
+
+
+def _child_env() -> dict[str, str]:
+    return {**os.environ, "SCIPY_ARRAY_API": "1", "JAX_ENABLE_X64": "0"}
+
+
+def _run_child(job: str, kwargs: dict, on_record: Callable[[dict], None] | None = None) -> list:
+    """Run ``job`` (a name in :func:`_child_main`) in a child interpreter; its records, in order.
+
+    The child prints one JSON record per measurement as soon as it has it; ``on_record`` sees
+    each one then (progress). Its stderr (MJX's import warnings, compiler chatter) goes to a
+    temporary file and is quoted only when the child fails.
+
+    Raises:
+        RuntimeError: If the child exits with an error.
+    """
+    import tempfile
+
+    records = []
+    with tempfile.TemporaryFile("w+") as err:
+        cmd = [sys.executable, "-c", _JOB, job, json.dumps(kwargs)]
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
+                              env=_child_env()) as proc:  # fmt: skip
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if line.startswith(_MARK):
+                    rec = json.loads(line[len(_MARK):])
+                    records.append(rec)
+                    if on_record is not None:
+                        on_record(rec)
+            code = proc.wait()
+        if code != 0:
+            err.seek(0)
+            tail = err.read()[-2000:]
+            raise RuntimeError(f"crazyflow {job} benchmark failed (exit {code}):\n{tail}")
+    return records
+
+
+def _child_main(job: str, kwargs: dict) -> None:
+    """Body of the child interpreter: run a job and print its records as they come."""
+    fn = {"closed_loop": _crazyflow_closed_loop_here, "env": _crazyflow_env_here}[job]
+    for rec in fn(**kwargs):
+        print(_MARK + json.dumps(rec), flush=True)
+
+
+def crazyflow_closed_loop(
+    sizes: list[int], seconds: float = 0.4, repeats: int = 5,
+    modes: tuple[str, ...] = ("loop", "held", "scan"),
+    on_record: Callable[[dict], None] | None = None,
+) -> list[dict]:  # fmt: skip
+    """Closed-loop drone-steps per second of crazyflow's Mellinger state controller.
+
+    Configuration, per ``n`` in ``sizes``: ``Sim(n_worlds=n, n_drones=1, drone=cf2x_L250,
+    dynamics=first_principles, control=state, integrator=rk4, freq=500, state_freq=500,
+    attitude_freq=500, force_torque_freq=500)`` on JAX's default backend, float32. Every step
+    runs the whole Mellinger cascade (position -> attitude -> force/torque -> rotor speeds) and
+    the RK4 first-principles plant with rotor dynamics. Drones start on the reference, at hover
+    rotor speed; the reference is quadsim's :class:`~quadsim.trajectories.Circle` (1 m radius,
+    1 m/s, 1 m up) as crazyflow's 16-entry state command ``[pos, vel, acc, quat(yaw), 0]``.
+
+    Modes (each timed on the same ``Sim``):
+
+    * ``loop``: the per-step public API, ``sim.state_control(cmd_k); sim.step()`` in a Python
+      loop; the commands are device arrays made beforehand.
+    * ``held``: ``sim.state_control(cmd_0); sim.step(T)``, one jitted ``lax.scan`` of ``T``
+      steps with the setpoint held (not a moving reference: an upper bound of crazyflow's
+      speed on this workload).
+    * ``scan``: the moving reference inside one jitted ``lax.scan`` over a ``(T, 16)`` table of
+      commands, built from crazyflow's functional API (``functional.state_control`` then the
+      sim's own jitted one-step function).
+
+    ``T`` comes from a probe so one timed run lasts about ``seconds``; a new ``T`` recompiles
+    (untimed: two warm-up calls). Every timed run starts from the same initial data. Runs in a
+    child interpreter (see :func:`crazyflow_rollout`).
+
+    Args:
+        sizes: Drone counts (worlds of one drone).
+        seconds: Target wall time of one timed run.
+        repeats: Timed runs per mode; the median is reported.
+        modes: Subset of ``("loop", "held", "scan")``.
+        on_record: Called with each record as it arrives.
+
+    Returns:
+        Records ``{"n", "mode", "steps", "drone_steps_per_s", "runs", "build_s"}`` (``runs``:
+        the rate of every timed run).
+
+    Raises:
+        RuntimeError: If the child process fails.
+    """
+    kwargs = dict(sizes=list(sizes), seconds=seconds, repeats=repeats, modes=list(modes))
+    return _run_child("closed_loop", kwargs, on_record)
+
+
+def _circle_commands(steps: int) -> Any:
+    """State commands of crazyflow, ``(steps, 16)`` float32 of the benchmark circle at 500 Hz."""
+    import numpy as np
+
+    from .trajectories import Circle
+
+    ref = Circle(radius=1.0, speed=1.0, center=(0.0, 0.0, 1.0))(np.arange(steps) * DT)
+    out = np.zeros((steps, 16), np.float32)
+    out[:, 0:3], out[:, 3:6], out[:, 6:9] = ref.pos, ref.vel, ref.acc
+    yaw = np.broadcast_to(np.asarray(ref.yaw, np.float64), (steps,))
+    out[:, 11], out[:, 12] = np.sin(yaw / 2), np.cos(yaw / 2)  # quaternion xyzw of the yaw
+    return out
+
+
+def _hover_rpm(params: Any) -> float:
+    """Hover rotor speed of crazyflow [RPM]: ``k0 + k1 w + k2 w² = m g / 4``."""
+    import numpy as np
+
+    k0, k1, k2 = np.asarray(params.rpm2thrust, np.float64).reshape(-1)[:3]
+    f = float(np.asarray(params.mass).reshape(-1)[0]) * -float(params.gravity_vec[2]) / 4
+    return (-k1 + math.sqrt(k1 * k1 - 4 * k2 * (k0 - f))) / (2 * k2)
+
+
+def _crazyflow_closed_loop_here(sizes: list[int], seconds: float, repeats: int,
+                                modes: list[str]) -> Any:  # fmt: skip
+    """In-process body of :func:`crazyflow_closed_loop` (a generator of records)."""
+    for n in sizes:
+        yield from _crazyflow_closed_loop_n(n, seconds, repeats, modes)
+
+
+def _crazyflow_closed_loop_n(n: int, seconds: float, repeats: int, modes: list[str]) -> Any:
+    """The records of :func:`crazyflow_closed_loop` for ``n`` drones."""
+    import jax
+    import jax.numpy as jnp
+    from crazyflow import Control, Drone, Dynamics, Sim
+    from crazyflow.sim import functional
+    from crazyflow.sim.integration import Integrator
+
+    t0 = time.perf_counter()
+    hz = round(1 / DT)
+    sim = Sim(
+        n_worlds=n, n_drones=1, drone=Drone.cf2x_L250, dynamics=Dynamics.first_principles,
+        control=Control.state, integrator=Integrator.rk4, freq=hz, state_freq=hz,
+        attitude_freq=hz, force_torque_freq=hz, device=jax.default_backend(),
+    )  # fmt: skip
+    build = time.perf_counter() - t0
+
+    def put(a: Any) -> Any:
+        return jax.device_put(jnp.asarray(a, jnp.float32), sim.device)
+
+    first = _circle_commands(1)[0]
+    hover = _hover_rpm(sim.data.params)
+    st = sim.data.states.replace(
+        pos=put(jnp.broadcast_to(first[0:3], (n, 1, 3))),
+        vel=put(jnp.broadcast_to(first[3:6], (n, 1, 3))),
+        rotor_vel=put(jnp.full((n, 1, 4), hover)),
+    )
+    data0 = sim.data.replace(states=st)
+    step1 = sim._step  # the sim's own jitted pipeline, (data, n_steps) -> data
+
+    def body(data: Any, ref: Any) -> tuple[Any, None]:
+        data = functional.state_control(data, jnp.broadcast_to(ref, (n, 1, 16)))
+        return step1(data, n_steps=1), None
+
+    scan = jax.jit(lambda data, refs: jax.lax.scan(body, data, refs)[0])
+
+    def make(mode: str, steps: int) -> Callable[[], None]:
+        table = _circle_commands(steps)
+        if mode == "loop":
+            cap = max(1, min(steps, (64 << 20) // (64 * n)))  # distinct commands kept (64 MB)
+            cmds = [put(jnp.broadcast_to(table[k], (n, 1, 16))) for k in range(cap)]
+
+            def run() -> None:
+                for k in range(steps):
+                    sim.state_control(cmds[k % cap])
+                    sim.step()
+                jax.block_until_ready(sim.data)
+
+            return run
+        if mode == "held":
+            cmd = put(jnp.broadcast_to(table[0], (n, 1, 16)))
+
+            def run() -> None:
+                sim.state_control(cmd)
+                sim.step(steps)
+                jax.block_until_ready(sim.data)
+
+            return run
+        if mode != "scan":
+            raise ValueError(f"crazyflow closed-loop mode must be loop, held or scan; got {mode!r}")
+        refs = put(table)
+
+        def run() -> None:
+            sim.data = scan(sim.data, refs)
+            jax.block_until_ready(sim.data)
+
+        return run
+
+    def timed(run: Callable[[], None]) -> float:
+        sim.data = jax.tree.map(lambda a: a.copy() if isinstance(a, jax.Array) else a, data0)
+        jax.block_until_ready(sim.data)
+        t = time.perf_counter()
+        run()
+        return time.perf_counter() - t
+
+    for mode in modes:
+        steps = 20 if mode == "loop" else 50
+        run = make(mode, steps)
+        timed(run)
+        timed(run)  # compilation, then a recompile for an uncommitted input, if any
+        t = timed(run)
+        if t < 0.5 * seconds:  # longer runs: a round number of steps lasting about `seconds`
+            steps = int(float(f"{min(200_000, max(steps, seconds / max(t, 1e-9) * steps)):.2g}"))
+            run = make(mode, steps)
+            timed(run)
+            if mode != "loop":
+                timed(run)
+        times = [timed(run) for _ in range(max(1, repeats))]
+        yield {"n": n, "mode": mode, "steps": steps, "build_s": build,
+               "drone_steps_per_s": n * steps / statistics.median(times),
+               "runs": [n * steps / t for t in times]}  # fmt: skip
+
+
+def crazyflow_env(
+    num_envs: int, steps: int = 200, repeats: int = 5,
+    configs: tuple[str, ...] = ("first_principles+rk4", "first_principles", "so_rpy"),
+    on_record: Callable[[dict], None] | None = None,
+) -> list[dict]:  # fmt: skip
+    """Env-steps per second of crazyflow's ``DroneReachPos-v0`` vector environment.
+
+    ``gymnasium.make_vec("DroneReachPos-v0", num_envs=num_envs, freq=100, dynamics=...,
+    device=jax.default_backend())``: attitude actions (roll, pitch, yaw, collective thrust,
+    crazyflow's default control) at 100 Hz on its 500 Hz simulation (5 physics steps per env
+    step, the Mellinger attitude controller at 500 Hz), float32, drone cf2x_L250 (the env's
+    default), autoreset. Configurations:
+
+    * ``so_rpy``: the registered defaults (``so_rpy`` fitted attitude dynamics, Euler);
+    * ``first_principles``: first-principles dynamics with rotor dynamics, crazyflow's default
+      integrator (Euler, 1 derivative evaluation per step);
+    * ``first_principles+rk4``: the same with the ``"integration"`` stage of the sim's step
+      pipeline replaced by RK4 (the stage's documented replace hook): quadsim's workload.
+
+    Random actions uniform in the action space, drawn beforehand and put on the device;
+    ``steps`` env steps per timed run after 10 warm-up steps (which compile), the median of
+    ``repeats`` runs, synchronised with ``jax.block_until_ready`` on the last step's outputs.
+    Runs in a child interpreter (see :func:`crazyflow_rollout`).
+
+    Returns:
+        Records ``{"config", "num_envs", "steps", "env_steps_per_s", "runs", "substeps"}``.
+
+    Raises:
+        RuntimeError: If the child process fails.
+    """
+    kwargs = dict(num_envs=num_envs, steps=steps, repeats=repeats, configs=list(configs))
+    return _run_child("env", kwargs, on_record)
+
+
+def _crazyflow_env_here(num_envs: int, steps: int, repeats: int, configs: list[str]) -> Any:
+    """In-process body of :func:`crazyflow_env` (a generator of records)."""
+    import crazyflow.envs  # noqa: F401  (registers DroneReachPos-v0)
+    import gymnasium as gym
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from crazyflow.sim.integration import Integrator
+    from crazyflow.sim.sim import select_dynamics_fn, select_integrate_fn
+
+    for config in configs:
+        dynamics, _, integrator = config.partition("+")
+        env = gym.make_vec("DroneReachPos-v0", num_envs=num_envs, freq=100, dynamics=dynamics,
+                           device=jax.default_backend())  # fmt: skip
+        sim = env.unwrapped.sim
+        if integrator:
+            stage = select_integrate_fn(Integrator(integrator), select_dynamics_fn(sim.dynamics))
+            sim.step_pipeline["integration"] = stage
+            sim.integrator = Integrator(integrator)
+            sim.build_step_fn()
+        env.reset(seed=0)
+        rng = np.random.default_rng(0)
+        low, high = env.action_space.low, env.action_space.high
+        actions = [jax.device_put(jnp.asarray(rng.uniform(low, high).astype(np.float32)),
+                                  sim.device) for _ in range(steps)]  # fmt: skip
+        out = None
+        for a in actions[:10]:
+            out = env.step(a)
+        jax.block_until_ready(out)
+
+        def run(actions: list = actions, env: Any = env) -> None:
+            out = None
+            for a in actions:
+                out = env.step(a)
+            jax.block_until_ready(out)
+
+        times = []
+        for _ in range(max(1, repeats)):
+            t = time.perf_counter()
+            run()
+            times.append(time.perf_counter() - t)
+        yield {"config": config, "num_envs": num_envs, "steps": steps,
+               "substeps": int(env.unwrapped.n_substeps), "integrator": str(sim.integrator),
+               "env_steps_per_s": num_envs * steps / statistics.median(times),
+               "runs": [num_envs * steps / t for t in times]}  # fmt: skip
+        env.close()

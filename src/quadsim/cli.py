@@ -70,8 +70,19 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("presets", help="list the drone presets")
     b = sub.add_parser("bench", help="measure drone-steps per second (and the peers, if installed)")
-    b.add_argument("--quick", action="store_true", help="a run of about a minute")
-    b.add_argument("--json", metavar="FILE", help="also write the table as JSON records")
+    b.add_argument("--quick", action="store_true", help="a short smoke run")
+    b.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    b.add_argument("--closed-loop", action="store_true",
+                   help="the closed loop (controller + plant) against crazyflow, not the plant")
+    b.add_argument("--envs", action="store_true",
+                   help="the Gymnasium vector envs against crazyflow's (with or without "
+                        "--closed-loop)")
+    b.add_argument("--sizes", nargs="+", metavar="N",
+                   help="drone counts of --closed-loop (default 1 64 1024 16384)")
+    b.add_argument("--num-envs", metavar="N", help="environments of --envs (default 1024)")
+    b.add_argument("--repeats", metavar="K", help="timed runs per point (default 5)")
+    b.add_argument("--no-peers", action="store_true", help="skip crazyflow even when installed")
+    b.add_argument("--no-fly", action="store_true", help="skip the quadsim fly rows")
     return p
 
 
@@ -236,6 +247,13 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "presets":
             return _presets()
         if args.command == "bench":
+            from .bench_closed_loop import main as closed_loop_main
+            from .bench_closed_loop import parse_options
+
+            opts = parse_options(args.closed_loop, args.envs, args.sizes, args.num_envs,
+                                 args.repeats, args.no_peers, args.no_fly)  # fmt: skip
+            if opts:
+                return closed_loop_main(quick=args.quick, json_path=args.json, **opts)
             from .bench import main as bench_main
 
             return bench_main(quick=args.quick, json_path=args.json)
