@@ -14,25 +14,32 @@ physics rate, the policy at the control rate). All maps are affine in ``a``:
   ``(roll_d, pitch_d, ψ)`` (``ψ``: the current yaw) and the yaw-rate feed-forward into body-rate
   set points, then the rate stage and allocation as above.
 
-All arrays are NumPy with a leading batch axis ``n`` (one row per environment).
+The classes hold NumPy arrays with a leading batch axis ``n`` (one row per environment); the
+inner loop itself is one pure array-API function, :func:`inner_loop`, which the classes call and
+the compiled env step (:mod:`quadsim.envs.compiled`) traces.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..rotation import from_euler, to_euler
+from .._array import unstack
+from ..rotation import from_euler, multiply
 
 __all__ = [
     "ACTION_LEVELS",
     "ActionLevel",
+    "InnerConsts",
+    "InnerState",
     "RotorSpeeds",
     "ThrustAttitude",
     "ThrustRates",
     "default_gains",
+    "init_inner",
+    "inner_loop",
     "make_action_level",
     "rotor_time_constant",
 ]
@@ -110,6 +117,172 @@ def rotor_time_constant(params: Any) -> float:
     return 2.0 / k if k > 0.0 else 0.0
 
 
+class InnerState(NamedTuple):
+    """Memory of the inner loops, batch shape ``...`` (zeros: a fresh episode).
+
+    Attributes:
+        rate_int: Rate integrator ``(..., 3)`` [rad/s²].
+        prev_ang_vel: Body rates at the previous substep ``(..., 3)`` [rad/s] (D term).
+        prev_tau: Roll and pitch torque of the rate stage at the previous substep ``(..., 2)``
+            [N m] (the lead).
+        yaw_sp: Yaw set point as ``(cos ψ_d, sin ψ_d)`` ``(..., 2)`` (``thrust_attitude``).
+        started: 1 after the first substep of an episode, else 0 ``(...)``: no derivative or lead
+            kick, and the yaw set point starts at the drone's yaw.
+    """
+
+    rate_int: Any
+    prev_ang_vel: Any
+    prev_tau: Any
+    yaw_sp: Any
+    started: Any
+
+
+class InnerConsts(NamedTuple):
+    """Constants of the inner loops of one action level (:func:`inner_loop`).
+
+    Attributes:
+        attitude: ``thrust_attitude`` (attitude and rate stages) rather than ``thrust_rates``.
+        gains: :class:`~quadsim.control.gains.PidGains` at the physics step.
+        alloc: :class:`~quadsim.rotors.Allocator` of the drone.
+        f_lo: Collective thrust at ``a_0 = -1`` [N].
+        f_hi: Collective thrust at ``a_0 = 1`` [N].
+        rate_limit: Body rates at ``|a| = 1`` [rad/s] (``thrust_rates``), ``(3,)``.
+        lead: ``τ_m / dt``, the gain of the rotor-lag lead.
+        dt: Physics step [s].
+        tilt_limit: Roll and pitch at ``|a| = 1`` [rad] (``thrust_attitude``).
+        yaw_rate_limit: Yaw rate at ``|a| = 1`` [rad/s] (``thrust_attitude``).
+    """
+
+    attitude: bool
+    gains: Any
+    alloc: Any
+    f_lo: float
+    f_hi: float
+    rate_limit: Any
+    lead: float
+    dt: float
+    tilt_limit: float
+    yaw_rate_limit: float
+
+
+def init_inner(batch_shape: tuple[int, ...] = (), xp: Any = None, dtype: Any = None) -> InnerState:
+    """The zero :class:`InnerState` (a fresh episode) for a batch (NumPy float64 by default)."""
+    if xp is None:
+        xp = np
+    shape = tuple(batch_shape)
+    z = lambda k: xp.zeros((*shape, k) if k else shape, dtype=dtype)  # noqa: E731
+    return InnerState(z(3), z(3), z(2), z(2), z(0))
+
+
+def inner_loop(
+    action: Any, state: Any, inner: InnerState, c: InnerConsts
+) -> tuple[Any, InnerState]:
+    r"""One physics substep of the inner loops: actions to rotor speeds (pure, array API).
+
+    The one implementation of the ``thrust_rates`` and ``thrust_attitude`` levels: the NumPy
+    classes below call it on arrays with a batch axis, and the compiled env step
+    (:mod:`quadsim.envs.compiled`) traces it on :class:`quadsim._array.SymArray` for one drone.
+
+    1. thrust ``F = f_lo + (a_0 + 1)/2 (f_hi - f_lo)``;
+    2. body-rate set points: ``thrust_rates`` ``ω_d = a_{1:4} ∘ rate_limit``; ``thrust_attitude``
+       integrates the yaw set point ``ψ_d ← ψ + clip(wrap(ψ_d + r dt - ψ), ±0.5)`` (``ψ_d = ψ``
+       at the first substep, ``r = a_3 yaw_rate_limit``; kept as ``(cos ψ_d, sin ψ_d)``, which
+       needs no ``atan2``) and runs :func:`quadsim.control.pid.attitude_control` on
+       ``q(a_1 θ_max, a_2 θ_max, ψ_d)`` with feed-forward ``r``;
+    3. :func:`quadsim.control.pid.rate_control` gives ``(F, τ)``; the lead
+       ``τ_xy + lead (τ_xy - τ_xy,prev)`` (after the first substep) on roll and pitch;
+    4. :func:`quadsim.rotors.allocate` with saturation.
+
+    Args:
+        action: Actions ``(..., 4)`` in ``[-1, 1]`` (already clipped).
+        state: Anything with ``quat`` ``(..., 4)`` and ``ang_vel`` ``(..., 3)`` [rad/s].
+        inner: :class:`InnerState`.
+        c: :class:`InnerConsts`.
+
+    Returns:
+        ``(rpm (..., N), inner)``.
+    """
+    from .._array import as_like, namespace
+    from ..control import pid
+    from ..rotors import allocate
+
+    xp = namespace(action, state.quat, state.ang_vel)
+    started = inner.started
+    f = c.f_lo + 0.5 * (action[..., 0] + 1.0) * (c.f_hi - c.f_lo)
+    yaw_sp = inner.yaw_sp
+    if c.attitude:
+        q = state.quat
+        yaw_sp = _yaw_setpoint(xp, q, yaw_sp, started, action[..., 3] * (c.yaw_rate_limit * c.dt))
+        roll_pitch = action[..., 1:3] * c.tilt_limit
+        q_rp = from_euler(xp.concat([roll_pitch, 0.0 * roll_pitch[..., :1]], axis=-1))
+        rates = pid.attitude_control(q, multiply(_half_yaw(xp, yaw_sp), q_rp),
+                                     action[..., 3] * c.yaw_rate_limit, c.gains)  # fmt: skip
+    else:
+        rates = action[..., 1:4] * as_like(xp, np.asarray(c.rate_limit, np.float64), action)
+    cstate = pid.PidState(None, inner.rate_int, inner.prev_ang_vel, None, started)
+    wrench, cs1 = pid.rate_control(state.ang_vel, rates, f, c.gains, cstate)
+    tau = wrench[..., 1:3]  # roll and pitch: yaw responds at once (rotor reaction torque)
+    lead = (c.lead * started)[..., None] * (tau - inner.prev_tau)
+    cmd = xp.concat([wrench[..., 0:1], tau + lead, wrench[..., 3:4]], axis=-1)
+    rpm = allocate(cmd, c.alloc).rpm
+    return rpm, InnerState(cs1.rate_int, cs1.prev_ang_vel, tau, yaw_sp, xp.ones_like(started))
+
+
+_COS_MAX, _SIN_MAX = math.cos(0.5), math.sin(0.5)  # the yaw set point stays within 0.5 rad
+
+
+def _heading(xp: Any, q: Any) -> tuple[Any, Any]:
+    """``(cos ψ, sin ψ)`` of the ZYX yaw ``ψ`` of ``q`` (any norm), as
+    :func:`quadsim.rotation.to_euler` defines it (also at gimbal lock), without ``atan2``."""  # noqa: D205, D209
+    x, y, z, w = unstack(q)
+    tol = math.sqrt(float(xp.finfo(q.dtype).eps))
+    a2 = (w + y) * (w + y) + (x - z) * (x - z)
+    b2 = (w - y) * (w - y) + (x + z) * (x + z)
+    lock = 2.0 * xp.sqrt(a2) * xp.sqrt(b2) < tol * (a2 + b2)  # cos θ < tol
+    xx, yy, zz, ww = x * x, y * y, z * z, w * w
+    c = xp.where(lock, ww - xx + yy - zz, ww + xx - yy - zz)  # R11 (lock), else R00
+    s = xp.where(lock, 2.0 * (w * z - x * y), 2.0 * (x * y + w * z))  # -R01 (lock), else R10
+    r2 = c * c + s * s
+    ok = r2 > 0.0
+    inv = 1.0 / xp.sqrt(xp.where(ok, r2, 1.0))
+    return xp.where(ok, c * inv, 1.0), s * inv
+
+
+def _yaw_setpoint(xp: Any, q: Any, sp: Any, started: Any, step: Any) -> Any:
+    r"""The new yaw set point ``(cos ψ_d, sin ψ_d)`` ``(..., 2)``.
+
+    ``ψ_d ← ψ + clip(wrap(ψ_d + step - ψ), ±0.5)`` (``ψ_d = ψ`` before the first substep), on
+    unit complex numbers ``e^{iψ}``: the error ``e^{iψ_d} e^{i step} e^{-iψ}`` is kept where its
+    angle is within ``±0.5`` (real part ``≥ cos 0.5``), else replaced by ``e^{±0.5 i}``. Equal to
+    the angle form up to rounding, with two ``sin``/``cos`` of the held ``step`` instead of
+    ``atan2`` and ``sin``/``cos`` at every substep.
+    """
+    hc, hs = _heading(xp, q)
+    going = started > 0.5
+    zc = xp.where(going, sp[..., 0], hc)
+    zs = xp.where(going, sp[..., 1], hs)
+    rc, rs = xp.cos(step), xp.sin(step)
+    pc, ps = zc * rc - zs * rs, zc * rs + zs * rc  # e^{i(ψ_d + step)}
+    ec, es = pc * hc + ps * hs, ps * hc - pc * hs  # times e^{-iψ}
+    n = xp.sqrt(ec * ec + es * es)
+    inside = ec >= _COS_MAX * n
+    inv = 1.0 / xp.where(n > 0.0, n, 1.0)
+    ec = xp.where(inside, ec * inv, _COS_MAX)
+    es = xp.where(inside, es * inv, xp.where(es > 0.0, _SIN_MAX, -_SIN_MAX))
+    return xp.stack([hc * ec - hs * es, hc * es + hs * ec], axis=-1)
+
+
+def _half_yaw(xp: Any, z: Any) -> Any:
+    """The quaternion ``(0, 0, sin(ψ/2), cos(ψ/2))`` (up to sign) of ``z = (cos ψ, sin ψ)``."""
+    c, s = z[..., 0], z[..., 1]
+    pos = c >= 0.0
+    hc = xp.where(pos, 1.0 + c, s)  # 2 cos(ψ/2) (cos(ψ/2), sin(ψ/2)) or 2 sin(ψ/2) (...)
+    hs = xp.where(pos, s, 1.0 - c)
+    inv = 1.0 / xp.sqrt(hc * hc + hs * hs)
+    zero = 0.0 * c
+    return xp.stack([zero, zero, hs * inv, hc * inv], axis=-1)
+
+
 class ThrustRates(ActionLevel):
     """Collective thrust and body rates, tracked by the PID rate stage at the physics rate.
 
@@ -118,6 +291,8 @@ class ThrustRates(ActionLevel):
     ``τ_xy + (τ_m/dt)(τ_xy - τ_xy,prev)`` on roll and pitch inverts the rotor lag (first order,
     time constant ``τ_m``); the wrench ``(F, τ)`` is allocated with saturation (thrust and
     roll/pitch before yaw). The gains' own lag compensation (``motor_tau``) is not used.
+    The loop itself is :func:`inner_loop` (its memory: :attr:`inner`, its constants:
+    :attr:`consts`).
 
     Args:
         params: Drone parameters.
@@ -132,12 +307,12 @@ class ThrustRates(ActionLevel):
     """
 
     name = "thrust_rates"
+    attitude = False
 
     def __init__(
         self, params: Any, n: int, dt: float, gains: Any = None,
         rate_limit: Any = (5.0, 5.0, 2.5), motor_tau: float | None = None,
     ) -> None:  # fmt: skip
-        from ..control import pid
         from ..control.gains import PidGains, load_gains
         from ..rotors import make_allocator
 
@@ -148,7 +323,7 @@ class ThrustRates(ActionLevel):
             gains = load_gains(gains, drone=params, dt=dt)
         if abs(gains.dt - dt) > 1e-12:
             gains = gains._replace(dt=float(dt))
-        self.gains, self.pid = gains, pid
+        self.gains = gains
         self.alloc = make_allocator(params)
         self.f_lo, self.f_hi = self.alloc.collective_min, self.alloc.collective_max
         self.rate_limit = np.broadcast_to(np.asarray(rate_limit, dtype=np.float64), (3,))
@@ -160,20 +335,21 @@ class ThrustRates(ActionLevel):
             raise ValueError(f"motor_tau must be a time constant >= 0 [s]; got {motor_tau!r}")
         self.motor_tau = float(motor_tau)
         self.lead = self.motor_tau / dt
-        self.cstate = pid.init_state(gains, (n,))
-        self.prev_tau = np.zeros((n, 2))
-        self.started = np.zeros((n, 1))
+        self.tilt_limit, self.yaw_rate_limit = 0.0, 0.0
+        self.inner = init_inner((n,))
+
+    @property
+    def consts(self) -> InnerConsts:
+        """The constants of :func:`inner_loop` for this level."""
+        return InnerConsts(self.attitude, self.gains, self.alloc, self.f_lo, self.f_hi,
+                           tuple(self.rate_limit.tolist()), self.lead, float(self.dt),
+                           self.tilt_limit, self.yaw_rate_limit)  # fmt: skip
 
     def reset(self, which: np.ndarray) -> None:
-        """Zero the rate integrators, derivative memory and lead of the selected environments."""
-        cs = self.cstate._asdict()
-        for k, v in cs.items():
-            v = np.array(v)
-            v[which] = 0.0
-            cs[k] = v
-        self.cstate = type(self.cstate)(**cs)
-        self.prev_tau[which] = 0.0
-        self.started[which] = 0.0
+        """Forget the inner-loop memory (integrators, derivative, lead, yaw set point)."""
+        which = np.asarray(which, bool)
+        self.inner = InnerState(*[np.where(which.reshape(-1, *[1] * (v.ndim - 1)), 0.0, v)
+                                  for v in self.inner])  # fmt: skip
 
     def thrust(self, a0: np.ndarray) -> np.ndarray:
         """Collective thrust [N] ``(n,)`` of the thrust action ``(n,)``."""
@@ -184,24 +360,18 @@ class ThrustRates(ActionLevel):
         f = np.asarray(thrust, dtype=np.float64)
         return 2.0 * (f - self.f_lo) / (self.f_hi - self.f_lo) - 1.0
 
-    def rates(self, action: np.ndarray, state: Any) -> np.ndarray:
-        """Body-rate set points ``(n, 3)`` [rad/s]."""
-        return action[:, 1:4] * self.rate_limit
-
     def command(self, action: np.ndarray, state: Any) -> np.ndarray:
-        """Rotor speeds [RPM] ``(n, N)`` from the rate stage and allocation."""
-        from ..rotors import allocate
+        """Rotor speeds [RPM] ``(n, N)``: one substep of :func:`inner_loop` (updates ``inner``)."""
+        st = _Attitude(np.asarray(state.quat, dtype=np.float64),
+                       np.asarray(state.ang_vel, dtype=np.float64))  # fmt: skip
+        rpm, self.inner = inner_loop(np.asarray(action, dtype=np.float64), st, self.inner,
+                                     self.consts)  # fmt: skip
+        return np.asarray(rpm)
 
-        w = np.asarray(state.ang_vel, dtype=np.float64)
-        f = self.thrust(action[:, 0])
-        wrench, self.cstate = self.pid.rate_control(w, self.rates(action, state), f, self.gains,
-                                                    self.cstate)  # fmt: skip
-        wrench = np.asarray(wrench)
-        tau = wrench[:, 1:3]  # roll and pitch: yaw responds at once (rotor reaction torque)
-        cmd = wrench.copy()
-        cmd[:, 1:3] = tau + (self.lead * self.started) * (tau - self.prev_tau)
-        self.prev_tau, self.started = tau, np.ones_like(self.started)
-        return np.asarray(allocate(cmd, self.alloc).rpm)
+
+class _Attitude(NamedTuple):
+    quat: Any
+    ang_vel: Any
 
 
 class ThrustAttitude(ThrustRates):
@@ -211,7 +381,8 @@ class ThrustAttitude(ThrustRates):
     and yaw rate ``r = a_3 yaw_rate_limit`` [rad/s]. A yaw set point ``ψ_d`` (the drone's yaw at
     reset) is integrated at the physics rate, ``ψ_d ← ψ + clip(wrap(ψ_d + r dt - ψ), ±0.5)``
     (kept within 0.5 rad of the yaw ``ψ``, no wind-up); the attitude stage tracks
-    ``q_d = q(roll_d, pitch_d, ψ_d)`` with feed-forward ``r`` and feeds the rate stage.
+    ``q_d = q(roll_d, pitch_d, ψ_d)`` with feed-forward ``r`` and feeds the rate stage
+    (:func:`inner_loop`).
 
     Args:
         params, n, dt, gains, rate_limit, motor_tau: As in :class:`ThrustRates`
@@ -221,6 +392,7 @@ class ThrustAttitude(ThrustRates):
     """
 
     name = "thrust_attitude"
+    attitude = True
 
     def __init__(
         self, params: Any, n: int, dt: float, gains: Any = None,
@@ -234,24 +406,6 @@ class ThrustAttitude(ThrustRates):
             )
         self.tilt_limit = min(float(tilt_limit), float(self.gains.tilt_max))
         self.yaw_rate_limit = float(yaw_rate_limit)
-        self.yaw_sp = np.full(n, np.nan)  # NaN: take the drone's yaw at the next command
-
-    def reset(self, which: np.ndarray) -> None:
-        """Also forget the yaw set point of the selected environments."""
-        super().reset(which)
-        self.yaw_sp[which] = np.nan
-
-    def rates(self, action: np.ndarray, state: Any) -> np.ndarray:
-        """Body-rate set points ``(n, 3)`` [rad/s] of the attitude stage."""
-        q = np.asarray(state.quat, dtype=np.float64)
-        yaw = to_euler(q)[:, 2]
-        r = action[:, 3] * self.yaw_rate_limit
-        sp = np.where(np.isnan(self.yaw_sp), yaw, self.yaw_sp) + r * self.dt
-        err = np.clip((sp - yaw + np.pi) % (2 * np.pi) - np.pi, -0.5, 0.5)
-        self.yaw_sp = yaw + err
-        rp = action[:, 1:3] * self.tilt_limit
-        q_sp = from_euler(np.column_stack([rp, self.yaw_sp]))
-        return np.asarray(self.pid.attitude_control(q, q_sp, r, self.gains))
 
 
 ACTION_LEVELS: dict[str, type[ActionLevel]] = {

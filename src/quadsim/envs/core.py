@@ -29,8 +29,9 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .._array import namespace
 from ..initial import Spread, make_trajectory, sample_start
-from ..rotation import from_euler, to_matrix
+from ..rotation import _kfrom_euler, to_matrix
 from ..world import Ground, World
 from .actions import make_action_level
 
@@ -42,6 +43,8 @@ __all__ = [
     "RewardWeights",
     "Termination",
     "TrackTask",
+    "observation",
+    "outcome",
     "resolve_backend",
 ]
 
@@ -161,6 +164,87 @@ class HoverTask(TrackTask):
         self.target = target
 
 
+def observation(
+    pos: Any, quat: Any, vel: Any, ang_vel: Any, last_action: Any, ref_pos: Any, ref_vel: Any,
+    ahead: Any = None,
+) -> tuple[Any, Any, Any, Any]:  # fmt: skip
+    """The observation and the errors behind the reward (pure, array API, batch shape ``...``).
+
+    The one implementation of the module docstring's observation: :class:`QuadCore` calls it on
+    NumPy arrays, the compiled env step (:mod:`quadsim.envs.compiled`) traces it for one drone.
+
+    Args:
+        pos: World position ``(..., 3)`` [m].
+        quat: Attitude ``(..., 4)`` (xyzw).
+        vel: World velocity ``(..., 3)`` [m/s].
+        ang_vel: Body rates ``(..., 3)`` [rad/s].
+        last_action: The action just applied ``(..., k)``.
+        ref_pos: Reference position at the current time [m].
+        ref_vel: Reference velocity at the current time [m/s].
+        ahead: Reference positions at the look-ahead times ``(..., J, 3)`` (tracking), or
+            ``None`` (hover: no reference terms).
+
+    Returns:
+        ``(obs, e_p, e_v, R_zz)``: observation ``(..., obs_dim)`` in the state's dtype (non-finite
+        entries as ``numpy.nan_to_num`` with ±1e6), position and velocity errors, and ``R_zz``.
+    """
+    xp = namespace(pos, quat, vel, ang_vel)
+    R = to_matrix(quat)
+    e_p = pos - ref_pos
+    R9 = xp.reshape(R, (*R.shape[:-2], 9))
+    parts = [e_p, vel, xp.clip(R9, -1.0, 1.0), ang_vel, last_action]
+    if ahead is not None:
+        d = pos[..., None, :] - ahead
+        parts += [ref_vel, xp.reshape(d, (*d.shape[:-2], d.shape[-2] * 3))]
+    obs = xp.concat([xp.broadcast_to(p, (*e_p.shape[:-1], p.shape[-1])) for p in parts], axis=-1)
+    big = xp.where(obs > 0.0, 1e6, xp.where(obs < 0.0, -1e6, 0.0))
+    obs = xp.where(xp.abs(obs) < math.inf, obs, big)
+    return obs, e_p, vel - ref_vel, R[..., 2, 2]
+
+
+def outcome(
+    e_p: Any, e_v: Any, ang_vel: Any, action: Any, prev_action: Any, crashed: Any, fault: Any,
+    R_zz: Any, weights: RewardWeights, termination: Termination,
+) -> tuple[Any, Any, Any, Any, Any]:  # fmt: skip
+    """Reward and termination of a control step (pure, array API; module docstring).
+
+    Args:
+        e_p: Position error ``(..., 3)`` [m].
+        e_v: Velocity error ``(..., 3)`` [m/s].
+        ang_vel: Body rates [rad/s] ``(..., 3)``.
+        action: This step's action ``(..., k)``.
+        prev_action: The previous step's action ``(..., k)``.
+        crashed: The simulator's crash flags ``(...)`` (booleans).
+        fault: The simulator's fault flags ``(...)`` (booleans).
+        R_zz: ``cos`` of the tilt ``(...)``.
+        weights: :class:`RewardWeights`.
+        termination: :class:`Termination`.
+
+    Returns:
+        ``(reward, terminated, out_of_bounds, tilted, pos_error)``.
+    """
+    xp = namespace(e_p, e_v, ang_vel)
+
+    def norm(v: Any) -> Any:
+        return xp.sqrt(xp.sum(v * v, axis=-1))
+
+    dist = norm(e_p)
+    terminated = crashed | fault
+    never = xp.zeros_like(dist) > 0.0
+    out = never if termination.max_pos_error is None else dist > termination.max_pos_error
+    tilted = never if termination.max_tilt is None else R_zz < math.cos(termination.max_tilt)
+    if termination.max_pos_error is not None:
+        terminated = terminated | out
+    if termination.max_tilt is not None:
+        terminated = terminated | tilted
+    wt = weights
+    cost = (wt.pos * dist + wt.vel * norm(e_v) + wt.ang_vel * norm(ang_vel)
+            + wt.action_rate * norm(action - prev_action))  # fmt: skip
+    reward = xp.exp(-cost) - wt.crash_penalty * terminated
+    reward = xp.where(xp.abs(reward) < math.inf, reward, -wt.crash_penalty)
+    return reward, terminated, out, tilted, dist
+
+
 def resolve_backend(backend: str, warn: bool) -> str:
     """``"auto"``: ``"native"`` when a C compiler and CasADi are there, else ``"numpy"``."""
     if backend != "auto":
@@ -182,6 +266,16 @@ def resolve_backend(backend: str, warn: bool) -> str:
 class QuadCore:
     """``n`` environments over one simulator (NumPy arrays with a leading axis ``n``).
 
+    Two paths compute the same step:
+
+    * the reference path: the action level in NumPy (its inner loop at every physics substep,
+      :func:`quadsim.envs.actions.inner_loop`), the :class:`~quadsim.sim.Simulator` for the
+      plant, :func:`observation` and :func:`outcome` in NumPy; any backend;
+    * the compiled path (``backend="native"``, :mod:`quadsim.envs.compiled`): the same functions
+      traced for one drone into one C function that runs a whole control step (inner loop and
+      plant for every substep, observation, reward and flags) of all environments in one call.
+      Python only draws new starts (:meth:`reset`) and copies the results out.
+
     Args:
         n: Number of environments.
         task: :class:`HoverTask` or :class:`TrackTask`.
@@ -198,6 +292,10 @@ class QuadCore:
         max_episode_steps: Truncation length in control steps, or ``None``.
         warn_fallback: Warn when ``"auto"`` falls back to numpy.
         action_options: Extra keyword arguments of the action level (e.g. ``max_rate``).
+        compiled: ``None`` (default): the compiled path when the backend is ``native`` and the
+            task's trajectory traces (else the reference path, reason in
+            :attr:`compiled_reason`); ``True``: require it (``ValueError`` if impossible);
+            ``False``: the reference path.
     """
 
     def __init__(
@@ -207,6 +305,7 @@ class QuadCore:
         init: InitRanges | None = None, termination: Termination | None = None,
         reward: RewardWeights | None = None, max_episode_steps: int | None = None,
         warn_fallback: bool = False, action_options: dict | None = None,
+        compiled: bool | None = None,
     ) -> None:  # fmt: skip
         from ..params import Params, load_params
 
@@ -220,13 +319,21 @@ class QuadCore:
             raise ValueError(
                 f"max_episode_steps must be a positive integer or None; got {max_episode_steps!r}"
             )
+        if compiled not in (None, True, False):
+            raise ValueError(f"compiled must be None, True or False; got {compiled!r}")
         self.n, self.task = n, task
         self.params = drone if isinstance(drone, Params) else load_params(drone)
         self.dt, self.substeps = float(dt), sim_steps_per_action
         self.control_dt = self.dt * sim_steps_per_action
         self.backend = resolve_backend(backend, warn_fallback)
         self.dtype, self.world = dtype, world
-        self.init = InitRanges() if init is None else InitRanges(*init)
+        self.init = r = InitRanges() if init is None else InitRanges(*init)
+        self._spread = {
+            "pos": Spread("uniform", r.pos),
+            "rpy": Spread("uniform", (r.tilt, r.tilt, r.yaw)),
+            "vel": Spread("uniform", r.vel),
+            "ang_vel": Spread("uniform", r.ang_vel),
+        }  # fmt: skip
         self.termination = Termination() if termination is None else Termination(*termination)
         self.weights = RewardWeights() if reward is None else RewardWeights(*reward)
         self.max_episode_steps = max_episode_steps
@@ -234,25 +341,67 @@ class QuadCore:
                                        **(action_options or {}))  # fmt: skip
         self.act_dim = self.level.dim
         self.obs_dim = 18 + self.act_dim + (3 + 3 * len(task.future) if task.name == "track" else 0)
-        self.sim = None
+        self._want_compiled = compiled
+        self.compiled = None
+        self.compiled_reason = ""
+        self._sim = None
         self.build_sim()
-        self.steps = np.zeros(n, dtype=np.int64)
-        self.last_action = np.zeros((n, self.act_dim))
+        self._steps = np.zeros(n, dtype=np.int64)
+        self._last_action = np.zeros((n, self.act_dim))
 
     # -- simulator --------------------------------------------------------------------------------
     def build_sim(self, params: dict | None = None) -> None:
         """(Re)create the simulator, with per-environment parameter overrides ``params``."""
         from ..sim import Simulator
 
-        self.sim = Simulator(self.params, n=self.n, dt=self.dt, backend=self.backend,
-                             dtype=self.dtype, world=self.world, params=params)  # fmt: skip
+        self._sim = Simulator(self.params, n=self.n, dt=self.dt, backend=self.backend,
+                              dtype=self.dtype, world=self.world, params=params)  # fmt: skip
+        want = self._want_compiled
+        if want is False:
+            self.compiled_reason = "compiled=False"
+        elif self.backend != "native":
+            self.compiled_reason = f"backend {self.backend!r} (the compiled step needs native)"
+        else:
+            from .compiled import CompiledStep
+
+            old = self.compiled
+            try:
+                self.compiled = CompiledStep(self, self._sim, cache=old)
+                self.compiled_reason = ""
+            except NotImplementedError as e:
+                self.compiled, self.compiled_reason = None, str(e)
+        if want and self.compiled is None:
+            raise ValueError(f"compiled=True: the compiled env step is not possible here "
+                             f"({self.compiled_reason})")  # fmt: skip
+
+    @property
+    def sim(self) -> Any:
+        """The :class:`~quadsim.sim.Simulator` (on the compiled path: brought up to date with the
+        compiled states when read; changes made to it are not seen by the environments)."""  # noqa: D205, D209
+        if self.compiled is not None:
+            self.compiled.sync(self._sim)
+        return self._sim
+
+    @property
+    def steps(self) -> np.ndarray:
+        """Control steps of the current episode ``(n,)`` (int64)."""
+        if self.compiled is not None:
+            return self.compiled.steps()
+        return self._steps
+
+    @property
+    def last_action(self) -> np.ndarray:
+        """The action applied in the last step ``(n, k)`` (zeros after a reset)."""
+        if self.compiled is not None:
+            return self.compiled.last_action()
+        return self._last_action
 
     def nominal(self, name: str) -> np.ndarray:
         """Nominal value of the model parameter ``name``."""
-        if name not in self.sim.model_params:
+        if name not in self._sim.model_params:
             raise ValueError(
                 f"randomize_params: {name!r} is not a model parameter; choose from "
-                f"{sorted(self.sim.model_params)}"
+                f"{sorted(self._sim.model_params)}"
             )
         return np.asarray(getattr(self.params, name), dtype=np.float64)
 
@@ -274,16 +423,10 @@ class QuadCore:
         m = idx.size
         if m == 0:
             return
-        r = self.init
         ref_pos, ref_vel = self.task.reference(np.zeros(m))
-        start = sample_start(rng, m, pos=ref_pos, vel=ref_vel, spread={
-            "pos": Spread("uniform", r.pos),
-            "rpy": Spread("uniform", (r.tilt, r.tilt, r.yaw)),
-            "vel": Spread("uniform", r.vel),
-            "ang_vel": Spread("uniform", r.ang_vel),
-        })  # fmt: skip
+        start = sample_start(rng, m, pos=ref_pos, vel=ref_vel, spread=self._spread)
         pos, vel, ang_vel = start.pos, start.vel, start.ang_vel
-        quat = from_euler(start.rpy)
+        quat = np.stack(_kfrom_euler(np, tuple(start.rpy.T)), axis=-1)  # from_euler, NumPy
         if self.world is not None and self.world.ground is not None:
             pos[:, 2] = np.maximum(pos[:, 2], self.world.ground.height + 0.05)
         state = dict(state or {})
@@ -295,32 +438,64 @@ class QuadCore:
         quat = state.get("attitude", quat)
         vel = state.get("vel", vel)
         ang_vel = state.get("ang_vel", ang_vel)
+        if self.compiled is not None:
+            check = {"attitude": "quat"}
+            self.compiled.reset(idx, full, {"pos": pos, "quat": quat, "vel": vel,
+                                            "ang_vel": ang_vel},
+                                {check.get(k, k) for k in state})  # fmt: skip
+            return
         if full:
-            self.sim.reset(pos=pos, attitude=quat, vel=vel, ang_vel=ang_vel)
+            self._sim.reset(pos=pos, attitude=quat, vel=vel, ang_vel=ang_vel)
         else:
-            self.sim.reset_drones(idx, pos=pos, attitude=quat, vel=vel, ang_vel=ang_vel)
-        self.steps[idx] = 0
-        self.last_action[idx] = 0.0
+            self._sim.reset_drones(idx, pos=pos, attitude=quat, vel=vel, ang_vel=ang_vel)
+        self._steps[idx] = 0
+        self._last_action[idx] = 0.0
         self.level.reset(which)
+
+    def step_autoreset(
+        self, action: np.ndarray, done: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """:meth:`step`, in which the environments ``done`` start new episodes instead.
+
+        The Gymnasium ``NEXT_STEP`` autoreset: the environments of the mask ``done`` ignore their
+        action, draw a new start (:meth:`reset`) and return its observation with reward 0, both
+        flags false, ``time`` 0 and ``pos_error`` the norm of the observed position error. The
+        compiled path resets them first and holds them during its one call; the reference path
+        steps everyone, then resets and observes (the same draws and results).
+        """
+        if self.compiled is not None:
+            self.reset(done, rng)
+            obs, reward, terminated, truncated, info = self.compiled.step(action, hold=done)
+        else:
+            obs, reward, terminated, truncated, info = self.step(action)
+            self.reset(done, rng)
+            obs = self.observe()
+            reward[done], terminated[done], truncated[done] = 0.0, False, False
+            for key in ("crashed", "fault", "out_of_bounds", "tilted", "time"):
+                info[key][done] = 0
+        info["pos_error"][done] = np.linalg.norm(obs[done, :3], axis=1)
+        return obs, reward, terminated, truncated, info
 
     def observe(self) -> np.ndarray:
         """Observations ``(n, obs_dim)`` float32 of the current states."""
+        if self.compiled is not None:
+            return self.compiled.observe()
         obs, _ = self._observe()
         return obs
 
-    def _observe(self) -> tuple[np.ndarray, dict]:
-        st = self.sim.state
+    def _observe(self) -> tuple[np.ndarray, tuple]:
+        st = self._sim.state
         pos, vel = np.asarray(st.pos, np.float64), np.asarray(st.vel, np.float64)
         quat, w = np.asarray(st.quat, np.float64), np.asarray(st.ang_vel, np.float64)
-        t = self.steps * self.control_dt
+        t = self._steps * self.control_dt
         ref_pos, ref_vel = self.task.reference(t)
-        R = to_matrix(quat)
-        e_p = pos - ref_pos
-        parts = [e_p, vel, np.clip(R.reshape(-1, 9), -1.0, 1.0), w, self.last_action]
-        if self.task.name == "track":
-            parts += [ref_vel, (pos[:, None, :] - self.task.ahead(t)).reshape(self.n, -1)]
-        obs = np.concatenate(parts, axis=1).astype(np.float32)
-        return obs, {"e_p": e_p, "e_v": vel - ref_vel, "w": w, "Rzz": R[:, 2, 2]}
+        ahead = self.task.ahead(t) if self.task.name == "track" else None
+        obs, e_p, e_v, R_zz = observation(pos, quat, vel, w, self._last_action, ref_pos, ref_vel,
+                                          ahead)  # fmt: skip
+        obs = obs.astype(np.float32)
+        if not np.all(np.isfinite(obs)):  # beyond float32's range
+            obs = np.nan_to_num(obs, nan=0.0, posinf=1e6, neginf=-1e6)
+        return obs, (e_p, e_v, w, R_zz)
 
     def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
                                                 dict]:  # fmt: skip
@@ -331,45 +506,37 @@ class QuadCore:
             holds per-environment arrays ``crashed``, ``fault``, ``out_of_bounds``, ``tilted``
             (bool), ``pos_error`` [m] and ``time`` [s].
         """
+        if self.compiled is not None:
+            return self.compiled.step(action)
         from ..sim import SimulationError
 
         a = np.clip(np.asarray(action, dtype=np.float64).reshape(self.n, self.act_dim), -1, 1)
+        sim = self._sim
         diverged = False
         try:
             if not self.level.inner_loop:
-                self.sim.rollout(self.level.command(a, None), record=False, steps=self.substeps)
+                sim.rollout(self.level.command(a, None), record=False, steps=self.substeps)
             else:
                 for _ in range(self.substeps):
-                    self.sim.step(self.level.command(a, self.sim.state))
+                    sim.step(self.level.command(a, sim.state))
         except SimulationError:  # n == 1: the state is kept at its last good value
             diverged = True
-        self.steps += 1
-        prev, self.last_action = self.last_action, a
-        obs, q = self._observe()
-        status = self.sim.status
+        self._steps += 1
+        prev, self._last_action = self._last_action, a
+        obs, (e_p, e_v, w, R_zz) = self._observe()
+        status = sim.status
         n = self.n
         crashed = np.zeros(n, bool) if status is None else np.array(status.crashed, bool)
         fault = np.full(n, diverged)
         if status is not None:
             fault |= np.asarray(status.fault_step) >= 0
-        dist = np.linalg.norm(q["e_p"], axis=1)
-        term = self.termination
-        out = np.zeros(n, bool) if term.max_pos_error is None else dist > term.max_pos_error
-        tilted = (np.zeros(n, bool) if term.max_tilt is None
-                  else q["Rzz"] < math.cos(term.max_tilt))  # fmt: skip
-        terminated = crashed | fault | out | tilted
-        wt = self.weights
-        cost = (wt.pos * dist + wt.vel * np.linalg.norm(q["e_v"], axis=1)
-                + wt.ang_vel * np.linalg.norm(q["w"], axis=1)
-                + wt.action_rate * np.linalg.norm(a - prev, axis=1))  # fmt: skip
-        reward = np.exp(-cost) - wt.crash_penalty * terminated
-        reward = np.where(np.isfinite(reward), reward, -wt.crash_penalty)
-        if not np.all(np.isfinite(obs)):  # a diverged single drone: keep observations finite
-            obs = np.nan_to_num(obs, nan=0.0, posinf=1e6, neginf=-1e6)
+        reward, terminated, out, tilted, dist = outcome(
+            e_p, e_v, w, a, prev, crashed, fault, R_zz, self.weights, self.termination
+        )  # fmt: skip
         if self.max_episode_steps is None:
             truncated = np.zeros(n, bool)
         else:
-            truncated = self.steps >= self.max_episode_steps
+            truncated = self._steps >= self.max_episode_steps
         info = {"crashed": crashed, "fault": fault, "out_of_bounds": out, "tilted": tilted,
-                "pos_error": dist, "time": self.steps * self.control_dt}  # fmt: skip
+                "pos_error": dist, "time": self._steps * self.control_dt}  # fmt: skip
         return obs, reward, terminated, truncated, info

@@ -64,7 +64,7 @@ class QuadsimEnv(gym.Env):
         render_mode: Only ``None`` (no rendering).
         **kwargs: Options of :class:`~quadsim.envs.core.QuadCore` (``drone``, ``dt``,
             ``sim_steps_per_action``, ``backend`` (default ``"auto"``), ``dtype``, ``world``,
-            ``init``, ``termination``, ``reward``, ``action_options``).
+            ``init``, ``termination``, ``reward``, ``action_options``, ``compiled``).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}  # noqa: RUF012 (gymnasium API)

@@ -1,8 +1,10 @@
 r"""Vectorised environments over one batched simulator (:class:`QuadsimVectorEnv`).
 
 ``num_envs`` drones in one :class:`~quadsim.sim.Simulator` (``backend="auto"``: the compiled
-native backend, or NumPy with a warning when no C compiler is found); the action levels are
-vectorised NumPy, so one :meth:`~QuadsimVectorEnv.step` has no per-environment Python loop.
+native backend, or NumPy with a warning when no C compiler is found). On the native backend one
+:meth:`~QuadsimVectorEnv.step` is one call into compiled C (inner loops, plant, observation,
+reward and flags of all environments, :mod:`quadsim.envs.compiled`); otherwise the action
+levels are vectorised NumPy. Either way there is no per-environment Python loop.
 Observation, action, reward and termination are those of the single environments
 (:mod:`quadsim.envs.core`).
 
@@ -53,7 +55,7 @@ class QuadsimVectorEnv(VectorEnv):
         render_mode: Only ``None``.
         **kwargs: Options of :class:`~quadsim.envs.core.QuadCore` (``drone``, ``dt``,
             ``sim_steps_per_action``, ``backend``, ``dtype``, ``world``, ``init``,
-            ``termination``, ``reward``, ``action_options``).
+            ``termination``, ``reward``, ``action_options``, ``compiled``).
     """
 
     metadata: dict[str, Any] = {  # noqa: RUF012 (gymnasium API)
@@ -160,19 +162,17 @@ class QuadsimVectorEnv(VectorEnv):
                 "autoreset is disabled: reset the finished environments with "
                 "reset(options={'reset_mask': mask}) before stepping"
             )
-        obs, reward, terminated, truncated, info = self.core.step(actions)
         if mode == AutoresetMode.NEXT_STEP and self._done.any():
-            done = self._done
-            self.core.reset(done, self.np_random)
-            obs = self.core.observe()
-            reward[done], terminated[done], truncated[done] = 0.0, False, False
-            for key in ("crashed", "fault", "out_of_bounds", "tilted", "time"):
-                info[key][done] = 0
-            info["pos_error"][done] = np.linalg.norm(obs[done, :3], axis=1)
+            obs, reward, terminated, truncated, info = self.core.step_autoreset(
+                actions, self._done, self.np_random
+            )  # fmt: skip
+        else:
+            obs, reward, terminated, truncated, info = self.core.step(actions)
         finished = terminated | truncated
         infos: dict[str, Any] = {}
-        for key in _INFO_KEYS:
-            infos[key], infos["_" + key] = info[key], np.ones(self.num_envs, bool)
+        masks = np.ones((len(_INFO_KEYS), self.num_envs), bool)  # one allocation, 6 rows
+        for key, mask in zip(_INFO_KEYS, masks, strict=True):
+            infos[key], infos["_" + key] = info[key], mask
         if mode == AutoresetMode.SAME_STEP and finished.any():
             final_obs = np.full(self.num_envs, None, dtype=object)
             for i in np.flatnonzero(finished):

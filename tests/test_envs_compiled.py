@@ -1,0 +1,214 @@
+"""The compiled env step (quadsim.envs.compiled) equals the NumPy reference path of the envs."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+REQUIRE_ALL = (
+    os.environ.get("QUADSIM_REQUIRE_ALL_BACKENDS") == "1" or os.environ.get("CI", "") == "true"
+)
+try:
+    import gymnasium  # noqa: F401
+except ImportError:  # pragma: no cover - CI must not skip: see conftest.py
+    if REQUIRE_ALL:
+        pytest.fail("gymnasium is required in CI (pip install 'quadsim[gym]')", pytrace=False)
+    pytest.skip("gymnasium not installed", allow_module_level=True)
+
+from gymnasium.vector import AutoresetMode  # noqa: E402
+
+from quadsim.envs import HoverEnv, HoverVectorEnv, Termination, TrackVectorEnv  # noqa: E402
+from quadsim.envs.actions import InnerConsts, InnerState, init_inner, inner_loop  # noqa: E402
+
+LEVELS = ["rotor_speeds", "thrust_rates", "thrust_attitude"]
+INFO = ("crashed", "fault", "out_of_bounds", "tilted", "pos_error", "time")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def native():
+    from quadsim.native import available
+
+    if not available():
+        if REQUIRE_ALL:
+            pytest.fail("the native backend (CasADi and a C compiler) is required in CI")
+        pytest.skip("native backend not available (no C compiler or CasADi)")
+
+
+def actions(rng, level, n):
+    """Random actions near hover; some envs spin, drop or drift (all flags happen)."""
+    a = rng.uniform(-1.0, 1.0, (n, 4)).astype(np.float32)
+    if level == "rotor_speeds":
+        a = 0.1 * a + 0.25
+        a[1::4] = -1.0  # rotors off: falls to the floor (crash)
+        a[2::4, :2] += 0.15  # unbalanced: tilts over
+        a[3::8] = 0.7  # climbs away (out of bounds)
+        return a
+    a[:, 0] = 0.2 * a[:, 0] + 0.1  # about hover thrust
+    a[:, 1:] *= 0.3
+    a[1::4, 0] = -1.0  # no thrust: crash
+    a[2::4, 1] = 0.9  # roll rate (thrust_rates: tilts over) or 27 deg roll (drifts away)
+    a[3::8, 0] = 0.9  # climbs away (out of bounds)
+    return a
+
+
+def pair(cls, level, n=16, **kw):
+    """The compiled env and the reference (numpy backend), float64, same options."""
+    kw = {"max_episode_steps": 100, "dtype": "float64",
+          "termination": Termination(max_pos_error=1.2), **kw}  # fmt: skip
+    fast = cls(num_envs=n, action_level=level, backend="native", **kw)
+    ref = cls(num_envs=n, action_level=level, backend="numpy", **kw)
+    assert fast.core.compiled is not None and fast.core.compiled_reason == ""
+    assert ref.core.compiled is None and "native" in ref.core.compiled_reason
+    return fast, ref
+
+
+def assert_same(got, want, where):
+    obs, rew, term, trunc, info = got
+    np.testing.assert_allclose(obs, want[0], rtol=1e-5, atol=1e-5, err_msg=where)
+    np.testing.assert_allclose(rew, want[1], rtol=1e-9, atol=1e-9, err_msg=where)
+    np.testing.assert_array_equal(term, want[2], err_msg=where)
+    np.testing.assert_array_equal(trunc, want[3], err_msg=where)
+    assert set(info) == set(want[4]), where
+    for key in INFO:
+        assert info[key].dtype == want[4][key].dtype, (where, key)
+        np.testing.assert_allclose(info[key], want[4][key], rtol=1e-9, atol=1e-9,
+                                   err_msg=f"{where} {key}")  # fmt: skip
+        np.testing.assert_array_equal(info["_" + key], want[4]["_" + key])
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("cls", [HoverVectorEnv, TrackVectorEnv])
+def test_compiled_equals_reference(cls, level):
+    """Same seed and actions: same observations, rewards, flags and info over 250 steps with
+    autoresets (NEXT_STEP), crashes, box exits, tilts and truncations."""
+    fast, ref = pair(cls, level)
+    o1, _ = fast.reset(seed=7)
+    o2, _ = ref.reset(seed=7)
+    np.testing.assert_allclose(o1, o2, rtol=1e-6, atol=1e-6)
+    rng = np.random.default_rng(1)
+    seen = dict.fromkeys(("crashed", "out_of_bounds", "tilted", "truncated"), 0)
+    for i in range(250):
+        a = actions(rng, level, fast.num_envs)
+        got, want = fast.step(a), ref.step(a)
+        assert_same(got, want, f"{level} step {i}")
+        for key in ("crashed", "out_of_bounds", "tilted"):
+            seen[key] += int(want[4][key].sum())
+        seen["truncated"] += int(want[3].sum())
+    assert seen["crashed"] and seen["out_of_bounds"] and seen["truncated"], seen
+    assert seen["tilted"] or level == "thrust_attitude", seen  # its tilt is held within 30 deg
+    # the simulator seen through env.sim follows the compiled states
+    np.testing.assert_allclose(fast.sim.state.pos, ref.sim.state.pos, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(fast.sim.status.crashed, ref.sim.status.crashed)
+    assert fast.sim.k == ref.sim.k
+    np.testing.assert_array_equal(fast.core.steps, ref.core.steps)
+    np.testing.assert_allclose(fast.core.last_action, ref.core.last_action)
+
+
+@pytest.mark.parametrize("level", ["rotor_speeds", "thrust_attitude"])
+def test_compiled_same_step_autoreset_and_reset_mask(level):
+    """SAME_STEP (final observations) and DISABLED (reset_mask) equal the reference."""
+    fast, ref = pair(HoverVectorEnv, level, n=8, autoreset_mode=AutoresetMode.SAME_STEP)
+    fast.reset(seed=3)
+    ref.reset(seed=3)
+    rng = np.random.default_rng(2)
+    finals = 0
+    for i in range(120):
+        a = actions(rng, level, 8)
+        got, want = fast.step(a), ref.step(a)
+        assert_same(got, want, f"step {i}")
+        assert ("final_obs" in got[4]) == ("final_obs" in want[4])
+        if "final_obs" in want[4]:
+            mask = want[4]["_final_obs"]
+            np.testing.assert_array_equal(got[4]["_final_obs"], mask)
+            np.testing.assert_allclose(np.stack(got[4]["final_obs"][mask]),
+                                       np.stack(want[4]["final_obs"][mask]), atol=1e-5)  # fmt: skip
+            finals += int(mask.sum())
+    assert finals > 0
+    fast, ref = pair(HoverVectorEnv, level, n=8, autoreset_mode=AutoresetMode.DISABLED)
+    fast.reset(seed=4)
+    ref.reset(seed=4)
+    for i in range(120):
+        a = actions(rng, level, 8)
+        got, want = fast.step(a), ref.step(a)
+        assert_same(got, want, f"disabled step {i}")
+        done = want[2] | want[3]
+        if done.any():
+            o1, _ = fast.reset(options={"reset_mask": done})
+            o2, _ = ref.reset(options={"reset_mask": done})
+            np.testing.assert_allclose(o1, o2, rtol=1e-6, atol=1e-6)
+
+
+def test_compiled_per_env_parameters():
+    """randomize_params: per-env model parameters enter the compiled step as inputs."""
+    fast, ref = pair(HoverVectorEnv, "thrust_rates", n=8,
+                     randomize_params={"mass": 0.2, "J": 0.2})  # fmt: skip
+    for seed in (5, 6):  # a second full reset draws new parameters (same compiled function)
+        fast.reset(seed=seed)
+        ref.reset(seed=seed)
+        np.testing.assert_array_equal(fast.param_values["mass"], ref.param_values["mass"])
+        rng = np.random.default_rng(seed)
+        for i in range(60):
+            a = actions(rng, "thrust_rates", 8)
+            assert_same(fast.step(a), ref.step(a), f"seed {seed} step {i}")
+
+
+def test_compiled_single_env_and_overrides():
+    """The single env (n = 1) with given starts, a divergence and bad overrides."""
+    env = HoverEnv(action_level="thrust_attitude", backend="native", dtype="float64")
+    assert env.core.compiled is not None
+    ref = HoverEnv(action_level="thrust_attitude", backend="numpy", dtype="float64")
+    state = {"pos": [0.1, 0.0, 1.2], "attitude": [0.0, 0.0, 0.0, 1.0], "ang_vel": [0.3, 0, 0]}
+    for e in (env, ref):
+        e.reset(seed=0, options={"state": state})
+    a = np.array([0.2, 0.3, -0.2, 0.5], np.float32)
+    for i in range(30):
+        got, want = env.step(a), ref.step(a)
+        np.testing.assert_allclose(got[0], want[0], atol=1e-5, err_msg=f"step {i}")
+        assert got[1] == pytest.approx(want[1], abs=1e-9) and got[2:4] == want[2:4]
+    env.reset(seed=0, options={"state": {"ang_vel": [1500.0, 0.0, 0.0]}})  # rate fault
+    _, reward, term, _, info = env.step(np.zeros(4, np.float32))
+    assert term and info["fault"] and not info["crashed"] and reward == pytest.approx(-10.0)
+    with pytest.raises(ValueError, match="unit quaternion"):
+        env.reset(seed=0, options={"state": {"attitude": [0.0, 0.0, 0.0, 2.0]}})
+    with pytest.raises(ValueError, match="finite"):
+        env.reset(seed=0, options={"state": {"pos": [0.0, np.nan, 1.0]}})
+
+
+def test_compiled_option_and_fallback():
+    from quadsim.trajectories import Circle
+
+    env = HoverVectorEnv(num_envs=2, backend="native", compiled=False)
+    assert env.core.compiled is None and env.core.compiled_reason == "compiled=False"
+    with pytest.raises(ValueError, match="compiled=True"):
+        HoverVectorEnv(num_envs=2, backend="numpy", compiled=True)
+    with pytest.raises(ValueError, match="compiled must be"):
+        HoverVectorEnv(num_envs=2, backend="numpy", compiled="yes")
+    circle = Circle(radius=1.0, speed=1.0, center=(0.0, 0.0, 1.0))
+    numeric_only = lambda t: circle(np.asarray(t, dtype=np.float64))  # noqa: E731
+    env = TrackVectorEnv(num_envs=2, trajectory=numeric_only, backend="native")
+    assert env.core.compiled is None and "does not trace" in env.core.compiled_reason
+    obs, _ = env.reset(seed=0)
+    assert env.step(np.zeros((2, 4), np.float32))[0].shape == obs.shape
+
+
+def test_inner_loop_is_one_function():
+    """The action levels call inner_loop; it runs on a batch and on one drone alike."""
+    env = HoverVectorEnv(num_envs=3, action_level="thrust_attitude", backend="numpy")
+    level = env.core.level
+    c = level.consts
+    assert isinstance(c, InnerConsts) and c.attitude and c.lead == level.lead
+    rng = np.random.default_rng(0)
+    q = rng.normal(size=(3, 4))
+    w = rng.normal(size=(3, 3))
+    a = rng.uniform(-1, 1, (3, 4))
+    state = type("S", (), {"quat": q, "ang_vel": w})
+    rpm = level.command(a, state)
+    assert isinstance(level.inner, InnerState) and np.all(level.inner.started == 1.0)
+    rpm2, _ = inner_loop(a, state, init_inner((3,)), c)
+    np.testing.assert_array_equal(rpm, rpm2)
+    for i in range(3):  # one drone, no batch axis
+        one = type("S", (), {"quat": q[i], "ang_vel": w[i]})
+        r1, _ = inner_loop(a[i], one, init_inner(()), c)
+        np.testing.assert_allclose(r1, rpm[i], rtol=1e-12)
