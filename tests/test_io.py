@@ -297,3 +297,22 @@ def test_docs_list_the_columns_of_the_code():
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "outputs.md").read_text()
     assert describe_columns(4) in doc
+
+
+@pytest.mark.parametrize("keep", [0, 2, 5])
+def test_merge_parts_bitwise_and_the_head_is_the_first_drones(tmp_path, rng, keep):
+    from quadsim.io.parts import PARTS, PartWriter, merge_parts
+
+    chunks = [synthetic_chunk(rng, 0.07 * i) for i in range(3)]
+    parts = PartWriter(tmp_path / PARTS, META, durable=False)
+    for i, c in enumerate(chunks):
+        parts.write(c, 0.5 * i)
+    merged = merge_parts(tmp_path / PARTS, tmp_path / "trajectory.parquet", keep_drones=keep)
+    log, meta = io.read_log(tmp_path / "trajectory.parquet")
+    whole = concat(chunks)
+    assert_bitwise(log, whole)
+    assert meta == META and merged.parts == 3 and merged.wall_time == 1.0
+    assert not (tmp_path / PARTS).exists()
+    k = min(keep, N)
+    want = {key: v if key == "time" else v[:, :k] for key, v in whole.items()} if k else {}
+    assert_bitwise(merged.head, want)

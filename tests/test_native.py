@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -376,8 +378,74 @@ def test_cache_reuses_library(tmp_path, monkeypatch):
     assert other.compiled and other.path != first.path
 
 
-def test_compile_error_raises(tmp_path, monkeypatch):
+def test_compile_error_raises(tmp_path, monkeypatch, fresh_toolchain):
+    entry = Path(native._toolchain()[3])
+    assert entry.is_file()
     monkeypatch.setattr(native, "_generate", lambda *a: "this is not C;\n")
     with pytest.raises(RuntimeError, match="failed"):
         native.compile_rollout(oscillator_step(), np.float64, cache_dir=tmp_path)
     assert list(tmp_path.iterdir()) == []
+    assert not entry.exists()  # a failed build drops the cached probe: the next process probes
+
+
+# ---------------------------------------------------------------------------------------------
+# The on-disk cache: the toolchain probe, and libraries keyed by the Function, not its C source
+
+
+@pytest.fixture
+def fresh_toolchain(tmp_path_factory):
+    """``_toolchain()`` against an empty cache directory; this process's own is restored after."""
+    root = tmp_path_factory.mktemp("toolchain")
+    old = os.environ.get("QUADSIM_CACHE_DIR")
+    os.environ["QUADSIM_CACHE_DIR"] = str(root)
+    native._toolchain.cache_clear()
+    try:
+        yield root
+    finally:
+        if old is None:
+            os.environ.pop("QUADSIM_CACHE_DIR", None)
+        else:
+            os.environ["QUADSIM_CACHE_DIR"] = old
+        native._toolchain.cache_clear()
+        native._toolchain()
+
+
+def test_toolchain_probe_is_cached_on_disk(fresh_toolchain, monkeypatch):
+    first = native._toolchain()
+    entry = Path(first[3])
+    assert entry.parent == fresh_toolchain and entry.is_file()
+    native._toolchain.cache_clear()
+    monkeypatch.setattr(native, "_probe", lambda *a: pytest.fail("probe built on a cache hit"))
+    assert native._toolchain() == first  # same compiler, flags and identity, no probe build
+
+
+def test_toolchain_probe_entry_unreadable_probes_again(fresh_toolchain, monkeypatch):
+    first = native._toolchain()
+    Path(first[3]).write_text('{"extra": ["-O0"], "ident": 1}')  # not one of the probed sets
+    native._toolchain.cache_clear()
+    probed, real = [], native._probe
+    monkeypatch.setattr(native, "_probe", lambda cc, extra: probed.append(extra) or real(cc, extra))
+    assert native._toolchain() == first and probed
+    assert json.loads(Path(first[3]).read_text())["extra"] == list(first[1][len(native._FLAGS):])
+
+
+def test_cache_hit_needs_no_c_source(tmp_path, monkeypatch):
+    first = native.compile_rollout(oscillator_step(h=0.0456), np.float64, cache_dir=tmp_path)
+    assert first.compiled
+    with monkeypatch.context() as m:
+        m.setattr(native, "_generate", lambda *a: pytest.fail("C generated on a cache hit"))
+        second = native.compile_rollout(oscillator_step(h=0.0456), np.float64, cache_dir=tmp_path)
+    assert not second.compiled and second.path == first.path  # a Function traced again hits
+    assert second.source == first.source == first.path.with_suffix(".c").read_text()
+    x0 = np.array([[1.0, 0.5], [0.0, 0.2]])
+    u, p = np.zeros((1, 2)), np.array([4.0, 0.1])
+    np.testing.assert_array_equal(second(x0, u, p, steps=7)[0], first(x0, u, p, steps=7)[0])
+
+
+def test_library_key_sees_every_constant_bit(tmp_path):
+    h = 0.0456
+    a = native.compile_rollout(oscillator_step(h=h), np.float64, cache_dir=tmp_path)
+    b = native.compile_rollout(oscillator_step(h=np.nextafter(h, 1.0)), np.float64,
+                               cache_dir=tmp_path)  # fmt: skip
+    assert b.compiled and b.path != a.path
+    assert a.source != b.source

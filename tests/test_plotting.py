@@ -287,3 +287,75 @@ def test_envelope_marks_where_drag_model_is_extrapolated(tmp_path, monkeypatch):
     ax = figs[-1].axes[0]
     assert not any("extrapolated" in t.get_text() for t in ax.get_legend().get_texts())
     assert not ax.patches
+
+
+# --- long logs: fewer points, the same lines; PNG written through Pillow ---------------------
+
+
+def test_thin_keeps_each_runs_extremes_and_nan_breaks():
+    from quadsim.plotting._common import _thin
+
+    y = np.sin(np.linspace(0.0, 40.0, 1000))
+    assert _thin(y, 250) == slice(None)  # 4 samples per column or fewer: drawn whole
+    rng = np.random.default_rng(1)
+    T, cols = 100_003, 500
+    y = np.cumsum(rng.standard_normal((T, 3)), axis=0)
+    y[40_000:40_010, 1] = np.nan
+    idx = _thin(y, cols)
+    assert idx[0] == 0 and idx[-1] == T - 1 and np.all(np.diff(idx) > 0)
+    assert idx.size <= 4 * 3 * cols + 4 and idx.size < T // 10
+    k = -(-T // cols)
+    for c in range(3):
+        for b in range(0, T, k * 37):  # every run keeps its min and max of each column
+            run = y[b : b + k, c]
+            if np.isfinite(run).any():
+                kept = y[idx[(idx >= b) & (idx < b + k)], c]
+                assert np.nanmin(kept) == np.nanmin(run) and np.nanmax(kept) == np.nanmax(run)
+    assert {39_999, 40_000, 40_009, 40_010} <= set(idx.tolist())  # the line breaks where it did
+
+
+def test_runs_keep_the_shaded_intervals():
+    from quadsim.plotting._common import _runs
+
+    T = 50_000
+    m = np.zeros(T, bool)
+    m[:7] = m[100:105] = m[30_000] = m[-3:] = True
+    idx = _runs(m, 100)
+    assert idx.size < 30
+
+    def intervals(t, mask):
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(int), [0]])))
+        return [(t[a], t[b - 1]) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+
+    t = np.arange(T) * 0.01
+    assert intervals(t[idx], m[idx]) == intervals(t, m)
+    assert _runs(m[:300], 100) == slice(None)
+
+
+def test_long_log_draws_fewer_points_same_limits(tmp_path, monkeypatch):
+    from quadsim.plotting import figures
+
+    lg = make_log(T=40_000, N=2, dt=0.01)
+    figs = _capture_figures(monkeypatch, figures)
+    plotting.plot_all(lg, META, tmp_path)
+    for fig in figs:
+        for ax in fig.axes:
+            for line in ax.get_lines():
+                assert len(line.get_xdata()) < 40_000 // 3
+    states = next(f for f in figs if f._suptitle and f._suptitle.get_text().startswith("states"))
+    t = lg["time"]
+    x = states.axes[0].get_lines()[0]  # x of drone 0: whole time span, same extremes
+    assert x.get_xdata()[0] == t[0] and x.get_xdata()[-1] == t[-1]
+    assert np.nanmax(x.get_ydata()) == np.nanmax(lg["pos"][:, 0, 0])
+    assert np.nanmin(x.get_ydata()) == np.nanmin(lg["pos"][:, 0, 0])
+    figs.clear()
+    plotting.plot_states(make_log(T=150), META, tmp_path / "s.png")  # short logs: every sample
+    assert all(len(ln.get_xdata()) == 150 for ln in figs[0].axes[0].get_lines())
+
+
+def test_png_is_opaque_rgb_with_the_figure_dpi(tmp_path, log):
+    out = plotting.plot_rotors(log, META, tmp_path / "r.png")
+    with Image.open(out) as im:
+        assert im.mode == "RGB"
+        assert im.info["dpi"] == pytest.approx((plotting.DPI, plotting.DPI), abs=1e-3)
+        assert im.info["Software"].startswith("Matplotlib")

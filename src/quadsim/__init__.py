@@ -7,7 +7,9 @@ The public face:
 * :func:`parametrize`: bind a drone to a model function;
 * :mod:`quadsim.models`: the models and their registry; :mod:`quadsim.rotation`: rotations.
 
-Importing quadsim loads NumPy and SciPy only; JAX, PyTorch and CasADi are imported when used.
+Importing quadsim loads NumPy only; SciPy (min-snap trajectories, RK45), JAX, PyTorch,
+CasADi, pyarrow and matplotlib are imported when used (``tests/test_startup.py`` checks the
+``quadsim`` command's share of that).
 """
 
 from .bind import parametrize

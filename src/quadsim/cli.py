@@ -283,16 +283,15 @@ def _dispatch(args: argparse.Namespace) -> int:
 def run() -> None:
     """The console script: :func:`main`, then exit with its code.
 
-    After a run stopped by a signal the process ends with ``os._exit`` once the output is
-    flushed: every file is closed by then, and an XLA compilation cut short by the signal can
-    crash the interpreter's teardown (a segmentation fault instead of exit 130).
+    The process ends with ``os._exit`` once the output is flushed: every file is closed by then,
+    so the interpreter's teardown (0.1-0.3 s of collecting figures and modules) is skipped, and
+    after a signal an XLA compilation cut short can no longer crash it (a segmentation fault
+    instead of exit 130).
     """
     code = main()
-    if code >= 128:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

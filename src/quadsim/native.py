@@ -4,8 +4,16 @@ A step ``x_{s+1} = f(x_s, u_s[, p])`` of one drone, given as a CasADi ``SX`` Fun
 instruction by instruction and emitted as C that uses GCC/Clang vector extensions: every C variable
 is a vector of ``lanes`` drones (8 in float32, 4 in float64; 32-byte vectors), the state stays in
 registers over all steps, and OpenMP spreads blocks of drones over the cores. The library is
-compiled with the system C compiler, cached on disk by the hash of its source and toolchain, and
-loaded with :mod:`ctypes` (which releases the GIL during the call).
+compiled with the system C compiler, cached on disk, and loaded with :mod:`ctypes` (which releases
+the GIL during the call).
+
+The on-disk cache (``$QUADSIM_CACHE_DIR`` or ``~/.cache/quadsim/native``) holds two kinds of
+entry. A library is keyed by the CasADi serialisation of the (SX) step function, the dtype, this
+module's own source (the C generator), the CasADi version and the toolchain (compiler, flags and
+its identity), so a hit needs neither the C source (generated only on a miss) nor the compiler.
+The toolchain probe (which of ``-march=native`` and ``-fopenmp`` build and load) is keyed by the
+compiler's identity, ``--version`` and the target macros of ``-march=native``, which are still
+asked every process (milliseconds; a probe build is tens of them); a failed build drops it.
 
 Data are structure-of-arrays: the drone index is the *last* axis, ``x`` has shape
 ``(n_state, N)``. Arithmetic follows IEEE rules except that it may be reassociated and fused
@@ -15,9 +23,11 @@ imported or compiled at import time; CasADi is imported inside the functions tha
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import functools
 import hashlib
+import json
 import math
 import os
 import shlex
@@ -62,35 +72,137 @@ _C_TYPES = {np.dtype(np.float32): ("float", "int32_t", "0x3f800000", "0x7fffffff
                                    "0x7fffffffffffffffLL", "")}  # fmt: skip
 
 
+_EXTRAS = (["-march=native", "-fopenmp"], ["-march=native"], ["-fopenmp"], [])
+
+
+def _cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    return Path(cache_dir or os.environ.get("QUADSIM_CACHE_DIR") or
+                Path.home() / ".cache" / "quadsim" / "native")  # fmt: skip
+
+
+def _ask(cc: list[str], *questions: list[str]) -> list[str | None]:
+    """Outputs of ``cc args`` for each ``args``, run side by side with stdin empty.
+
+    ``None`` where the command cannot run, times out or fails.
+    """
+    procs: list[Any] = []
+    for args in questions:
+        try:
+            procs.append(subprocess.Popen([*cc, *args], stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                          text=True))  # fmt: skip
+        except OSError:
+            procs.append(None)
+    out: list[str | None] = []
+    for p in procs:
+        if p is None:
+            out.append(None)
+            continue
+        try:
+            text = p.communicate(timeout=60)[0]
+        except subprocess.SubprocessError:
+            p.kill()
+            p.communicate()
+            text = None
+        out.append(text if p.returncode == 0 else None)
+    return out
+
+
+def _probe(cc: list[str], extra: list[str]) -> bool:
+    """Whether ``cc`` with the flags plus ``extra`` builds a probe library that loads."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, lib = Path(tmp, "probe.c"), Path(tmp, "probe.so")
+        src.write_text(_TEST_SRC)
+        try:
+            r = _run([*cc, *_FLAGS, *extra, str(src), "-o", str(lib), "-lm"], timeout=60)
+            return not r.returncode and bool(ctypes.CDLL(str(lib)).probe)
+        except (OSError, AttributeError, subprocess.SubprocessError):
+            return False
+
+
+def _toolchain_entry(cc: list[str], version: str, native: str | None) -> Path:
+    """Cache file of the probe result for this compiler (its identity) and these flags."""
+    key = "\0".join([shlex.join(cc), shlex.join(_FLAGS), _TEST_SRC, version, native or "-"])
+    return _cache_root() / f"toolchain_{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` under a temporary name, then rename; failures are ignored."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+
+
+def _forget_toolchain() -> None:
+    """Drop the cached probe of the toolchain in use (a build failed: probe again next time)."""
+    tool = _toolchain()
+    if tool is not None and tool[3]:
+        with contextlib.suppress(OSError):
+            os.remove(tool[3])
+
+
 @functools.cache
-def _toolchain() -> tuple[tuple[str, ...], tuple[str, ...], str] | None:
-    """``(compiler, flags, identity)`` of the first compiler that builds and loads a probe."""
+def _toolchain() -> tuple[tuple[str, ...], tuple[str, ...], str, str] | None:
+    """``(compiler, flags, identity, probe file or "")`` of the first compiler building a probe.
+
+    The identity (``--version`` and the target macros of the first extra flag) keys the
+    library cache; the probe's result is cached on disk under the compiler's version and
+    ``-march=native`` macros, so a process whose compiler answers as before skips the probe
+    builds (a cache write that fails is ignored).
+    """
     env = os.environ.get("CC")
     candidates = [shlex.split(env)] if env else [[c] for c in ("cc", "gcc") if shutil.which(c)]
     for cc in candidates:
-        for extra in (["-march=native", "-fopenmp"], ["-march=native"], ["-fopenmp"], []):
-            flags = [*_FLAGS, *extra]
-            with tempfile.TemporaryDirectory() as tmp:
-                src, lib = Path(tmp, "probe.c"), Path(tmp, "probe.so")
-                src.write_text(_TEST_SRC)
-                try:
-                    r = _run([*cc, *flags, str(src), "-o", str(lib), "-lm"], timeout=60)
-                    if r.returncode or not ctypes.CDLL(str(lib)).probe:
-                        continue
-                except (OSError, AttributeError, subprocess.SubprocessError):
-                    continue
-            # The identity (version, and target macros of -march=native) keys the cache.
-            probes = (["--version"], [*extra[:1], "-dM", "-E", "-x", "c", "-"])
-            ident = [_run([*cc, *a], input="").stdout for a in probes]
-            return tuple(cc), tuple(flags), "\n".join(ident)
+        version, native = _ask(cc, ["--version"], ["-march=native", "-dM", "-E", "-x", "c", "-"])
+        # a compiler that does not say its version is probed every time (no cache entry)
+        entry = None if version is None else _toolchain_entry(cc, version, native)
+        extra = ident = None
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            doc = json.loads(entry.read_text()) if entry is not None else {}
+            if doc and doc["extra"] in _EXTRAS and isinstance(doc["ident"], str):
+                extra, ident = doc["extra"], doc["ident"]
+        if extra is None:
+            extra = next((e for e in _EXTRAS if _probe(cc, e)), None)
+            if extra is None:
+                continue
+            macros = native if extra[:1] == ["-march=native"] else _ask(
+                cc, [*extra[:1], "-dM", "-E", "-x", "c", "-"])[0]  # fmt: skip
+            ident = "\n".join([version or "", macros or ""])
+            if entry is not None:
+                _write_atomic(entry, json.dumps({"extra": extra, "ident": ident}))
+        return tuple(cc), (*_FLAGS, *extra), ident, "" if entry is None else str(entry)
     return None
+
+
+@functools.cache
+def _generator_id() -> str | None:
+    """What the C depends on besides the Function: this module's source and CasADi's version.
+
+    ``None`` when the source cannot be read (then the library is keyed by the C source).
+    """
+    import casadi as cs
+
+    try:
+        own = Path(__file__).read_bytes()
+    except OSError:
+        return None
+    return hashlib.sha256(own + b"\0" + cs.__version__.encode()).hexdigest()
 
 
 @functools.cache
 def available() -> bool:
     """Whether compiled rollouts work here: CasADi imports and a C compiler builds a probe.
 
-    The compiler is ``$CC`` if set, else ``cc`` or ``gcc``. The result is cached per process.
+    The compiler is ``$CC`` if set, else ``cc`` or ``gcc``. The result is cached per process, and
+    the probe's on disk under the compiler's identity (see the module docstring).
     """
     try:
         import casadi  # noqa: F401
@@ -219,18 +331,25 @@ class NativeRollout:
         threads: OpenMP threads (0: the OpenMP default).
         path: The shared library on disk.
         compiled: Whether this object invoked the compiler (False: loaded from the cache).
-        source: The generated C source.
+        source: The generated C source (generated when first read after a cache hit).
     """
 
     def __init__(self, path: Path, sizes: tuple[int, int, int], dtype: np.dtype, threads: int,
-                 compiled: bool, source: str) -> None:  # fmt: skip
+                 compiled: bool, source: str | Any) -> None:  # fmt: skip
         self.n_state, self.n_input, self.n_param = sizes
         self.dtype, self.lanes, self.threads = dtype, 32 // dtype.itemsize, threads
-        self.path, self.compiled, self.source = path, compiled, source
+        self.path, self.compiled, self._source = path, compiled, source
         self._fn = ctypes.CDLL(str(path)).quadsim_roll
         vp, i64, ci = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
         self._fn.argtypes = [vp, vp, vp, i64, i64, ci, ci, i64, vp, ci]
         self._fn.restype = ci
+
+    @property
+    def source(self) -> str:
+        """The generated C source of the library."""
+        if not isinstance(self._source, str):
+            self._source = self._source()
+        return self._source
 
     def __repr__(self) -> str:
         return (f"NativeRollout(n_state={self.n_state}, n_input={self.n_input}, "
@@ -376,14 +495,22 @@ def compile_rollout(
     tool = _toolchain()
     if tool is None:
         raise RuntimeError("quadsim.native: no working C compiler ($CC, cc or gcc) found")
-    cc, flags, ident = tool
-    src = _generate(F, dtype, sizes)
-    key = hashlib.sha256("\0".join([src, shlex.join([*cc, *flags]), ident]).encode()).hexdigest()
-    root = Path(cache_dir or os.environ.get("QUADSIM_CACHE_DIR") or
-                Path.home() / ".cache" / "quadsim" / "native")  # fmt: skip
+    cc, flags, ident, _ = tool
+
+    def source() -> str:
+        return _generate(F, dtype, sizes)
+
+    # Keyed by what determines the library (module docstring), not by the C source: serialising
+    # the Function costs a fifth of generating the source, which only a miss needs.
+    gen = _generator_id()
+    src: str | Any = source if gen is not None else source()
+    what = [F.serialize(), str(dtype), repr(sizes), gen] if gen is not None else [src]
+    key = hashlib.sha256("\0".join([*what, shlex.join([*cc, *flags]), ident]).encode())
+    root = _cache_root(cache_dir)
     root.mkdir(parents=True, exist_ok=True)
-    lib, compiled = root / f"quadsim_{key[:32]}.so", False
+    lib, compiled = root / f"quadsim_{key.hexdigest()[:32]}.so", False
     if not lib.exists():
+        src = src if isinstance(src, str) else src()
         fd, tmp = tempfile.mkstemp(dir=root, suffix=".c")
         with os.fdopen(fd, "w") as fh:
             fh.write(src)
@@ -391,6 +518,7 @@ def compile_rollout(
         try:
             r = _run([*cc, *flags, tmp, "-o", tmp_so, "-lm"])
             if r.returncode:
+                _forget_toolchain()  # the cached probe may be stale (e.g. OpenMP removed)
                 raise RuntimeError(f"quadsim.native: compiling {F.name()} failed "
                                    f"({shlex.join(cc)}):\n{r.stderr[-3000:]}")  # fmt: skip
             os.replace(tmp, lib.with_suffix(".c"))

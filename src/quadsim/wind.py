@@ -48,7 +48,6 @@ import math
 from typing import Any, NamedTuple
 
 import numpy as np
-import scipy.linalg as sla
 
 from ._array import check_shape, namespace, stack, unstack
 
@@ -160,6 +159,8 @@ def _psd_cholesky(M: np.ndarray) -> np.ndarray:
 
 def _block(A: np.ndarray, B: np.ndarray, dt: float, T: float) -> tuple[np.ndarray, ...]:
     """Exact ``(A_d, Q_d, P)`` of ``dx = A x dt + B dW`` (Van Loan at ``h ≤ T``, doubling)."""
+    import scipy.linalg as sla  # here, not at import: only a Dryden run needs SciPy
+
     n, k = A.shape[0], max(0, math.ceil(math.log2(dt / T))) if dt > T else 0
     h, M = dt / 2.0**k, np.zeros((2 * n, 2 * n))
     M[:n, :n], M[:n, n:], M[n:, n:] = -A, B @ B.T, A.T

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from .log import _META_KEY, LogWriter, _from_table, chunk_table
 from .summary import SummaryAccumulator
 
@@ -146,9 +148,7 @@ def merge_parts(
     Raises:
         ValueError: If the folder holds no complete part.
     """
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
+    import pyarrow.parquet as pq  # ParquetFile, not read_table: no pyarrow.dataset import
 
     folder, parquet = Path(folder), Path(parquet)
     files = part_files(folder)
@@ -158,25 +158,27 @@ def merge_parts(
     doc = json.loads(first.metadata[_META_KEY])
     meta, n = doc.get("meta", {}), int(doc["n"])
     acc = SummaryAccumulator(meta, t_from)
-    heads: list[Any] = []
+    k = min(keep_drones, n)
+    heads: list[dict] = []
     record = {"wall_time_s": 0.0}
     tmp_pq = parquet.with_name(parquet.name + ".tmp")
     tmp_csv = None if csv is None else Path(csv).with_name(Path(csv).name + ".tmp")
     with LogWriter(tmp_pq, meta, csv_path=tmp_csv) as w:
         for f in files:
-            table = pq.read_table(f)
+            with pq.ParquetFile(f) as pf:
+                table = pf.read()
             record = json.loads(table.schema.metadata[_PART_KEY])
             w.write_table(table)
-            acc.add(_from_table(table, n, f))
-            if keep_drones > 0:
-                heads.append(table.filter(pc.less(table["drone"], keep_drones)))
+            log = _from_table(table, n, f)
+            acc.add(log)
+            if k > 0:  # the first k drones of every sample (rows are time-major, then drone)
+                heads.append({key: v if key == "time" else v[:, :k] for key, v in log.items()})
     os.replace(tmp_pq, parquet)
     if tmp_csv is not None:
         os.replace(tmp_csv, csv)
     head = {}
     if heads:
-        k = min(keep_drones, n)
-        head = _from_table(pa.concat_tables(heads), k, parquet)
+        head = {key: np.concatenate([h[key] for h in heads]) for key in heads[0]}
     if remove:
         shutil.rmtree(folder, ignore_errors=True)
     return Merged(meta, acc, len(files), float(record["wall_time_s"]), head)

@@ -13,13 +13,16 @@ import numpy as np
 from ._common import (
     MAX_DRONES,
     _color,
+    _columns,
     _drones,
     _euler_deg,
     _figure,
     _fin,
     _limits,
     _no_data,
+    _runs,
     _save,
+    _thin,
     _title,
     _unwrap,
 )
@@ -52,11 +55,14 @@ def plot_path_3d(
     ref = _fin(log["ref_pos"])[:, sel] if "ref_pos" in log else None
     fig = _figure("path_3d")
     ax = fig.add_subplot(projection="3d")
+    cols = _columns(fig, oversample=4)  # a long path keeps the extremes of x, y and z
     for k, i in enumerate(sel):
         c = _color(k)
-        ax.plot(pos[:, k, 0], pos[:, k, 1], pos[:, k, 2], color=c, lw=1.5)
+        p = pos[_thin(pos[:, k], cols), k]
+        ax.plot(p[:, 0], p[:, 1], p[:, 2], color=c, lw=1.5)
         if ref is not None:
-            ax.plot(ref[:, k, 0], ref[:, k, 1], ref[:, k, 2], color=c, lw=1.0, ls="--", alpha=0.7)
+            r = ref[_thin(ref[:, k], cols), k]
+            ax.plot(r[:, 0], r[:, 1], r[:, 2], color=c, lw=1.0, ls="--", alpha=0.7)
         ok = np.flatnonzero(np.all(np.isfinite(pos[:, k]), axis=1))
         if ok.size:
             ax.scatter(*pos[ok[0], k], color=c, marker="o", s=20)
@@ -133,6 +139,7 @@ def plot_states(
             rows[3][4],
         )
     fig = _figure("states")
+    cols = _columns(fig)
     axes = fig.subplots(4, 3, sharex=True, squeeze=False)
     for r, (name, unit, val, ref, comps) in enumerate(rows):
         for j, comp in enumerate(comps):
@@ -143,18 +150,19 @@ def plot_states(
                 _no_data(ax, name)
                 continue
             v = _fin(val) if r >= 2 else _fin(np.asarray(val)[:, sel])
+            rv = None if ref is None else _fin(ref) if r >= 2 else _fin(np.asarray(ref)[:, sel])
             for k in range(len(sel)):
+                idx = _thin(v[:, k, j], cols)
                 ax.plot(
-                    t,
-                    v[:, k, j],
+                    t[idx],
+                    v[idx, k, j],
                     color=_color(k),
                     lw=1.2,
                     label=f"drone {sel[k]}" if (r, j) == (0, 0) else None,
                 )
-                if ref is not None:
-                    rv = _fin(ref) if r >= 2 else _fin(np.asarray(ref)[:, sel])
-                    if np.isfinite(rv[:, k, j]).any():
-                        ax.plot(t, rv[:, k, j], color=_color(k), lw=1.0, ls="--", alpha=0.8)
+                if rv is not None and np.isfinite(rv[:, k, j]).any():
+                    idx = _thin(rv[:, k, j], cols)
+                    ax.plot(t[idx], rv[idx, k, j], color=_color(k), lw=1.0, ls="--", alpha=0.8)
     for ax in axes[-1]:
         ax.set_xlabel("time [s]")
     if len(sel) > 1:
@@ -204,17 +212,19 @@ def plot_rotors(
     ncols = 1 if R == 1 else 2
     nrows = math.ceil(R / ncols)
     fig = _figure("rotors")
+    cols = _columns(fig)
     axes = np.atleast_1d(
         fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
     ).ravel()
+    runs = _runs(sat, cols) if sat is not None else None
     for r in range(R):
         ax = axes[r]
         if sat is not None and sat.any():
             ax.fill_between(
-                t,
+                t[runs],
                 0,
                 1,
-                where=sat,
+                where=sat[runs],
                 transform=ax.get_xaxis_transform(),
                 color="red",
                 alpha=0.12,
@@ -223,17 +233,19 @@ def plot_rotors(
             )
         for k in range(len(sel)):
             if act is not None:
+                idx = _thin(act[:, k, r], cols)
                 ax.plot(
-                    t,
-                    act[:, k, r],
+                    t[idx],
+                    act[idx, k, r],
                     color=_color(k),
                     lw=1.2,
                     label=f"drone {sel[k]}" if r == 0 else None,
                 )
             if cmd is not None:
+                idx = _thin(cmd[:, k, r], cols)
                 ax.plot(
-                    t,
-                    cmd[:, k, r],
+                    t[idx],
+                    cmd[idx, k, r],
                     color=_color(k),
                     lw=0.9,
                     ls="--",
@@ -322,12 +334,15 @@ def plot_tracking_error(
     e = _fin(np.asarray(log["pos"])[:, sel]) - _fin(np.asarray(log["ref_pos"])[:, sel])
     en = np.linalg.norm(e, axis=-1)
     fig = _figure("tracking_error")
+    cols = _columns(fig)
     axes = fig.subplots(4, 1, sharex=True)
     labels = ("e_x [m]", "e_y [m]", "e_z [m]", "|e| [m]")
     for j, ax in enumerate(axes):
         for k in range(len(sel)):
             y = e[:, k, j] if j < 3 else en[:, k]
-            ax.plot(t, y, color=_color(k), lw=1.2, label=f"drone {sel[k]}" if j == 0 else None)
+            idx = _thin(y, cols)
+            ax.plot(t[idx], y[idx], color=_color(k), lw=1.2,
+                    label=f"drone {sel[k]}" if j == 0 else None)  # fmt: skip
         ax.set_ylabel(labels[j])
         ax.grid(True, alpha=0.3)
     if "crashed" in log:

@@ -20,8 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
 from .._array import as_like
 from .reference import Reference, _array, _as_time, _number, _set
@@ -98,6 +96,9 @@ def _min_snap_coeffs(durations: np.ndarray, values: np.ndarray) -> np.ndarray:
             put(i, k, True, (h / durations[i]) ** k)
             put(i + 1, k, False, -((h / durations[i + 1]) ** k))
             r += 1
+    import scipy.sparse as sp  # here, not at import: only a min-snap solve needs SciPy
+    import scipy.sparse.linalg as spla
+
     A = sp.csc_matrix((vals, (rows, cols)), shape=(8 * M, 8 * M))
     sol = spla.splu(A).solve(rhs)
     if not np.all(np.isfinite(sol)):

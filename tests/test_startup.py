@@ -1,0 +1,69 @@
+"""Start-up of the ``quadsim`` command: what it imports, checked in a fresh interpreter.
+
+No wall-clock assertion (a loaded 2-core CI machine would make it flaky): the heavy modules a
+run does not need must not be imported at all. JAX only runs the Python flight loop, matplotlib
+only draws the figures, SciPy only discretises Dryden turbulence (matrix exponential, Lyapunov
+equation), solves min-snap trajectories and integrates with RK45; PyTorch and gymnasium belong
+to other backends and the environments. The showcase has turbulence, so it may load SciPy.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "figure8_wind.toml"
+HEAVY = ("jax", "jaxlib", "matplotlib", "scipy", "torch", "gymnasium")
+SHOWCASE_HEAVY = tuple(m for m in HEAVY if m != "scipy")  # its Dryden turbulence needs SciPy
+
+
+def _imported_after(code: str) -> dict:
+    """Run ``code`` in a fresh interpreter; the top-level modules it imported and its ``out``."""
+    script = (
+        "import json, sys\nout = None\n" + code + "\n"
+        "print(json.dumps({'modules': sorted({m.split('.')[0] for m in sys.modules}), "
+        "'out': out}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_import_cli_loads_no_heavy_module():
+    got = _imported_after("import quadsim.cli")
+    loaded = (set(HEAVY) | {"casadi", "pyarrow", "PIL", "tqdm"}) & set(got["modules"])
+    assert not loaded, sorted(loaded)
+
+
+def test_showcase_scenario_validates_and_builds_without_jax_matplotlib():
+    got = _imported_after(
+        "from quadsim.scenario import build, load_scenario\n"
+        f"build(load_scenario({str(EXAMPLE)!r}))"
+    )
+    loaded = set(SHOWCASE_HEAVY) & set(got["modules"])
+    assert not loaded, sorted(loaded)
+
+
+def test_showcase_fly_without_plots_loads_no_jax_matplotlib(tmp_path):
+    from quadsim import native
+
+    if not native.available():
+        pytest.skip("no C compiler: the showcase runs the Python loop (JAX where installed)")
+    got = _imported_after(
+        "from quadsim.cli import main\n"
+        f"rc = main(['fly', {str(EXAMPLE)!r}, '--no-plots', '--quiet', '--out', "
+        f"{str(tmp_path / 'run')!r}])\n"
+        "import pyarrow.parquet as pq\n"
+        f"meta = json.loads(pq.read_schema({str(tmp_path / 'run' / 'trajectory.parquet')!r})"
+        ".metadata[b'quadsim'])['meta']\n"
+        "out = {'rc': rc, 'loop': meta.get('loop'), 'reason': meta.get('loop_reason')}"
+    )
+    assert got["out"]["rc"] == 0
+    loaded = set(SHOWCASE_HEAVY) & set(got["modules"])
+    why = f"the flight ran the {got['out']['loop']!r} loop ({got['out']['reason']})"
+    assert not loaded, f"{sorted(loaded)} imported; {why}"
