@@ -138,7 +138,8 @@ def osc(cache):
 def test_first_principles_float64_matches_casadi(preset, cache):
     F, P = fp_step(preset)
     roll = native.compile_rollout(F, np.float64, cache_dir=cache)
-    assert (roll.n_state, roll.n_input, roll.n_param, roll.lanes) == (17, 4, 0, 4)
+    assert (roll.n_state, roll.n_input, roll.n_param) == (17, 4, 0)
+    assert roll.lanes == native._vector_bytes(native._toolchain()[2]) // 8
     x0, u = random_drones(P, 13, np.random.default_rng(0), spread=0.5)
     x0_copy = x0.copy()
     got, rec = roll(x0, u, steps=200)
@@ -152,11 +153,24 @@ def test_first_principles_float64_matches_casadi(preset, cache):
 def test_first_principles_float32_hover(cache):
     F, P = fp_step("cf2x_L250")
     roll = native.compile_rollout(F, np.float32, cache_dir=cache)
-    assert roll.lanes == 8 and roll.dtype == np.float32
+    assert roll.lanes == native._vector_bytes(native._toolchain()[2]) // 4
+    assert roll.dtype == np.float32
     x0, u = random_drones(P, 13, np.random.default_rng(1), spread=0.02)
     got, _ = roll(x0, u, steps=200)
     assert got.dtype == np.float32
     assert_close(got, casadi_rollout(F, x0, u, 200), 1e-4)
+
+
+@pytest.mark.parametrize("vbytes", [32, 64])
+def test_vector_width_is_a_layout_choice_not_a_result(vbytes, cache, monkeypatch):
+    """32- and 64-byte vectors (AVX-512 or two AVX2 halves) give the CasADi rollout."""
+    monkeypatch.setenv("QUADSIM_VECTOR_BYTES", str(vbytes))
+    F, P = fp_step("cf2x_L250")
+    roll = native.compile_rollout(F, np.float64, cache_dir=cache)
+    assert roll.lanes == vbytes // 8 and f"vector_size({vbytes})" in roll.source
+    x0, u = random_drones(P, 21, np.random.default_rng(2), spread=0.5)  # not a lane multiple
+    got, _ = roll(x0, u, steps=100)
+    assert_close(got, casadi_rollout(F, x0, u, 100), 1e-10)
 
 
 # ---------------------------------------------------------------------------------------------

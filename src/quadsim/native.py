@@ -2,7 +2,8 @@ r"""Compiled rollouts: a CasADi step function turned into vectorised, multi-thre
 
 A step ``x_{s+1} = f(x_s, u_s[, p])`` of one drone, given as a CasADi ``SX`` Function, is walked
 instruction by instruction and emitted as C that uses GCC/Clang vector extensions: every C variable
-is a vector of ``lanes`` drones (8 in float32, 4 in float64; 32-byte vectors), the state stays in
+is a vector of ``lanes`` drones (8 in float32, 4 in float64 with 32-byte vectors; twice that with
+64-byte vectors where the target has AVX-512), the state stays in
 registers over all steps, and OpenMP spreads blocks of drones over the cores. The library is
 compiled with the system C compiler, cached on disk, and loaded with :mod:`ctypes` (which releases
 the GIL during the call).
@@ -223,12 +224,26 @@ def _literal(c: float, suffix: str) -> str:
     return f"({c!r}{suffix})"
 
 
-def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int]) -> str:
+def _vector_bytes(ident: str) -> int:
+    """Bytes per vector: 64 where the target has AVX-512 (``__AVX512F__`` among the macros of
+    the toolchain's identity), else 32; ``$QUADSIM_VECTOR_BYTES`` (32 or 64) overrides."""  # noqa: D205, D209
+    env = os.environ.get("QUADSIM_VECTOR_BYTES", "")
+    if env in ("32", "64"):
+        return int(env)
+    return 64 if "__AVX512F__" in ident else 32
+
+
+_OMP_WORK = 256 * 1500
+"""Threads only when blocks × steps × instructions reach this (a fork/join costs microseconds,
+and much more when another process holds a core): about 256 block-steps of the RK4 plant."""
+
+
+def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int = 32) -> str:
     """C source of ``quadsim_roll`` for the SX Function ``F`` (see :func:`compile_rollout`)."""
     import casadi as cs
 
     T, Ti, one, absb, sfx = _C_TYPES[dtype]
-    lanes = 32 // dtype.itemsize
+    lanes = vbytes // dtype.itemsize
     names = {getattr(cs, "OP_" + k): k for k in [*_OPS, "CONST", "INPUT", "OUTPUT"]
              if hasattr(cs, "OP_" + k)}  # fmt: skip
     rows_in = [F.sparsity_in(i).find() for i in range(F.n_in())]
@@ -272,8 +287,8 @@ def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int]) -> str:
 #include <omp.h>
 #endif
 typedef {T} T;
-typedef T vf __attribute__((vector_size(32)));
-typedef {Ti} vi __attribute__((vector_size(32)));
+typedef T vf __attribute__((vector_size({vbytes})));
+typedef {Ti} vi __attribute__((vector_size({vbytes})));
 #define W {lanes}
 #define ZERO ((vf){{}})
 #define ONE ((vf){{}} + 1)
@@ -290,9 +305,10 @@ int quadsim_roll(T *restrict X, const T *restrict U, const T *restrict P, int64_
   nt = threads > 0 ? threads : omp_get_max_threads();
 #endif
   (void)nt;
-  /* threads only pay off with two blocks or more and enough steps (a fork/join costs ~us,
-     and much more when another process holds a core) */
-#pragma omp parallel for schedule(static) num_threads(nt) if(N / W >= 2 && (N / W) * steps >= 256)
+  /* threads only pay off with two blocks or more and enough work: blocks x steps x the
+     {F.n_instructions()} instructions of a step (a fork/join costs ~us, more under load) */
+#pragma omp parallel for schedule(static) num_threads(nt) \
+    if(N / W >= 2 && (N / W) * steps * {F.n_instructions()} >= {_OMP_WORK})
   for (int64_t j = 0; j < N; j += W) {{
     vf xs[{max(nx, 1)}], xn[{max(nx, 1)}], us[{max(nu, 1)}], ps[{max(npar, 1)}];
     {decl}
@@ -327,7 +343,7 @@ class NativeRollout:
         n_input: Input (command) size of one drone.
         n_param: Parameter size of one drone (0 when the step takes no parameters).
         dtype: Floating-point type of the computation (float32 or float64).
-        lanes: Drones per vector register (8 for float32, 4 for float64).
+        lanes: Drones per vector (8 for float32, 4 for float64; twice that with AVX-512).
         threads: OpenMP threads (0: the OpenMP default).
         path: The shared library on disk.
         compiled: Whether this object invoked the compiler (False: loaded from the cache).
@@ -335,9 +351,9 @@ class NativeRollout:
     """
 
     def __init__(self, path: Path, sizes: tuple[int, int, int], dtype: np.dtype, threads: int,
-                 compiled: bool, source: str | Any) -> None:  # fmt: skip
+                 compiled: bool, source: str | Any, vbytes: int = 32) -> None:  # fmt: skip
         self.n_state, self.n_input, self.n_param = sizes
-        self.dtype, self.lanes, self.threads = dtype, 32 // dtype.itemsize, threads
+        self.dtype, self.lanes, self.threads = dtype, vbytes // dtype.itemsize, threads
         self.path, self.compiled, self._source = path, compiled, source
         self._fn = ctypes.CDLL(str(path)).quadsim_roll
         vp, i64, ci = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
@@ -496,15 +512,16 @@ def compile_rollout(
     if tool is None:
         raise RuntimeError("quadsim.native: no working C compiler ($CC, cc or gcc) found")
     cc, flags, ident, _ = tool
+    vbytes = _vector_bytes(ident)
 
     def source() -> str:
-        return _generate(F, dtype, sizes)
+        return _generate(F, dtype, sizes, vbytes)
 
     # Keyed by what determines the library (module docstring), not by the C source: serialising
     # the Function costs a fifth of generating the source, which only a miss needs.
     gen = _generator_id()
     src: str | Any = source if gen is not None else source()
-    what = [F.serialize(), str(dtype), repr(sizes), gen] if gen is not None else [src]
+    what = [F.serialize(), str(dtype), repr(sizes), str(vbytes), gen] if gen is not None else [src]
     key = hashlib.sha256("\0".join([*what, shlex.join([*cc, *flags]), ident]).encode())
     root = _cache_root(cache_dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -528,4 +545,4 @@ def compile_rollout(
             for t in (tmp, tmp_so):
                 if os.path.exists(t):
                     os.remove(t)
-    return NativeRollout(lib, sizes, dtype, int(threads or 0), compiled, src)
+    return NativeRollout(lib, sizes, dtype, int(threads or 0), compiled, src, vbytes)
