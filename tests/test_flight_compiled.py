@@ -168,7 +168,11 @@ def test_reasons():
     assert "jit=False" in compiled_path_reason(sim, control, g, jit=False)
     assert "ctrl_state" in compiled_path_reason(sim, control, g, ctrl_state=object())
     assert "allocator" in compiled_path_reason(sim, control, g, allocator=object())
-    assert "custom controller" in compiled_path_reason(sim, lambda *a: a, g)
+    # your own controller is traced (issue 10, item 6): only tracing tells whether it compiles
+    assert compiled_path_reason(sim, lambda *a: a, g) is None
+    assert "ctrl_state: ctrl_0 has shape (3, 2)" in compiled_path_reason(
+        sim, control, g, ctrl_state=(np.zeros((3, 2)),))
+    assert compiled_path_reason(sim, control, g, ctrl_state=(np.zeros((2, 2)), None)) is None
     euler = Simulator("cf2x_L250", n=2, dt=DT, backend="native", model="euler_zyx")
     assert "quaternion" in compiled_path_reason(euler, control, g)
     # compiled since issue 10's follow-up: turbulence, per-drone parameters, IMU, mocap

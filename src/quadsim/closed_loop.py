@@ -11,20 +11,30 @@ One step ``s`` of one drone, traced once with CasADi ``SX`` symbols and compiled
     x_{s+1} = \mathrm{integrator}(\dot x = f(x, Ω^{cmd}_s, p, v_{wind}), x_s, dt),
 
 exactly the loop of :func:`quadsim.flight.fly` without sensors (the controller reads the true
-state). Nothing is re-written: the trajectory's ``__call__``, :func:`quadsim.control.control`
-and :func:`quadsim.rotors.allocate` run on :class:`quadsim._array.SymArray` (their array-API
-code path, element by element on CasADi scalars), and the plant is the model's ``deriv`` and the
+state). The controller is any array-API function ``(state, ref, gains, c) -> (command, c)``:
+:func:`quadsim.control.control` or your own; its command is a wrench ``w_s`` (4, allocated) or
+rotor speeds (``n_rotors`` [RPM], clipped to the rotor range, no allocation), see
+:func:`quadsim.flight.command_allocation`. Nothing is re-written: the trajectory's
+``__call__``, the controller and :func:`quadsim.rotors.allocate` run on
+:class:`quadsim._array.SymArray` (their array-API code path, element by element on CasADi
+scalars), and the plant is the model's ``deriv`` and the
 integrator on :data:`quadsim._array.CASADI_OPS`, as the native :class:`~quadsim.sim.Simulator`
 builds it.
 
 Compiled state of one drone (structure of arrays, drone index last, see :attr:`ClosedLoop.rows`)::
 
     x = [plant state (system.size) | world flags (5, with a world) | controller state
-         (flattened fields) | mocap_line (3 d, with a mocap delay d) | s | cmd_rpm (n_rotors) |
+         (its leaves flattened, ``ctrl_<field>``; none for a stateless controller) |
+         mocap_line (3 d, with a mocap delay d) | s | cmd_rpm (n_rotors) |
          cmd_wrench (4) | saturated | sample outputs (``sample=True``)]
     u = wind [m/s], world frame (3)          held over a call, or one per step
     p = [reference offset o [m] (3) | per-drone model parameters (n_var)]
                                               shared (3 + n_var,) or per drone (3 + n_var, N)
+
+The controller state is a NamedTuple (or tuple, nested) of arrays, one array, or ``None``
+(:func:`ctrl_leaves`); its leaves are stored as floats of the loop's dtype, so integer and
+boolean fields come back as floats (0/1 for booleans), which ``where`` and arithmetic treat
+alike. :meth:`ClosedLoop.initial_state` takes a per-drone initial state.
 
 ``s`` is the step counter (a float: exact to 2^24 steps in float32, 2^53 in float64); the rows
 after it are outputs only: the command computed at step ``s - 1`` from ``x_{s-1}`` (so a
@@ -71,8 +81,11 @@ __all__ = [
     "closed_loop_step",
     "compile_closed_loop",
     "compile_for_simulator",
+    "ctrl_leaves",
     "per_drone_params",
 ]
+
+_INIT = object()  # closed_loop_step's default controller state: quadsim.control.init_state
 
 
 class ClosedLoopRun(NamedTuple):
@@ -115,16 +128,43 @@ def per_drone_params(system: Any, params: dict) -> tuple[list[tuple], np.ndarray
     return varying, values
 
 
-def _flat_fields(record: Any) -> list[tuple[str, tuple[int, ...]]]:
-    """``(name, trailing shape)`` of a NamedTuple of single-drone arrays (NumPy)."""
-    return [(name, tuple(np.shape(v))) for name, v in zip(record._fields, record, strict=True)]
+def ctrl_leaves(tree: Any, prefix: str = "ctrl") -> list[tuple[str, Any]]:
+    """``(row name, leaf)`` of a controller state, depth first.
+
+    A state is ``None`` (no rows), an array or number (one leaf, ``prefix``), or a tuple or
+    NamedTuple of states (``prefix_<field>``, ``prefix_<index>`` for plain tuples); ``None``
+    fields hold no rows. The built-in states give ``ctrl_pos_int``, ``ctrl_wrench_est``, ...
+
+    Raises:
+        TypeError: Another container (a dict, a list).
+    """
+    if tree is None:
+        return []
+    if isinstance(tree, tuple):
+        names = getattr(tree, "_fields", None) or [str(i) for i in range(len(tree))]
+        return [leaf for name, v in zip(names, tree, strict=True)
+                for leaf in ctrl_leaves(v, f"{prefix}_{name}")]  # fmt: skip
+    if isinstance(tree, dict | list):
+        raise TypeError(f"a controller state of NamedTuples, tuples and arrays is stored; "
+                        f"{prefix} is a {type(tree).__name__}")  # fmt: skip
+    return [(prefix, tree)]
+
+
+def _ctrl_rebuild(tree: Any, leaves: Any) -> Any:
+    """``tree`` with its leaves replaced, in :func:`ctrl_leaves` order, from the iterator."""
+    if tree is None:
+        return None
+    if isinstance(tree, tuple):
+        items = [_ctrl_rebuild(v, leaves) for v in tree]
+        return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
+    return next(leaves)
 
 
 def closed_loop_step(
     system: Any, params: dict, control: Callable, gains: Any, trajectory: Callable,
     allocator: Any, dt: float, integrator: Callable, dtype: Any = np.float64,
     world: Any = None, sample: bool = False, *, imu: bool = False,
-    mocap_delay: int | None = None,
+    mocap_delay: int | None = None, ctrl_state: Any = _INIT, command: str | None = None,
 ) -> tuple[Any, dict[str, slice], Any]:  # fmt: skip
     """The one-drone closed-loop step as a CasADi ``SX`` Function (see the module docstring).
 
@@ -132,7 +172,8 @@ def closed_loop_step(
         system: The plant's :class:`~quadsim.systems.System` (a rotor-level model).
         params: Model parameters by name: one drone's, or with a leading drone axis where they
             differ per drone (:func:`per_drone_params`; those entries become ``p[3:]``).
-        control: Controller ``(state, ref, gains, cstate) -> (wrench, cstate)``.
+        control: Controller ``(state, ref, gains, cstate) -> (command, cstate)``: the command is
+            a wrench (4) or rotor speeds (n_rotors) [RPM] (``command``).
         gains: The controller's gains record (shared by all drones).
         trajectory: Callable ``t -> Reference``.
         allocator: :class:`~quadsim.rotors.Allocator` of the drone.
@@ -150,18 +191,25 @@ def closed_loop_step(
         mocap_delay: Motion-capture delay ``d`` [steps] (needs ``sample``), or ``None``: carry
             the delay line ``mocap_line`` (3 d) and output ``mocap_true_pos`` (3) [m], the
             position ``d`` steps before the sample (module docstring).
+        ctrl_state: The controller state of one drone, as a template of its structure and
+            shapes (values unused; :func:`ctrl_leaves`); ``None`` for a stateless controller;
+            default :func:`quadsim.control.init_state` ``(gains, ())``.
+        command: What the controller's command is, :func:`quadsim.flight.command_kind`
+            (default: by its size).
 
     Returns:
         ``(F, rows, cstate0)``: ``F(x, u, p) -> x_next``, the row slices of ``x`` by field name
-        and the zero controller state of one drone (NumPy).
+        and the controller-state template of one drone.
 
     Raises:
-        ValueError: ``imu`` or ``mocap_delay`` without ``sample``, or a negative delay.
+        ValueError: ``imu`` or ``mocap_delay`` without ``sample``, a negative delay, a command
+            of another size, or a controller that returns a state of another structure.
+        TypeError: Whatever the controller raises when it cannot be traced.
     """
     import casadi as cs
 
     from .control import init_state
-    from .rotors import allocate
+    from .flight import command_allocation
     from .sim import State
     from .systems import Env
     from .world import Status
@@ -172,8 +220,8 @@ def closed_loop_step(
     if mocap_delay is not None and (int(mocap_delay) != mocap_delay or mocap_delay < 0):
         raise ValueError(f"mocap_delay must be an integer >= 0; got {mocap_delay!r}")
     nx, nc = system.size, system.n_cmd
-    cstate0 = init_state(gains, ())
-    cfields = _flat_fields(cstate0)
+    cstate0 = init_state(gains, ()) if ctrl_state is _INIT else ctrl_state
+    cfields = [(name, tuple(np.shape(v))) for name, v in ctrl_leaves(cstate0)]
     rows: dict[str, slice] = {}
     at = 0
     for name, size in system.fields:
@@ -182,7 +230,7 @@ def closed_loop_step(
         rows[name], at = slice(at, at + 1), at + 1
     for name, shape in cfields:
         size = math.prod(shape)
-        rows["ctrl_" + name], at = slice(at, at + size), at + size
+        rows[name], at = slice(at, at + size), at + size
     if mocap_delay:
         rows["mocap_line"], at = slice(at, at + 3 * mocap_delay), at + 3 * mocap_delay
     rows["step"], at = slice(at, at + 1), at + 1
@@ -213,10 +261,16 @@ def closed_loop_step(
     ref = trajectory(t)
     ref = ref._replace(pos=ref.pos + symbolic([P[0], P[1], P[2]], dtype))
     state = State(sym("pos"), sym("quat"), sym("vel"), sym("ang_vel"), None)
-    cstate = type(cstate0)(*[sym("ctrl_" + name, shape) for name, shape in cfields])
-    wrench, cstate1 = control(state, ref, gains, cstate)
-    alloc = allocate(wrench, allocator)
-    rpm = alloc.rpm.entries()
+    cstate = _ctrl_rebuild(cstate0, iter([sym(name, shape) for name, shape in cfields]))
+    output, cstate1 = control(state, ref, gains, cstate)
+    if not isinstance(output, SymArray):
+        raise TypeError(f"the controller returned a {type(output).__name__}, not an array")
+    wrench, alloc = command_allocation(output, allocator, command)
+    rpm = _entries(alloc.rpm, dtype)
+    got = [(name, tuple(np.shape(getattr(v, "a", v)))) for name, v in ctrl_leaves(cstate1)]
+    if got != cfields:
+        raise ValueError(f"the controller returned a state of another structure: {got} "
+                         f"instead of {cfields}")  # fmt: skip
 
     from .sim_native import _symbolic_params
 
@@ -225,7 +279,7 @@ def closed_loop_step(
     x0 = tuple(xs[:nx])
     x1 = integrator(lambda y: system.deriv(y, tuple(rpm), p, CASADI_OPS, env), x0, dt, system,
                     CASADI_OPS)  # fmt: skip
-    c1 = [e for f in cstate1 for e in _entries(f, dtype)]
+    c1 = [e for _, f in ctrl_leaves(cstate1) for e in _entries(f, dtype)]
     flags = []
     if world is not None:
         st = Status(*(xs[rows[name].start] for name in Status._fields))
@@ -234,7 +288,7 @@ def closed_loop_step(
     line = []
     if mocap_delay:  # oldest first: drop p_{s-d}, append p_s
         line = [*xs[rows["mocap_line"]][3:], *x0[rows["pos"]]]
-    sat = alloc.saturated.entries()
+    sat = _entries(alloc.saturated, dtype)
     extra = []
     if sample:
         n_flags = len(Status._fields) if world is not None else 0
@@ -245,7 +299,8 @@ def closed_loop_step(
         extra += xs[rows["prev_vel"]]
     if mocap_delay is not None:
         extra += xs[rows["mocap_line"]][:3] if mocap_delay else x0[rows["pos"]]
-    out = cs.vertcat(*x1, *flags, *c1, *line, k + 1, *rpm, *wrench.entries(), *sat, *extra)
+    wrench = _entries(wrench, dtype)
+    out = cs.vertcat(*x1, *flags, *c1, *line, k + 1, *rpm, *wrench, *sat, *extra)
     F = cs.Function("quadsim_closed_loop", [X, U, P], [out])
     return F, rows, cstate0
 
@@ -283,12 +338,19 @@ class ClosedLoop:
     def initial_state(
         self, n: int, pos: Any = (0.0, 0.0, 0.0), quat: Any = (0.0, 0.0, 0.0, 1.0),
         vel: Any = (0.0, 0.0, 0.0), ang_vel: Any = (0.0, 0.0, 0.0), rotor_vel: Any = None,
+        ctrl_state: Any = None,
     ) -> np.ndarray:  # fmt: skip
-        """Compiled states ``(n_x, n)`` at step 0 with a zero controller state.
+        """Compiled states ``(n_x, n)`` at step 0.
 
-        Each field broadcasts to ``(n, size)`` (rotor speeds default to hover). The sensor rows
-        start at rest: ``prev_vel = vel`` (so the first ``vel_before`` is ``vel``: zero
-        acceleration) and the motion-capture delay line holds ``pos`` ``d`` times.
+        Each field broadcasts to ``(n, size)`` (rotor speeds default to hover). The controller
+        state is zero, or ``ctrl_state``: the per-drone initial state, of the structure the loop
+        was traced with (:func:`ctrl_leaves`), each leaf ``(n, ...)`` (or broadcasting to it:
+        a leading axis of 1, or a scalar). The sensor rows start at rest: ``prev_vel = vel`` (so
+        the first ``vel_before`` is ``vel``: zero acceleration) and the motion-capture delay
+        line holds ``pos`` ``d`` times.
+
+        Raises:
+            ValueError: ``ctrl_state`` of another structure or shape.
         """
         X = np.zeros((self.n_x, n))
         given = {"pos": pos, "quat": quat, "vel": vel, "ang_vel": ang_vel,
@@ -302,6 +364,24 @@ class ClosedLoop:
         if "mocap_line" in self.rows:
             d = (self.rows["mocap_line"].stop - self.rows["mocap_line"].start) // 3
             X[self.rows["mocap_line"]] = np.tile(X[self.rows["pos"]], (d, 1))
+        if ctrl_state is not None:
+            from ._array import to_numpy
+
+            leaves = ctrl_leaves(ctrl_state)
+            names = [name for name in self.rows if name.startswith("ctrl")]
+            if [name for name, _ in leaves] != names:
+                raise ValueError(f"ctrl_state has the leaves {[name for name, _ in leaves]}; "
+                                 f"this loop stores {names}")  # fmt: skip
+            for name, leaf in leaves:
+                a = np.asarray(to_numpy(leaf), np.float64)
+                rows = self.rows[name]
+                size = rows.stop - rows.start
+                a = a.reshape(1, 1) if a.ndim == 0 else a.reshape(a.shape[0], -1)
+                try:
+                    X[rows] = np.broadcast_to(a, (n, size)).T
+                except ValueError:
+                    raise ValueError(f"ctrl_state: {name} of shape {np.shape(leaf)} does not "
+                                     f"fit {n} drones of {size} values") from None  # fmt: skip
         return X.astype(self.dtype)
 
     def run(self, x0: np.ndarray, steps: int, record_every: int = 1, wind: Any = None,
@@ -353,6 +433,7 @@ def compile_closed_loop(
     dtype: Any = np.float32, *, control: Callable | None = None,
     model: str = "first_principles", rotor_dynamics: bool = True,
     integrator: Callable | str = "rk4", world: Any = None, threads: int | None = None,
+    ctrl_state: Any = _INIT, command: str | None = None,
 ) -> ClosedLoop:  # fmt: skip
     """Trace and compile the closed loop (module docstring) for one drone type.
 
@@ -369,6 +450,9 @@ def compile_closed_loop(
         world: :class:`~quadsim.world.World` (ground, boxes, bounds, limits), or ``None``
             (default) for free flight.
         threads: OpenMP threads of the rollout (default: all).
+        ctrl_state: One drone's controller state as a template (:func:`closed_loop_step`);
+            default :func:`quadsim.control.init_state`.
+        command: What the controller's command is (:func:`quadsim.flight.command_kind`).
 
     Returns:
         :class:`ClosedLoop`.
@@ -397,7 +481,8 @@ def compile_closed_loop(
     model_params = {k: getattr(params, k) for k in system.param_spec}
     F, rows, cstate0 = closed_loop_step(
         system, model_params, control or default_control, gains, trajectory,
-        make_allocator(params), dt, integrator, dtype, world,
+        make_allocator(params), dt, integrator, dtype, world, ctrl_state=ctrl_state,
+        command=command,
     )  # fmt: skip
     rollout = compile_rollout(F, dtype, threads=threads)
     return ClosedLoop(rollout, rows, cstate0, system, dt, envelope(params).hover_rpm)
@@ -406,6 +491,7 @@ def compile_closed_loop(
 def compile_for_simulator(
     sim: Any, control: Callable, gains: Any, trajectory: Callable, *, sample: bool = True,
     threads: int | None = None, imu: bool = False, mocap_delay: int | None = None,
+    ctrl_state: Any = _INIT, command: str | None = None,
 ) -> ClosedLoop:  # fmt: skip
     """The closed loop around a :class:`~quadsim.sim.Simulator`'s plant (``fly``'s compiled path).
 
@@ -417,13 +503,16 @@ def compile_for_simulator(
 
     Args:
         sim: The simulator.
-        control: Controller ``(state, ref, gains, cstate) -> (wrench, cstate)``.
+        control: Controller ``(state, ref, gains, cstate) -> (command, cstate)``.
         gains: The controller's gains record.
         trajectory: Callable ``t -> Reference``.
         sample: Carry the log sample of the step before (:func:`closed_loop_step`).
         threads: OpenMP threads of the rollout (default: all).
         imu: Output ``vel_before`` for an IMU's accelerometer (:func:`closed_loop_step`).
         mocap_delay: Motion-capture delay [steps], or ``None`` without motion capture.
+        ctrl_state: One drone's controller state as a template (:func:`closed_loop_step`);
+            default :func:`quadsim.control.init_state`.
+        command: What the controller's command is (:func:`quadsim.flight.command_kind`).
 
     Returns:
         :class:`ClosedLoop` (with per-drone parameters it runs exactly ``sim.n`` drones).
@@ -437,6 +526,7 @@ def compile_for_simulator(
     F, rows, cstate0 = closed_loop_step(
         system, params, control, gains, trajectory, make_allocator(sim.drone), float(sim.dt),
         sim.integrator, np.dtype(sim.dtype), sim.world, sample, imu=imu, mocap_delay=mocap_delay,
+        ctrl_state=ctrl_state, command=command,
     )  # fmt: skip
     rollout = compile_rollout(F, np.dtype(sim.dtype), threads=threads)
     hover = envelope(sim.drone).hover_rpm

@@ -12,17 +12,34 @@ with per-drone reference offsets ``o``. The controller reads the true state; sen
 the mean acceleration over the last step, ``a_k = (v_k - v_{k-1}) / dt`` (exact at rest and for
 constant acceleration; the first sample takes ``a_0 = 0``).
 
-Two loops log the same samples. The **compiled loop** (the default on the ``native`` backend,
+Three loops log the same samples (``meta["loop"]`` says which ran, ``meta["loop_reason"]`` why
+not a faster one). The **compiled loop** (``"compiled"``, the default on the ``native`` backend,
 :func:`compiled_path_reason`) runs reference, controller, allocation, plant and world of every
 drone as one C step (:mod:`quadsim.closed_loop`), a chunk per call; per-drone model parameters
 are inputs of that step, Dryden gusts are drawn per chunk with the Simulator's own functions
 and passed as the per-step wind, and the sensor readings (which do not feed back: the
 controller reads the true state) are computed per chunk in NumPy from the recorded samples with
 the sensor functions themselves, the same generators and the same draw order (the C step only
-carries the previous velocity and the motion-capture delay line). The **Python loop** runs the
-rest: reference, controller, allocation and sensors form one pure function per step; with JAX
-installed it is compiled (float64, inside a local ``jax.enable_x64`` block), otherwise it runs on
-NumPy, around ``sim.step``. Sensor noise comes from one NumPy generator either way.
+carries the previous velocity and the motion-capture delay line). The **scan loop**
+(``"scan"``, the default on the ``jax`` backend, :func:`scan_path_reason`) runs the same
+per-step function as the Python loop and the simulator's plant step as one ``jax.lax.scan`` per
+chunk (:mod:`quadsim.closed_loop_jax`), with the sensor noise and the gusts drawn per chunk in
+the Python loop's order and passed in as scanned inputs. The **Python loop** (``"python"``) runs
+the rest: reference, controller, allocation and sensors form one pure function per step; with
+JAX installed it is compiled (float64, inside a local ``jax.enable_x64`` block), otherwise (or
+when the controller cannot be traced by JAX) it runs on NumPy, around ``sim.step``. Sensor noise
+comes from one NumPy generator either way.
+
+**Your own controller.** Any pure function ``control(state, ref, gains, ctrl_state) ->
+(command, ctrl_state)`` written over the array API (like :mod:`quadsim.control`), with any gains
+and controller-state records (NamedTuples of arrays, nested tuples, one array, or ``None``),
+flies on every loop: it is traced into the C step by CasADi on ``native`` and into the scan on
+``jax`` when it can be, and run per step otherwise. The command is a body wrench ``(..., 4)``
+(allocated by :func:`quadsim.rotors.allocate`) or rotor speeds ``(..., n_rotors)`` [RPM] (clipped
+to ``[rpm_min, rpm_max]``, no allocation), told apart by its last axis (:func:`command_kind`;
+a quadrotor's 4 is a wrench unless ``command="rpm"``). When tracing fails the flight falls back
+to a slower loop, says why in ``meta["loop_reason"]`` and warns once with
+:class:`TraceFallbackWarning`.
 
 The log is a ``dict`` of time-major NumPy arrays (see :mod:`quadsim.io` for the keys and units),
 handed to ``on_chunk`` every ``chunk_steps`` steps (fewer when a chunk would pass
@@ -49,10 +66,16 @@ __all__ = [
     "CHUNK_BYTES",
     "FlightResult",
     "Interrupted",
+    "TraceFallbackWarning",
+    "command_allocation",
+    "command_kind",
     "compiled_path_reason",
+    "flight_loop",
     "fly",
+    "initial_ctrl_state",
     "raise_on_signals",
     "run_meta",
+    "scan_path_reason",
 ]
 
 CHUNK_BYTES = 32 * 2**20
@@ -81,6 +104,95 @@ class FlightResult(NamedTuple):
     interrupted: bool
     wall_time: float
     signal: int | None = None
+
+
+class TraceFallbackWarning(UserWarning):
+    """The controller (or trajectory) could not be traced: :func:`fly` runs a slower loop.
+
+    Issued once per flight, one line: what could not be traced, by what (CasADi for the compiled
+    loop, JAX for the scan and the per-step JIT), and the loop that runs instead. The same
+    reason is in ``meta["loop_reason"]``. Silence it with ``warnings.simplefilter("ignore",
+    TraceFallbackWarning)``; make it an error with ``"error"`` to insist on a fast loop.
+    """
+
+
+COMMANDS = ("auto", "wrench", "rpm")
+"""What a controller's command may be declared as (``fly(command=...)``)."""
+
+
+def command_kind(size: int, n_rotors: int, command: str | None = None) -> str:
+    """``"wrench"`` or ``"rpm"``: what a controller command with last axis ``size`` is.
+
+    ``command`` ``None``/``"auto"`` decides by the size: 4 is a body wrench ``[F, τx, τy, τz]``,
+    ``n_rotors`` (when not 4) rotor speeds [RPM]; on a quadrotor a 4 is a wrench unless
+    ``command="rpm"`` says otherwise. ``"wrench"`` and ``"rpm"`` insist (and check the size).
+
+    Raises:
+        ValueError: ``command`` unknown, or ``size`` fits neither.
+    """
+    command = "auto" if command is None else command
+    if command not in COMMANDS:
+        raise ValueError(f"command must be one of {COMMANDS}; got {command!r}")
+    if command in ("auto", "wrench") and size == 4:
+        return "wrench"
+    if command in ("auto", "rpm") and size == n_rotors:
+        return "rpm"
+    want = {"auto": f"4 (a wrench) or {n_rotors} (rotor speeds)", "wrench": "4 (a wrench)",
+            "rpm": f"{n_rotors} (rotor speeds)"}[command]  # fmt: skip
+    raise ValueError(f"the controller's command has last axis {size}; expected {want}")
+
+
+def command_allocation(output: Any, allocator: Any, command: str | None = None) -> tuple:
+    """The logged command of a controller output: ``(cmd_wrench, Allocation)``.
+
+    A wrench ``(..., 4)`` goes through :func:`quadsim.rotors.allocate` (``cmd_wrench`` is the
+    wrench asked for). Rotor speeds ``(..., n_rotors)`` [RPM] bypass the allocation: they are
+    clipped to ``[rpm_min, rpm_max]`` (``saturated`` where a speed was outside), ``cmd_wrench``
+    and the allocation's ``wrench`` are the wrench those speeds produce
+    (:func:`quadsim.rotors.wrench_from_rpm`) and ``lost`` is zero. Array-API code, so it traces
+    with JAX and CasADi (:class:`~quadsim._array.SymArray`) like the controller.
+
+    Args:
+        output: The controller's command.
+        allocator: :class:`~quadsim.rotors.Allocator` of the drone.
+        command: ``None``/``"auto"``, ``"wrench"`` or ``"rpm"`` (:func:`command_kind`).
+    """
+    from ._array import namespace
+    from .rotors import Allocation, allocate, wrench_from_rpm
+
+    n_rot = int(np.shape(allocator.mixing_matrix)[1])
+    if command_kind(int(output.shape[-1]), n_rot, command) == "wrench":
+        return output, allocate(output, allocator)
+    xp = namespace(output)
+    lo, hi = float(allocator.rpm_min), float(allocator.rpm_max)
+    rpm = xp.clip(output, lo, hi)
+    outside = (output < lo) | (output > hi)
+    saturated = outside[..., 0]
+    for i in range(1, n_rot):
+        saturated = saturated | outside[..., i]
+    wrench = wrench_from_rpm(rpm, allocator)
+    return wrench, Allocation(rpm, wrench, 0.0 * wrench, saturated)
+
+
+def initial_ctrl_state(control: Callable, gains: Any, ctrl_state: Any, n: int, xp: Any = None,
+                       dtype: Any = None) -> Any:  # fmt: skip
+    """The controller state a flight starts from (per drone, leading axis ``n``).
+
+    In this order: ``ctrl_state`` when given (as it is); ``control.init_state(gains, (n,), xp,
+    dtype)`` when the controller has such an attribute; :func:`quadsim.control.init_state` for
+    the built-in gains records; ``None`` otherwise (a stateless controller gets ``None`` and
+    what it returns as its state is handed back on the next step).
+    """
+    from . import control as control_module
+
+    if ctrl_state is not None:
+        return ctrl_state
+    init = getattr(control, "init_state", None)
+    if callable(init):
+        return init(gains, (n,), xp, dtype)
+    if isinstance(gains, control_module.GeometricGains | control_module.PidGains):
+        return control_module.init_state(gains, (n,), xp, dtype)
+    return None
 
 
 class Interrupted(KeyboardInterrupt):
@@ -162,9 +274,8 @@ def _dtype_name(dtype: Any) -> str | None:
     return getattr(dtype, "__name__", None) or str(dtype).rpartition(".")[2]
 
 
-def _make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, xp):
+def _make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, xp, command=None):
     """The per-step function: reference, sensors, controller and allocation (pure)."""
-    from . import rotors
 
     def brain(t, pos, quat, vel, ang_vel, vel_prev, offset, cstate, imu_state, mocap_state, z):
         from .sim import State
@@ -173,8 +284,8 @@ def _make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, xp
         ref_pos = xp.asarray(ref.pos) + offset
         ref = ref._replace(pos=ref_pos)
         state = State(pos, quat, vel, ang_vel, None)
-        wrench, cstate = control(state, ref, gains, cstate)
-        alloc = rotors.allocate(wrench, allocator)
+        output, cstate = control(state, ref, gains, cstate)
+        wrench, alloc = command_allocation(output, allocator, command)
         out = {
             "ref_pos": ref_pos,
             "ref_vel": xp.broadcast_to(xp.asarray(ref.vel), pos.shape),
@@ -221,13 +332,15 @@ def compiled_path_reason(
     """Why :func:`fly` cannot run this flight as the compiled closed loop, or ``None`` if it can.
 
     The compiled loop (:mod:`quadsim.closed_loop`) needs the ``native`` backend with CasADi and
-    a C compiler, :func:`quadsim.control.control` with geometric or PID gains, the default
-    allocator, a zero initial controller state, a rotor-level quaternion model, a NumPy
-    generator for the sensor noise and a motion-capture delay of at most
-    :data:`MOCAP_DELAY_MAX` steps; ``jit=False`` asks for the Python loop. Per-drone model
-    parameters, Dryden turbulence, an IMU and motion capture are compiled (the sensors are
-    computed from the recorded samples, see :func:`fly`). (Tracing can still fail on something
-    unforeseen: ``fly`` then runs the Python loop and says so.)
+    a C compiler, the default allocator, a rotor-level quaternion model, a NumPy generator for
+    the sensor noise, a motion-capture delay of at most :data:`MOCAP_DELAY_MAX` steps, and
+    geometric or PID gains for :func:`quadsim.control.control`; any other controller is traced
+    as it is, from the initial controller state ``ctrl_state`` (arrays with a leading drone axis,
+    in NamedTuples or tuples; :func:`initial_ctrl_state`). ``jit=False`` asks for the Python
+    loop. Per-drone model parameters, Dryden turbulence, an IMU and motion capture are compiled
+    (the sensors are computed from the recorded samples, see :func:`fly`). Whether the controller
+    traces is only known by tracing it: ``fly`` then runs a slower loop, says so in
+    ``meta["loop_reason"]`` and warns (:class:`TraceFallbackWarning`).
 
     Args:
         sim: The :class:`~quadsim.sim.Simulator`.
@@ -247,14 +360,18 @@ def compiled_path_reason(
 
     if jit is False:
         return "jit=False: the per-step Python loop was asked for"
-    if getattr(sim, "backend", None) != "native":
-        return f"backend {getattr(sim, 'backend', None)!r}: only 'native' compiles the closed loop"
-    if control is not control_module.control:
-        return "a custom controller: only quadsim.control.control is compiled"
-    if not isinstance(gains, control_module.GeometricGains | control_module.PidGains):
+    backend = getattr(sim, "backend", None)
+    if backend != "native":
+        return (f"backend {backend!r}: only 'native' compiles the closed loop"
+                + (" (and 'jax' scans it)" if backend != "jax" else ""))  # fmt: skip
+    if control is control_module.control and not isinstance(
+        gains, control_module.GeometricGains | control_module.PidGains
+    ):
         return f"gains of type {type(gains).__name__}: only geometric and PID gains are compiled"
     if ctrl_state is not None:
-        return "ctrl_state given: the compiled loop starts from a zero controller state"
+        bad = _ctrl_state_problem(ctrl_state, sim.n)
+        if bad:
+            return f"ctrl_state: {bad}"
     if allocator is not None:
         return "a custom allocator: the compiled loop uses the drone's default allocator"
     if (imu is not None or mocap is not None) and rng is not None and not isinstance(
@@ -279,6 +396,89 @@ def compiled_path_reason(
 
     if not available():
         return "quadsim.native is unavailable (needs CasADi and a C compiler)"
+    return None
+
+
+def scan_path_reason(
+    sim: Any, control: Callable, gains: Any, *, ctrl_state: Any = None, imu: Any = None,
+    mocap: Any = None, jit: bool | None = None, rng: Any = None,
+) -> str | None:  # fmt: skip
+    """Why :func:`fly` cannot run this flight as one ``jax.lax.scan`` per chunk, or ``None``.
+
+    The scan loop (:mod:`quadsim.closed_loop_jax`) needs the ``jax`` backend, a rotor-level
+    quaternion model, a NumPy generator for the sensor noise, and ``jit`` not ``False``; the
+    controller (built-in or your own) must be traceable by JAX, which only tracing tells
+    (``fly`` falls back and says so). Any allocator, initial controller state, per-drone model
+    parameters, Dryden turbulence, IMU and motion capture are scanned.
+
+    Args:
+        sim: The :class:`~quadsim.sim.Simulator`.
+        control: The controller.
+        gains: Its gains record.
+        ctrl_state: Initial controller state given to ``fly``.
+        imu: IMU parameters given to ``fly``.
+        mocap: Motion-capture parameters given to ``fly``.
+        jit: ``fly``'s ``jit``.
+        rng: ``fly``'s ``rng`` (``None``: the simulator's generator).
+
+    Returns:
+        A short reason, or ``None``.
+    """
+    if jit is False:
+        return "jit=False: the per-step Python loop was asked for"
+    backend = getattr(sim, "backend", None)
+    if backend != "jax":
+        return f"backend {backend!r}: only 'jax' scans the closed loop"
+    if (imu is not None or mocap is not None) and rng is not None and not isinstance(
+        rng, np.random.Generator
+    ):
+        return f"rng of type {type(rng).__name__}: the scan loop draws from a NumPy Generator"
+    system = sim.system
+    if system.attitude != "quat" or system.n_cmd != sim.drone.mixing_matrix.shape[1]:
+        return (f"model {getattr(system, 'model', None)!r}: the scan loop needs a rotor-level "
+                "quaternion model (first_principles)")  # fmt: skip
+    if _jax_or_none() is None:
+        return "JAX is not installed"
+    return None
+
+
+def flight_loop(sim: Any, control: Callable, gains: Any, **kwargs: Any) -> tuple[str, str | None]:
+    """The loop :func:`fly` will run, ``(loop, reason)``, as far as it is known before tracing.
+
+    ``loop`` is ``"compiled"`` (``native``, :func:`compiled_path_reason` is ``None``), ``"scan"``
+    (``jax``, :func:`scan_path_reason` is ``None``) or ``"python"``, and ``reason`` says why the
+    faster loop of the backend does not run (``None`` when it does). Tracing the controller can
+    still fail; ``fly``'s ``meta`` then corrects it. ``kwargs`` are ``fly``'s ``ctrl_state``,
+    ``allocator``, ``imu``, ``mocap``, ``jit``, ``rng`` and ``compiled``.
+    """
+    compiled = kwargs.pop("compiled", None)
+    if compiled is False:
+        return "python", "compiled=False"
+    if getattr(sim, "backend", None) == "jax":
+        kwargs.pop("allocator", None)
+        reason = scan_path_reason(sim, control, gains, **kwargs)
+        return ("scan" if reason is None else "python"), reason
+    reason = compiled_path_reason(sim, control, gains, **kwargs)
+    return ("compiled" if reason is None else "python"), reason
+
+
+def _ctrl_state_problem(ctrl_state: Any, n: int) -> str | None:
+    """Why a per-drone controller state cannot be stored in the compiled state, or ``None``."""
+    from .closed_loop import ctrl_leaves
+
+    try:
+        leaves = ctrl_leaves(ctrl_state)
+    except TypeError as e:
+        return str(e)
+    for name, leaf in leaves:
+        try:
+            a = np.asarray(to_numpy(leaf))
+        except Exception:  # anything that is not an array
+            return f"{name} is not an array ({type(leaf).__name__})"
+        if a.dtype.kind not in "biuf":
+            return f"{name} is not a numeric array ({a.dtype})"
+        if a.ndim and a.shape[0] not in (1, n):
+            return f"{name} has shape {a.shape}: the leading axis must be the {n} drones"
     return None
 
 
@@ -415,7 +615,7 @@ class _Sensors:
 
 
 def _fly_compiled(
-    sim: Any, loop: Any, gains: Any, offset: np.ndarray, total: int, log_every: int,
+    sim: Any, loop: Any, cstate0: Any, offset: np.ndarray, total: int, log_every: int,
     chunk_steps: int, on_chunk: Callable | None, progress: Callable | None, keep_log: bool,
     imu: Any = None, mocap: Any = None, rng: np.random.Generator | None = None,
 ) -> tuple[list[dict], int, bool, int | None]:  # fmt: skip
@@ -431,7 +631,6 @@ def _fly_compiled(
     (:class:`_Sensors`). A call whose per-step inputs would pass :data:`CHUNK_BYTES` is split
     into several rollout calls of whole sampling periods.
     """
-    from .control import init_state
     from .sim import SimulationError, State
     from .world import FAULT_NAMES, Status
 
@@ -441,14 +640,12 @@ def _fly_compiled(
     status0 = sim.status
     flag_dtype = _flag(status0, "crashed", n).dtype
     names = [name for name, _ in loop.system.fields]
-    x = loop.initial_state(n, **{name: getattr(state0, name) for name in names})
+    x = loop.initial_state(n, **{name: getattr(state0, name) for name in names},
+                           ctrl_state=cstate0)  # fmt: skip
     x = x.astype(np.float64)
     if status0 is not None:
         for name, value in zip(Status._fields, status0, strict=True):
             x[rows[name]] = to_numpy(value).astype(np.float64)[None]
-    cstate = init_state(gains, (n,))
-    for name, value in zip(cstate._fields, cstate, strict=True):
-        x[rows["ctrl_" + name]] = np.asarray(value, np.float64).reshape(n, -1).T
     x[rows["step"]] = k_sim0
     x = x.astype(loop.dtype)
     rng = sim.rng if rng is None else rng
@@ -619,6 +816,7 @@ def fly(
     meta: dict | None = None,
     jit: bool | None = None,
     compiled: bool | None = None,
+    command: str | None = None,
 ) -> FlightResult:
     """Fly ``sim`` (already reset) along ``trajectory`` for ``duration`` seconds.
 
@@ -628,11 +826,16 @@ def fly(
     Args:
         sim: A :class:`~quadsim.sim.Simulator` with a rotor-level model.
         trajectory: Callable ``t -> Reference`` (:mod:`quadsim.trajectories`).
-        control: Controller ``(state, ref, gains, ctrl_state) -> (wrench (n, 4), ctrl_state)``
-            (:mod:`quadsim.control`).
-        gains: The controller's gains record.
+        control: Controller ``(state, ref, gains, ctrl_state) -> (command, ctrl_state)``
+            (:mod:`quadsim.control`, or your own written over the array API): the command is a
+            body wrench ``(n, 4)`` or rotor speeds ``(n, n_rotors)`` [RPM] (``command``).
+        gains: The controller's gains record (any object; NamedTuples of numbers and NumPy
+            arrays trace as constants).
         duration: Flight time [s]; rounded to whole steps.
-        ctrl_state: Initial controller state (default: :func:`quadsim.control.init_state`).
+        ctrl_state: Initial controller state, per drone (leading axis ``n``): a NamedTuple or
+            tuple of arrays, one array, or ``None``. Default: :func:`initial_ctrl_state` (the
+            controller's ``init_state`` attribute, :func:`quadsim.control.init_state` for the
+            built-in gains, else ``None``).
         allocator: From :func:`quadsim.rotors.make_allocator` (default: built from ``sim.drone``).
         ref_offset: Per-drone reference offsets ``(n, 3)`` or ``(3,)`` [m] (formations).
         imu: :class:`~quadsim.sensors.ImuParams` to simulate and log an IMU at the control
@@ -647,30 +850,37 @@ def fly(
         meta: Extra metadata merged into the result's ``meta`` (:func:`run_meta`).
         jit: Run reference, controller, allocation and sensors as one JAX-compiled float64
             function (about 25x faster than NumPy per step; costs ~1-3 s of compilation).
-            ``None``: when JAX is installed. The results are the same to rounding.
-            ``False`` also rules out the compiled loop.
-        compiled: Run the whole closed loop compiled to C, a chunk per call
-            (:mod:`quadsim.closed_loop`): ``None`` when :func:`compiled_path_reason` allows it,
-            ``True`` to require it, ``False`` for the per-step Python loop. Both paths log the
-            same samples, sensor noise and gusts included (equal to rounding in float64, and
-            they leave ``sim``, its generator and its gust state alike after a completed
-            flight); on a float32 simulator the compiled loop also runs reference, controller
-            and allocation in float32. The path that ran
-            and why are in ``meta["loop"]`` (``"compiled"`` or ``"python"``) and
-            ``meta["loop_reason"]``.
+            ``None``: when JAX is installed and the controller traces. The results are the
+            same to rounding. ``False`` also rules out the compiled and the scan loop.
+        compiled: Run the backend's fast loop: the whole closed loop compiled to C on
+            ``native`` (:mod:`quadsim.closed_loop`), a chunk per call, or one ``lax.scan`` per
+            chunk on ``jax`` (:mod:`quadsim.closed_loop_jax`). ``None`` when
+            :func:`compiled_path_reason` / :func:`scan_path_reason` allow it and the controller
+            traces, ``True`` to require it, ``False`` for the per-step Python loop. All paths
+            log the same samples, sensor noise and gusts included (equal to rounding in
+            float64, and they leave ``sim``, its generator and its gust state alike after a
+            completed flight); on a float32 simulator the compiled loop also runs reference,
+            controller and allocation in float32. The path that ran and why are in
+            ``meta["loop"]`` (``"compiled"``, ``"scan"`` or ``"python"``) and
+            ``meta["loop_reason"]``; a controller that cannot be traced also warns
+            (:class:`TraceFallbackWarning`).
+        command: What the controller's command is: ``None`` (the controller's ``command``
+            attribute if it has one, else ``"auto"``), ``"auto"`` (by the size of its last
+            axis, :func:`command_kind`: 4 is a wrench, ``n_rotors`` rotor speeds), ``"wrench"``
+            or ``"rpm"`` (needed for rotor speeds on a quadrotor).
 
     Returns:
         :class:`FlightResult`. After the flight ``sim`` holds the state, flags and clock of the
-        last step computed (on the compiled path loaded back through ``sim.k``, ``sim.state``
-        and ``sim.status``; an interrupted compiled flight stops at a chunk's end, and its
-        generators and gust state may have advanced past it: they drew for the chunk in flight).
+        last step computed (on the compiled and scan paths loaded back through ``sim.k``,
+        ``sim.state`` and ``sim.status``; an interrupted compiled or scan flight stops at a
+        chunk's end, and its generators and gust state may have advanced past it: they drew
+        for the chunk in flight).
 
     Raises:
-        ValueError: Bad arguments, or ``compiled=True`` where the compiled loop cannot run (the
+        ValueError: Bad arguments, or ``compiled=True`` where the fast loop cannot run (the
             message says why).
     """
     from . import rotors
-    from .control import init_state
 
     if not (duration > 0 and math.isfinite(duration)):
         raise ValueError(f"duration must be a positive number of seconds; got {duration!r}")
@@ -683,6 +893,9 @@ def fly(
         raise ValueError("log_every and chunk_steps must be positive integers")
     if sim.system.n_cmd != sim.drone.mixing_matrix.shape[1]:
         raise ValueError("fly needs a rotor-level model (first_principles or euler_zyx)")
+    command = getattr(control, "command", None) if command is None else command
+    if command is not None and command not in COMMANDS:
+        raise ValueError(f"command must be one of {COMMANDS}; got {command!r}")
     n, dt = sim.n, sim.dt
     total = max(1, round(duration / dt))
     chunk_steps = max(log_every, chunk_steps - chunk_steps % log_every)
@@ -695,130 +908,308 @@ def fly(
         if ref_offset is None
         else np.broadcast_to(np.asarray(ref_offset, dtype=np.float64), (n, 3))
     )
-    reason = "compiled=False" if compiled is False else compiled_path_reason(
-        sim, control, gains, ctrl_state=ctrl_state, allocator=allocator, imu=imu, mocap=mocap,
-        jit=jit, rng=rng,
-    )  # fmt: skip
+    backend = getattr(sim, "backend", None)
+    kw = {"ctrl_state": ctrl_state, "imu": imu, "mocap": mocap, "jit": jit, "rng": rng}
+    if compiled is False:
+        reason = "compiled=False"
+    elif backend == "jax":
+        reason = scan_path_reason(sim, control, gains, **kw)
+    else:
+        reason = compiled_path_reason(sim, control, gains, allocator=allocator, **kw)
+    fast = "scan" if backend == "jax" else "compiled"
+    failed: list[tuple[str, str]] = []  # (by what, why) it could not be traced: one warning
     loop = None
-    if reason is None:
-        from .closed_loop import compile_for_simulator
-
+    if reason is None and fast == "compiled":
         try:
-            delay = None
-            if mocap is not None:
-                from .sensors import mocap_delay_steps
-
-                delay = mocap_delay_steps(mocap, dt)
-            loop = compile_for_simulator(sim, control, gains, trajectory, imu=imu is not None,
-                                         mocap_delay=delay)  # fmt: skip
+            loop, cstate0 = _compile_native(sim, control, gains, trajectory, ctrl_state, imu,
+                                            mocap, command)  # fmt: skip
         except Exception as e:  # any failure to trace or build falls back
-            reason = f"the closed loop could not be compiled: {type(e).__name__}: {e}"
-    if compiled and loop is None:
-        raise ValueError(f"compiled=True, but the compiled loop cannot run: {reason}")
-    loop_meta = {"loop": "python" if loop is None else "compiled", "loop_reason": reason}
+            reason = f"the closed loop could not be compiled: {_one_line(e)}"
+            failed.append(("by CasADi", _one_line(e)))
+    scan = None
+    if reason is None and fast == "scan":
+        try:
+            scan = _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command,
+                               ctrl_state, offset, total, log_every, chunk_steps, rng)  # fmt: skip
+        except Exception as e:  # the controller (or trajectory) does not trace: per step
+            reason = f"the closed loop could not be traced by JAX: {_one_line(e)}"
+            failed.append(("by JAX into the scan", _one_line(e)))
+    if compiled and loop is None and scan is None:
+        raise ValueError(f"compiled=True, but the {fast} loop cannot run: {reason}")
     if loop is not None:
+        loop_meta = {"loop": "compiled", "loop_reason": None}
         t0 = time.perf_counter()
         chunks, k, interrupted, stop_signal = _fly_compiled(
-            sim, loop, gains, offset, total, log_every, chunk_steps, on_chunk, progress, keep_log,
-            imu, mocap, rng,
+            sim, loop, cstate0, offset, total, log_every, chunk_steps, on_chunk, progress,
+            keep_log, imu, mocap, rng,
         )  # fmt: skip
-        wall = time.perf_counter() - t0
-        log = {key: np.concatenate([c[key] for c in chunks]) for key in chunks[0]} if chunks else {}
-        meta_out = run_meta(sim, total * dt, meta) | loop_meta
-        return FlightResult(log, meta_out, k, interrupted, wall, stop_signal)
+    elif scan is not None:
+        from .closed_loop_jax import fly_scan
 
-    jax = _jax_or_none() if jit in (None, True) else None
-    if jit and jax is None:
-        raise ValueError("jit=True needs JAX (pip install 'quadsim[jax]')")
-    allocator = rotors.make_allocator(sim.drone) if allocator is None else allocator
-    rng = sim.rng if rng is None else rng
-    g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
-    xp = np
-    if jax is not None:
-        import jax.numpy as jnp
-
-        xp = jnp
-    brain = _make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, xp)
-    state = _numpy_state(sim.state)
-    with _x64(jax):
-        cstate = init_state(gains, (n,), xp, xp.float64) if ctrl_state is None else ctrl_state
-        imu_state = mocap_state = None
-        if imu is not None:
-            from .sensors import imu_init
-
-            imu_state = imu_init(imu, (n,), rng.standard_normal((n, 6)), xp=xp, dtype=xp.float64)
-        if mocap is not None:
-            from .sensors import mocap_init
-
-            mocap_state = mocap_init(xp.asarray(state.pos), xp.asarray(state.quat), mocap, dt)
-        if jax is not None:
-            brain = jax.jit(brain)
-    n_noise = (18 if mocap is not None else 12) if (imu or mocap) else 0
-
-    rows: dict[str, list] = {}
-    chunks: list[dict] = []
-    k = 0
-    interrupted, stop_signal = False, None
-    vel_prev = state.vel
-
-    def think(state: Any, vel_prev: Any, brain_state: tuple) -> tuple:
-        """Reference, controller, allocation and sensors at the current time."""
-        z = rng.standard_normal((n, n_noise)) if n_noise else np.zeros((n, 0))
-        with _x64(jax):
-            out, *brain_state = brain(
-                sim.time, state.pos, state.quat, state.vel, state.ang_vel, vel_prev, offset,
-                *brain_state, z,
-            )  # fmt: skip
-            rpm = np.asarray(out["cmd_rpm"])
-        return out, rpm, tuple(brain_state)
-
-    def record(out: dict, rpm: np.ndarray, state: Any, t: float) -> None:
-        status = sim.status
-        rec = {key: np.asarray(out[key]) for key in sorted(out)}  # JAX's order, with or without
-        rec.update(
-            time=np.asarray(t),
-            pos=state.pos,
-            quat=state.quat,
-            vel=state.vel,
-            ang_vel=state.ang_vel,
-            rotor_rpm=state.rotor_vel if state.rotor_vel is not None else rpm,
-            crashed=_flag(status, "crashed", n),
-            landed=_flag(status, "landed", n),
-        )
-        for key, value in rec.items():
-            rows.setdefault(key, []).append(np.array(value))
-
-    brain_state = (cstate, imu_state, mocap_state)
-    t0 = time.perf_counter()
-    try:
-        while k < total:
-            n_chunk = min(chunk_steps, total - k)
-            for i in range(n_chunk):
-                t = sim.time
-                out, rpm, brain_state = think(state, vel_prev, brain_state)
-                if (k + i) % log_every == 0:
-                    record(out, rpm, state, t)
-                vel_prev = state.vel
-                state = _numpy_state(sim.step(rpm))
-            if k + n_chunk == total:  # the end sample, at t = duration
-                out, rpm, brain_state = think(state, vel_prev, brain_state)
-                record(out, rpm, state, sim.time)
-            chunk = {key: np.stack(v) for key, v in rows.items()}
-            rows = {}
-            with _interrupt_after():  # the chunk reaches the writer and the log, or neither
-                k += n_chunk
-                if on_chunk is not None and chunk:
-                    on_chunk(chunk)
-                if keep_log and chunk:
-                    chunks.append(chunk)
-            if progress is not None:
-                progress(k, total)
-    except KeyboardInterrupt as e:
-        interrupted, stop_signal = True, getattr(e, "signum", int(signal.SIGINT))
+        loop_meta = {"loop": "scan", "loop_reason": None}
+        t0 = time.perf_counter()
+        scan_loop, carry, draws = scan()
+        chunks, k, interrupted, stop_signal = fly_scan(
+            sim, scan_loop, carry, offset, total, log_every, chunk_steps, on_chunk, progress,
+            keep_log, draws,
+        )  # fmt: skip
+    else:
+        allocator = rotors.make_allocator(sim.drone) if allocator is None else allocator
+        run, brain_name, why = _python_loop(
+            sim, trajectory, control, gains, allocator, imu, mocap, command, ctrl_state, offset,
+            total, log_every, chunk_steps, on_chunk, progress, keep_log, jit, rng,
+        )  # fmt: skip
+        if why:
+            same = bool(failed) and failed[-1][1] == why
+            failed.append(("by JAX per step", why))
+            reason = (f"{reason}; nor per step" if same else
+                      f"{reason}; the per-step function could not be traced by JAX: {why}")
+        loop_meta = {"loop": "python", "loop_reason": reason}
+        if failed:
+            _warn_fallback(control, failed, f"the per-step Python loop on {brain_name}")
+        t0 = time.perf_counter()
+        chunks, k, interrupted, stop_signal = run()
     wall = time.perf_counter() - t0
     log = {key: np.concatenate([c[key] for c in chunks]) for key in chunks[0]} if chunks else {}
     meta_out = run_meta(sim, total * dt, meta) | loop_meta
     return FlightResult(log, meta_out, k, interrupted, wall, stop_signal)
+
+
+def _one_line(e: BaseException, limit: int = 300) -> str:
+    """``"Type: first line of the message"`` (JAX's errors run to many lines)."""
+    text = str(e).strip().splitlines()
+    line = f"{type(e).__name__}: {text[0] if text else ''}".rstrip(": ")
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _warn_fallback(control: Callable, failed: list[tuple[str, str]], ran: str) -> None:
+    """The one-line :class:`TraceFallbackWarning` of a flight whose fast loop could not run."""
+    import warnings
+
+    parts: list[list[str]] = []  # [by what, ..., why]: the same error said once
+    for by, why in failed:
+        if parts and parts[-1][-1] == why:
+            parts[-1].insert(-1, by)
+        else:
+            parts.append([by, why])
+    said = "; nor ".join(f"{' nor '.join(p[:-1])} ({p[-1]})" for p in parts)
+    name = getattr(control, "__qualname__", None) or type(control).__name__
+    warnings.warn(f"fly: controller {name} could not be traced {said}; flying {ran} (slower)",
+                  TraceFallbackWarning, stacklevel=3)  # fmt: skip
+
+
+def _one_drone(tree: Any) -> Any:
+    """The controller state of the first drone (a template of its structure and shapes)."""
+    from .closed_loop import _ctrl_rebuild, ctrl_leaves
+
+    def first(leaf: Any) -> np.ndarray:
+        a = np.asarray(to_numpy(leaf), np.float64)
+        return a if a.ndim == 0 else a[0]
+
+    return _ctrl_rebuild(tree, iter([first(leaf) for _, leaf in ctrl_leaves(tree)]))
+
+
+def _compile_native(sim, control, gains, trajectory, ctrl_state, imu, mocap, command):
+    """The compiled closed loop of a flight and its per-drone initial controller state."""
+    from .closed_loop import compile_for_simulator
+
+    cstate0 = initial_ctrl_state(control, gains, ctrl_state, sim.n, np, np.float64)
+    delay = None
+    if mocap is not None:
+        from .sensors import mocap_delay_steps
+
+        delay = mocap_delay_steps(mocap, sim.dt)
+    loop = compile_for_simulator(sim, control, gains, trajectory, imu=imu is not None,
+                                 mocap_delay=delay, ctrl_state=_one_drone(cstate0),
+                                 command=command)  # fmt: skip
+    return loop, cstate0
+
+
+def _n_noise(imu: Any, mocap: Any) -> int:
+    return (18 if mocap is not None else 12) if (imu or mocap) else 0
+
+
+def _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command, ctrl_state,
+                offset, total, log_every, chunk_steps, rng):  # fmt: skip
+    """Build and compile the scan of a flight; returns a thunk of ``(loop, carry, draws)``.
+
+    Compiling draws nothing; the thunk makes the draws of the flight's start (the IMU's turn-on
+    biases), as the Python loop does before its first step.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from . import rotors
+    from .closed_loop_jax import ScanLoop, initial_carry
+
+    allocator = rotors.make_allocator(sim.drone) if allocator is None else allocator
+    n, dt = sim.n, float(sim.dt)
+    g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
+    rng = sim.rng if rng is None else rng
+    nz = _n_noise(imu, mocap)
+    gusty = getattr(sim, "_dryden", None) is not None
+    L = log_every
+    periods = -(-min(chunk_steps, total) // L)
+    if nz or gusty:  # the per-step inputs of one call stay under CHUNK_BYTES
+        periods = min(periods, max(1, CHUNK_BYTES // (8 * n * (3 + nz) * L)))
+    with _x64(jax):
+        brain = _make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, jnp,
+                            command)  # fmt: skip
+        loop = ScanLoop(sim, brain, nz, gusty, L, periods)
+        cstate = initial_ctrl_state(control, gains, ctrl_state, n, jnp, jnp.float64)
+        state = _numpy_state(sim.state)
+
+        def brain_states(imu_noise: np.ndarray) -> tuple:
+            imu_state = mocap_state = None
+            if imu is not None:
+                from .sensors import imu_init
+
+                imu_state = imu_init(imu, (n,), imu_noise, xp=jnp, dtype=jnp.float64)
+            if mocap is not None:
+                from .sensors import mocap_init
+
+                mocap_state = mocap_init(jnp.asarray(state.pos), jnp.asarray(state.quat), mocap,
+                                         dt)  # fmt: skip
+            return imu_state, mocap_state
+
+        loop.compile(initial_carry(sim, cstate, *brain_states(np.zeros((n, 6)))), offset)
+
+    def start() -> tuple:
+        with _x64(jax):
+            noise = rng.standard_normal((n, 6)) if imu is not None else None
+            carry = initial_carry(sim, cstate, *brain_states(noise))
+        return loop, carry, _Draws(sim, rng, nz, total)
+
+    return start
+
+
+def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command, ctrl_state,
+                 offset, total, log_every, chunk_steps, on_chunk, progress, keep_log, jit,
+                 rng):  # fmt: skip
+    """The per-step Python loop: ``(run, "JAX" or "NumPy", why JAX could not trace or None)``.
+
+    ``run()`` flies and returns ``(chunks, steps, interrupted, signal)``. With JAX (``jit`` not
+    ``False``) the per-step function is traced once up front; when that fails and ``jit`` is
+    ``None`` it runs on NumPy instead (``jit=True`` raises).
+    """
+    n, dt = sim.n, sim.dt
+    jax = _jax_or_none() if jit in (None, True) else None
+    if jit and jax is None:
+        raise ValueError("jit=True needs JAX (pip install 'quadsim[jax]')")
+    rng = sim.rng if rng is None else rng
+    g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
+    state = _numpy_state(sim.state)
+    n_noise = _n_noise(imu, mocap)
+    why = None
+
+    def setup(jax: Any) -> tuple:
+        """``(brain, cstate, imu_state, mocap_state, xp)`` on JAX (traced) or NumPy."""
+        xp = np
+        if jax is not None:
+            import jax.numpy as jnp
+
+            xp = jnp
+        brain = _make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, xp,
+                            command)  # fmt: skip
+        with _x64(jax):
+            cstate = initial_ctrl_state(control, gains, ctrl_state, n, xp, xp.float64)
+            imu_state = mocap_state = None
+            if imu is not None:
+                from .sensors import imu_init
+
+                imu_state = imu_init(imu, (n,), np.zeros((n, 6)), xp=xp, dtype=xp.float64)
+            if mocap is not None:
+                from .sensors import mocap_init
+
+                mocap_state = mocap_init(xp.asarray(state.pos), xp.asarray(state.quat), mocap,
+                                         dt)  # fmt: skip
+            if jax is not None:
+                brain = jax.jit(brain)
+                z = np.zeros((n, n_noise))
+                brain.lower(sim.time, state.pos, state.quat, state.vel, state.ang_vel,
+                            state.vel, offset, cstate, imu_state, mocap_state, z)  # fmt: skip
+        return brain, cstate, imu_state, mocap_state, xp
+
+    if jax is not None:
+        try:
+            brain, cstate, imu_state, mocap_state, xp = setup(jax)
+        except Exception as e:  # the controller (or trajectory) does not trace: NumPy
+            if jit:
+                raise
+            why, jax = _one_line(e), None
+    if jax is None:
+        brain, cstate, imu_state, mocap_state, xp = setup(None)
+    if imu is not None:  # the turn-on biases: the flight's first draw
+        from .sensors import imu_init
+
+        with _x64(jax):
+            imu_state = imu_init(imu, (n,), rng.standard_normal((n, 6)), xp=xp,
+                                 dtype=xp.float64)  # fmt: skip
+
+    def run() -> tuple[list[dict], int, bool, int | None]:
+        rows: dict[str, list] = {}
+        chunks: list[dict] = []
+        k = 0
+        interrupted, stop_signal = False, None
+        state = _numpy_state(sim.state)
+        vel_prev = state.vel
+
+        def think(state: Any, vel_prev: Any, brain_state: tuple) -> tuple:
+            """Reference, controller, allocation and sensors at the current time."""
+            z = rng.standard_normal((n, n_noise)) if n_noise else np.zeros((n, 0))
+            with _x64(jax):
+                out, *brain_state = brain(
+                    sim.time, state.pos, state.quat, state.vel, state.ang_vel, vel_prev, offset,
+                    *brain_state, z,
+                )  # fmt: skip
+                rpm = np.asarray(out["cmd_rpm"])
+            return out, rpm, tuple(brain_state)
+
+        def record(out: dict, rpm: np.ndarray, state: Any, t: float) -> None:
+            status = sim.status
+            rec = {key: np.asarray(out[key]) for key in sorted(out)}  # JAX's order either way
+            rec.update(
+                time=np.asarray(t),
+                pos=state.pos,
+                quat=state.quat,
+                vel=state.vel,
+                ang_vel=state.ang_vel,
+                rotor_rpm=state.rotor_vel if state.rotor_vel is not None else rpm,
+                crashed=_flag(status, "crashed", n),
+                landed=_flag(status, "landed", n),
+            )
+            for key, value in rec.items():
+                rows.setdefault(key, []).append(np.array(value))
+
+        brain_state = (cstate, imu_state, mocap_state)
+        try:
+            while k < total:
+                n_chunk = min(chunk_steps, total - k)
+                for i in range(n_chunk):
+                    t = sim.time
+                    out, rpm, brain_state = think(state, vel_prev, brain_state)
+                    if (k + i) % log_every == 0:
+                        record(out, rpm, state, t)
+                    vel_prev = state.vel
+                    state = _numpy_state(sim.step(rpm))
+                if k + n_chunk == total:  # the end sample, at t = duration
+                    out, rpm, brain_state = think(state, vel_prev, brain_state)
+                    record(out, rpm, state, sim.time)
+                chunk = {key: np.stack(v) for key, v in rows.items()}
+                rows = {}
+                with _interrupt_after():  # the chunk reaches the writer and the log, or neither
+                    k += n_chunk
+                    if on_chunk is not None and chunk:
+                        on_chunk(chunk)
+                    if keep_log and chunk:
+                        chunks.append(chunk)
+                if progress is not None:
+                    progress(k, total)
+        except KeyboardInterrupt as e:
+            interrupted, stop_signal = True, getattr(e, "signum", int(signal.SIGINT))
+        return chunks, k, interrupted, stop_signal
+
+    return run, "JAX" if jax is not None else "NumPy", why
 
 
 @contextlib.contextmanager
