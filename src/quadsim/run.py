@@ -84,7 +84,7 @@ def fly_scenario(
             requested output, or a run that would not fit in memory.
     """
     from . import preflight
-    from .flight import compiled_path_reason, fly
+    from .flight import flight_loop, fly
     from .io.parts import PARTS, PartWriter
     from .scenario import build, load_scenario
 
@@ -108,10 +108,10 @@ def fly_scenario(
     total = max(1, round(objs.duration / sim.dt))
     opts = {"csv": bool(csv), "plots": bool(plots), "animate": animate}
     # the loop fly will run, in every part for `quadsim recover` (fly's meta corrects it at the
-    # end if tracing fell back to the Python loop)
-    reason = compiled_path_reason(sim, objs.control, objs.gains, imu=objs.imu, mocap=objs.mocap,
-                                  rng=objs.rng)  # fmt: skip
-    loop = {"loop": "python" if reason else "compiled", "loop_reason": reason}
+    # end if tracing fell back to the per-step loop)
+    name, reason = flight_loop(sim, objs.control, objs.gains, imu=objs.imu, mocap=objs.mocap,
+                               rng=objs.rng)  # fmt: skip
+    loop = {"loop": name, "loop_reason": reason}
     run_meta = objs.meta | {"output": objs.meta["output"] | opts} | loop
     parts = PartWriter(out / PARTS, run_meta)
     bar, update = _progress_bar(total, progress)

@@ -256,8 +256,9 @@ def summarize(
 
     Returns:
         A JSON-able dict: ``interrupted``, ``drone``, ``scenario``, ``backend``, ``model``,
-        ``loop`` and ``loop_reason`` (from ``meta``: the flight loop that ran, ``"compiled"``
-        or ``"python"``, and why not compiled), ``n_drones``, ``n_samples``, ``sim_time_s``,
+        ``loop`` and ``loop_reason`` (from ``meta``: the flight loop that ran, ``"compiled"``,
+        ``"scan"`` or ``"python"``, and why the backend's fast loop did not run), ``n_drones``,
+        ``n_samples``, ``sim_time_s``,
         ``wall_time_s``, ``real_time_factor``, ``drone_seconds_per_wall_second``, ``t_from_s``,
         ``tracking_rms_m``, ``tracking_max_m``, ``max_tilt_deg``, ``saturation_time_s`` (worst
         drone), ``saturation_fraction`` (of all drone-samples), ``crash_count``, ``crashes``
