@@ -68,34 +68,14 @@ class ScanLoop:
         from ._array import unstack
         from .sim import _from_comps, _to_comps, make_step
         from .systems import Env
-        from .world import apply as world_apply
 
         self.n, self.n_noise, self.gusty = sim.n, n_noise, gusty
         self.every, self.periods = every, periods
         self.dtype, self.dt, self.world = sim.dtype, float(sim.dt), sim.world is not None
         system, dt, dtype = sim.system, float(sim.dt), sim.dtype
-        integrate = make_step(system, sim.model_params, dt, sim.integrator, None, xp=jnp,
-                              like=jnp.zeros((), dtype=dtype))  # fmt: skip
-        world, sl = sim.world, system.slices()
-
-        def plant(x, u, status, k, env):
-            """``make_step`` of the simulator: the integrator, then the world behind a fence.
-
-            The world's checks read every state component; fused with the integrator XLA
-            duplicates the integrator into each consumer (three times the operations, ten times
-            the time per step and a slower compile). A ``lax.cond`` (always true) is a fusion
-            boundary: the same operations, the integrator's result materialised once.
-            """
-            x1, _ = integrate(x, u, None, k, env)
-            if world is None:
-                return x1, status
-
-            def apply(x, x1, status):
-                x2, new = world_apply(x, x1, status, k, (k + 1) * dt, world, sl, jnp)
-                return x2, jax.tree.map(lambda a, b: a.astype(b.dtype), new, status)
-
-            return jax.lax.cond(k >= 0, apply, lambda x, x1, status: (x1, status), x, x1,
-                                status)  # fmt: skip
+        # the simulator's step (on JAX the world's checks sit behind a fusion boundary)
+        plant = make_step(system, sim.model_params, dt, sim.integrator, sim.world, xp=jnp,
+                          like=jnp.zeros((), dtype=dtype))  # fmt: skip
 
         mean = getattr(sim, "_mean_wind", None)
         held = None if mean is None or gusty else np.asarray(mean, np.float64)
