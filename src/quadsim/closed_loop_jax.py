@@ -262,10 +262,7 @@ def fly_scan(
             chunk = _log_order(chunk, (k_sim0 + idx) * dt)
             with flight._interrupt_after():  # the chunk reaches the writer and the log
                 k += n_chunk
-                if on_chunk is not None:
-                    on_chunk(chunk)
-                if keep_log:
-                    chunks.append(chunk)
+                flight._hand_over(chunk, on_chunk, keep_log, chunks)
             if progress is not None:
                 progress(k, total)
     except KeyboardInterrupt as e:

@@ -781,10 +781,7 @@ def _fly_compiled(
                      else (k_sim0 + np.asarray(sample_k)) * dt for key in logged[0]}  # fmt: skip
             with _interrupt_after():  # the chunk reaches the writer and the log, or neither
                 k += n_chunk
-                if on_chunk is not None:
-                    on_chunk(chunk)
-                if keep_log:
-                    chunks.append(chunk)
+                _hand_over(chunk, on_chunk, keep_log, chunks)
             if progress is not None:
                 progress(k, total)
     except KeyboardInterrupt as e:
@@ -1199,10 +1196,7 @@ def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command
                 rows = {}
                 with _interrupt_after():  # the chunk reaches the writer and the log, or neither
                     k += n_chunk
-                    if on_chunk is not None and chunk:
-                        on_chunk(chunk)
-                    if keep_log and chunk:
-                        chunks.append(chunk)
+                    _hand_over(chunk, on_chunk, keep_log, chunks)
                 if progress is not None:
                     progress(k, total)
         except KeyboardInterrupt as e:
@@ -1210,6 +1204,21 @@ def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command
         return chunks, k, interrupted, stop_signal
 
     return run, "JAX" if jax is not None else "NumPy", why
+
+
+def _hand_over(chunk: dict, on_chunk: Callable[[dict], None] | None, keep_log: bool,
+              chunks: list[dict]) -> None:  # fmt: skip
+    """Give a completed, non-empty chunk to ``on_chunk`` and to the kept log ``chunks``.
+
+    Every loop calls it inside :func:`_interrupt_after`, right after counting the chunk's steps,
+    so a signal finds the chunk in the writer and the log, or in neither.
+    """
+    if not chunk:
+        return
+    if on_chunk is not None:
+        on_chunk(chunk)
+    if keep_log:
+        chunks.append(chunk)
 
 
 @contextlib.contextmanager
