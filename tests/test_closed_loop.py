@@ -15,6 +15,7 @@ from quadsim import native
 from quadsim.control import control, load_gains
 from quadsim.flight import fly
 from quadsim.params import load_params
+from quadsim.sensors import MocapParams, load_imu
 from quadsim.sim import Simulator
 from quadsim.trajectories import Circle, Hover, Lemniscate, MinSnap, Step
 
@@ -255,11 +256,15 @@ def test_sensor_rows_need_the_sample(drone, gains):
     system = make_system("first_principles", 4, True)
     params = {k: getattr(drone, k) for k in system.param_spec}
     args = (system, params, control, gains, TRAJS["hover"], make_allocator(drone), DT, rk4)
+    imu = load_imu("bmi088")
+    mocap = MocapParams(0.001, 0.01, 2 * DT, 1 / DT)  # two steps late
     with pytest.raises(ValueError, match="need sample=True"):
-        closed_loop_step(*args, imu=True)
-    with pytest.raises(ValueError, match="integer >= 0"):
-        closed_loop_step(*args, sample=True, mocap_delay=-1)
-    _, rows, _ = closed_loop_step(*args, sample=True, imu=True, mocap_delay=2)
+        closed_loop_step(*args, imu=imu)
+    with pytest.raises(ValueError, match="need sample=True"):
+        closed_loop_step(*args, mocap=mocap)
+    F, rows, _ = closed_loop_step(*args, sample=True, imu=imu, mocap=mocap)
     assert rows["mocap_line"].stop - rows["mocap_line"].start == 6
-    assert rows["mocap_line"].stop == rows["step"].start  # a state row, before the outputs
-    assert {"vel_before", "mocap_true_pos"} <= set(rows)
+    assert rows["mocap_line"].stop == rows["step"].start  # state rows, before the outputs
+    assert rows["imu_bias"].stop == rows["mocap_line"].start
+    assert {"gyro", "accel", "mocap_pos"} <= set(rows)
+    assert F.n_in() == 4 and F.numel_in(3) == 18  # the normals: IMU 12, motion capture 6

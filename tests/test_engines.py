@@ -42,7 +42,7 @@ def _available(backend: str) -> bool:
 def _initial():
     """Six drones: hover, a soft landing, a box crash, a speed fault, a NaN command, a tumble."""
     pos = [[0, 0, 1.0], [0, 0, 0.05], [0.9, 0, 1.0], [0, 0, 3.0], [0, 1.0, 1.0], [0.3, -0.2, 2.0]]
-    vel = [[0, 0, 0], [0, 0, -0.5], [2.0, 0, 0], [0, 0, -2.9], [0, 0, 0], [0.2, 0.1, -0.3]]
+    vel = [[0, 0, 0], [0, 0, -0.5], [2.0, 0, 0], [0, 0, -2.98], [0, 0, 0], [0.2, 0.1, -0.3]]
     att = np.array([[0, 0, 0, 1.0]] * N)
     att[5] = [0.1, -0.2, 0.05, 1.0]
     att[5] /= np.linalg.norm(att[5])

@@ -49,7 +49,7 @@ def _assert_logs_equal(a, b, tol=TOL):
 
 
 def _features(name, n):
-    """``(Simulator kwargs, fly kwargs, sensor-rng seed or None (= sim.rng))`` of a case."""
+    """``(Simulator kwargs, fly kwargs, sensor seed or None (= sim.seed))`` of a case."""
     from quadsim.sensors import MocapParams, load_imu
     from quadsim.wind import dryden_preset
 
@@ -65,8 +65,8 @@ def _features(name, n):
         "wind": ({"wind": Wind(mean=np.linspace([-2.0, 0.0, 0.0], [2.0, 1.0, 0.0], n))}, {},
                  None),
         "dryden": ({"wind": gusts}, {}, None),
-        "imu_mocap_dryden_shared_rng": ({"wind": gusts}, {"imu": imu, "mocap": mocap}, None),
-        "all_separate_rng": (
+        "imu_mocap_dryden_sim_seed": ({"wind": gusts}, {"imu": imu, "mocap": mocap}, None),
+        "all_own_seed": (
             {"wind": gusts, "params": {"mass": masses}}, {"imu": imu, "mocap": mocap}, 7
         ),
     }[name]
@@ -80,7 +80,6 @@ def _fly(backend, name, compiled=None, n=4, steps=103, log_every=5, chunk_steps=
     sim = Simulator("cf2x_L250", n=n, dt=DT, backend=backend, dtype=dtype, **sim_kw)
     r0 = TRAJS[traj](0.0)
     sim.reset(pos=np.asarray(r0.pos) + offset + rng.normal(0.0, 0.05, (n, 3)), vel=r0.vel)
-    srng = None if seed is None else np.random.default_rng(seed)
     chunks = []
     user = kw.pop("on_chunk", None)
 
@@ -91,8 +90,8 @@ def _fly(backend, name, compiled=None, n=4, steps=103, log_every=5, chunk_steps=
 
     res = fly(sim, TRAJS[traj], control, GAINS[gains], duration=steps * DT, ref_offset=offset,
               log_every=log_every, chunk_steps=chunk_steps, on_chunk=on_chunk,
-              compiled=compiled, rng=srng, **fly_kw, **kw)  # fmt: skip
-    return res, chunks, sim, srng
+              compiled=compiled, seed=seed, **fly_kw, **kw)  # fmt: skip
+    return res, chunks, sim, seed
 
 
 def _assert_sims_alike(a, b, rng_a=None, rng_b=None):
@@ -103,9 +102,6 @@ def _assert_sims_alike(a, b, rng_a=None, rng_b=None):
         np.testing.assert_allclose(np.asarray(f), g, rtol=0, atol=TOL * max(np.abs(g).max(), 1))
     for f, g in zip(a.status, b.status, strict=True):
         np.testing.assert_array_equal(np.asarray(f), np.asarray(g))
-    assert a.rng.bit_generator.state == b.rng.bit_generator.state
-    if rng_a is not None:
-        assert rng_a.bit_generator.state == rng_b.bit_generator.state
     if b._gust_state is None:
         assert a._gust_state is None
     else:
@@ -115,8 +111,8 @@ def _assert_sims_alike(a, b, rng_a=None, rng_b=None):
 
 def test_scan_equals_the_jax_per_step_loop_with_every_feature():
     """Per-drone masses, gusts, IMU and delayed motion capture on separate generators."""
-    scan, sc, sim_s, rng_s = _fly("jax", "all_separate_rng")
-    step, pc, sim_p, rng_p = _fly("jax", "all_separate_rng", compiled=False)
+    scan, sc, sim_s, rng_s = _fly("jax", "all_own_seed")
+    step, pc, sim_p, rng_p = _fly("jax", "all_own_seed", compiled=False)
     assert scan.meta["loop"] == "scan" and scan.meta["loop_reason"] is None
     assert step.meta["loop"] == "python" and step.meta["loop_reason"] == "compiled=False"
     assert scan.steps == step.steps == 103 and len(sc) == len(pc) == 6
@@ -128,7 +124,7 @@ def test_scan_equals_the_jax_per_step_loop_with_every_feature():
     _assert_sims_alike(sim_s, sim_p, rng_s, rng_p)
 
 
-@pytest.mark.parametrize("name", ["plain", "mass", "wind", "dryden", "imu_mocap_dryden_shared_rng"])
+@pytest.mark.parametrize("name", ["plain", "mass", "wind", "dryden", "imu_mocap_dryden_sim_seed"])
 def test_scan_equals_the_numpy_reference(name):
     """The reference path: NumPy simulator, per-step NumPy brain (``jit=False``)."""
     scan, sc, sim_s, _ = _fly("jax", name)
@@ -142,8 +138,8 @@ def test_scan_equals_the_numpy_reference(name):
 
 
 def test_pid_on_the_scan():
-    scan, *_ = _fly("jax", "all_separate_rng", gains="pid", traj="circle", log_every=1)
-    ref, *_ = _fly("numpy", "all_separate_rng", gains="pid", traj="circle", log_every=1,
+    scan, *_ = _fly("jax", "all_own_seed", gains="pid", traj="circle", log_every=1)
+    ref, *_ = _fly("numpy", "all_own_seed", gains="pid", traj="circle", log_every=1,
                    jit=False)  # fmt: skip
     assert scan.meta["loop"] == "scan"
     _assert_logs_equal(scan.log, ref.log)
@@ -151,8 +147,8 @@ def test_pid_on_the_scan():
 
 @pytest.mark.parametrize("chunk_steps", [5, 35, 1000])
 def test_chunk_size_does_not_change_the_scan_log(chunk_steps):
-    scan, sc, *_ = _fly("jax", "imu_mocap_dryden_shared_rng", steps=150, chunk_steps=chunk_steps)
-    ref, *_ = _fly("numpy", "imu_mocap_dryden_shared_rng", steps=150, jit=False)
+    scan, sc, *_ = _fly("jax", "imu_mocap_dryden_sim_seed", steps=150, chunk_steps=chunk_steps)
+    ref, *_ = _fly("numpy", "imu_mocap_dryden_sim_seed", steps=150, jit=False)
     assert len(sc) == -(-150 // chunk_steps)
     _assert_logs_equal(scan.log, ref.log)
 
@@ -172,8 +168,8 @@ def test_calls_split_under_the_memory_cap(monkeypatch):
     # 4 drones, 18 normals + the wind per step and drone: 672 bytes per step of one call
     monkeypatch.setattr(flight, "CHUNK_BYTES", 672 * 10)
     monkeypatch.setattr(ScanLoop, "__call__", counting)
-    _, sc, sim_s, _ = _fly("jax", "imu_mocap_dryden_shared_rng", steps=60, chunk_steps=20)
-    _, rc, sim_r, _ = _fly("numpy", "imu_mocap_dryden_shared_rng", steps=60, jit=False)
+    _, sc, sim_s, _ = _fly("jax", "imu_mocap_dryden_sim_seed", steps=60, chunk_steps=20)
+    _, rc, sim_r, _ = _fly("numpy", "imu_mocap_dryden_sim_seed", steps=60, jit=False)
     # chunks of 15 steps (the log's own cap), calls of 2 periods of 5: 10 + 5, then the end
     assert calls == [10, 5] * 4 + [1] and len(sc) == len(rc) == 4
     for c, r in zip(sc, rc, strict=True):
@@ -190,16 +186,16 @@ def test_sigint_keeps_the_completed_chunks(where):
         if len(calls) == 2:
             signal.raise_signal(signal.SIGINT)
 
-    res, _, sim, _ = _fly("jax", "imu_mocap_dryden_shared_rng", steps=100, **{where: stop})
+    res, _, sim, _ = _fly("jax", "imu_mocap_dryden_sim_seed", steps=100, **{where: stop})
     assert res.meta["loop"] == "scan" and res.interrupted and res.signal == signal.SIGINT
     assert res.steps == 40 and res.log["time"].shape == (8,) and sim.k == 40
-    ref, *_ = _fly("numpy", "imu_mocap_dryden_shared_rng", steps=100, jit=False)
+    ref, *_ = _fly("numpy", "imu_mocap_dryden_sim_seed", steps=100, jit=False)
     _assert_logs_equal(res.log, {key: v[:8] for key, v in ref.log.items()})
     np.testing.assert_allclose(np.asarray(sim.state.pos), ref.log["pos"][8], rtol=0, atol=1e-12)
 
 
 def test_a_second_flight_continues_alike():
-    sim_kw, fly_kw, _ = _features("imu_mocap_dryden_shared_rng", 2)
+    sim_kw, fly_kw, _ = _features("imu_mocap_dryden_sim_seed", 2)
     out = []
     for backend, kw in (("jax", {}), ("numpy", {"jit": False})):
         sim = Simulator("cf2x_L250", n=2, dt=DT, backend=backend, dtype="float64", **sim_kw)

@@ -15,7 +15,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "quadsim"
 
 LAYERS = {
     "physics": ["__init__", "_array", "_toml", "bind", "envelope", "integrators", "models",
-                "params", "presets", "rotation", "rotors", "sensors", "systems", "wind", "world"],
+                "noise", "params", "presets", "rotation", "rotors", "sensors", "systems", "wind",
+                "world"],
     "engines": ["native", "sim", "sim_native"],
     "flight": ["closed_loop", "closed_loop_jax", "control", "flight", "initial", "trajectories"],
     "product": ["bench", "bench_closed_loop", "bench_peers", "cli", "envs", "io", "plotting",

@@ -36,7 +36,7 @@ def test_build_returns_a_typed_assembly_and_reuses_the_draws_of_validation(monke
     assert isinstance(objs, Assembly) and not isinstance(objs, dict)
     assert objs._fields[:10] == (
         "sim", "trajectory", "control", "gains", "ref_offset", "imu", "mocap", "duration",
-        "output", "rng",
+        "output", "seed",
     )  # fmt: skip
     # assembling from the values alone (nothing prepared) draws the same, bitwise
     fresh = build(sc._replace(prepared=None))

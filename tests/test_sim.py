@@ -290,15 +290,15 @@ def test_step_wrench_allocates_and_the_rotors_follow(model):
 
 def test_simulator_gusts_are_the_wind_module_recursion():
     """The Simulator's fast NumPy gust recursion equals quadsim.wind's dryden_step, step by step."""
+    from quadsim.noise import normals
     from quadsim.wind import dryden_discretize, dryden_init, dryden_step, gust_to_world
 
     turb = dryden_preset("moderate", 5.0, 2.0)
     sim = Simulator("cf2x_L250", n=3, wind=Wind(mean=(1.0, 1.0, 0.0), turbulence=turb), seed=4)
     got = sim._wind_sequence(50)
-    rng = np.random.default_rng(4)
     disc = dryden_discretize(turb, sim.dt)
-    g = dryden_init(disc, rng.standard_normal((3, 5)))
-    noise = rng.standard_normal((50, 3, 5))
+    g = dryden_init(disc, normals(4, "dryden_init", 0, np.arange(3), 5))
+    noise = normals(4, "dryden", np.arange(50)[:, None], np.arange(3), 5)
     d = np.full((3, 2), np.sqrt(0.5))
     for i in range(50):
         g, gust = dryden_step(g, noise[i], disc)

@@ -306,20 +306,24 @@ def test_gust_to_world_with_a_unit_direction_is_bitwise_the_same(rng) -> None:
 
 
 def test_simulator_wind_is_the_wind_module_bitwise() -> None:
-    """The Simulator calls dryden_init / dryden_sequence / gust_to_world; it adds the mean."""
+    """The Simulator calls dryden_init / dryden_sequence / gust_to_world on the counter-based
+    normals of its seed (quadsim.noise); it adds the mean."""
+    from quadsim.noise import normals
     from quadsim.sim import Simulator, Wind
 
     mean = np.array([[1.0, 2.0, 0.1], [0.0, 0.0, 0.0], [-3.0, 0.5, 0.0]])
     turb = wind.dryden_preset("moderate", 5.0, 2.0)
     sim = Simulator("cf2x_L250", n=3, wind=Wind(mean=mean, turbulence=turb), seed=8)
-    got = np.concatenate([sim._wind_sequence(1), sim._wind_sequence(30), sim._wind_sequence(5)])
-    rng = np.random.default_rng(8)
+    got = np.concatenate([sim._wind_sequence(1, 0), sim._wind_sequence(30, 1),
+                          sim._wind_sequence(5, 31)])  # fmt: skip
     disc = wind.dryden_discretize(turb, sim.dt)
-    x = wind.dryden_init(disc, rng.standard_normal((3, 5)))
+    drones = np.arange(3)
+    x = wind.dryden_init(disc, normals(8, "dryden_init", 0, drones, 5))
     d = mean[:, :2].copy()
     d[1] = (1.0, 0.0)  # calm: the u axis is +x
     want = []
-    for T in (1, 30, 5):
-        x, g = wind.dryden_sequence(x, rng.standard_normal((T, 3, 5)), disc)
+    for k0, T in ((0, 1), (1, 30), (31, 5)):
+        z = normals(8, "dryden", k0 + np.arange(T)[:, None], drones, 5)
+        x, g = wind.dryden_sequence(x, z, disc)
         want.append(mean + wind.gust_to_world(g, d))
     np.testing.assert_array_equal(got, np.concatenate(want))

@@ -10,26 +10,27 @@ One step ``s`` of one drone, traced once with CasADi ``SX`` symbols and compiled
     Ω^{cmd}_s = \mathrm{allocate}(w_s), \quad
     x_{s+1} = \mathrm{integrator}(\dot x = f(x, Ω^{cmd}_s, p, v_{wind}), x_s, dt),
 
-exactly the loop of :func:`quadsim.flight.fly` without sensors (the controller reads the true
-state). The controller is any array-API function ``(state, ref, gains, c) -> (command, c)``:
-:func:`quadsim.control.control` or your own; its command is a wrench ``w_s`` (4, allocated) or
-rotor speeds (``n_rotors`` [RPM], clipped to the rotor range, no allocation), see
-:func:`quadsim.flight.command_allocation`. Nothing is re-written: the trajectory's
-``__call__``, the controller and :func:`quadsim.rotors.allocate` run on
-:class:`quadsim._array.SymArray` (their array-API code path, element by element on CasADi
-scalars), and the plant is the model's ``deriv`` and the
-integrator on :data:`quadsim._array.CASADI_OPS`, as the native :class:`~quadsim.sim.Simulator`
-builds it.
+exactly the loop of :func:`quadsim.flight.fly` (the controller reads the true state; the sensors
+are read at every step and logged). The controller is any array-API function ``(state, ref, gains,
+c) -> (command, c)``: :func:`quadsim.control.control` or your own; its command is a wrench ``w_s``
+(4, allocated) or rotor speeds (``n_rotors`` [RPM], clipped to the rotor range, no allocation), see
+:func:`quadsim.flight.command_allocation`. Nothing is re-written: the trajectory's ``__call__``,
+the controller and :func:`quadsim.rotors.allocate` run on :class:`quadsim._array.SymArray` (their
+array-API code path, element by element on CasADi scalars), and the plant is the model's ``deriv``
+and the integrator on :data:`quadsim._array.CASADI_OPS`, as the native
+:class:`~quadsim.sim.Simulator` builds it.
 
 Compiled state of one drone (structure of arrays, drone index last, see :attr:`ClosedLoop.rows`)::
 
     x = [plant state (system.size) | world flags (5, with a world) | controller state
          (its leaves flattened, ``ctrl_<field>``; none for a stateless controller) |
-         mocap_line (3 d, with a mocap delay d) | s | cmd_rpm (n_rotors) |
-         cmd_wrench (4) | saturated | sample outputs (``sample=True``)]
+         imu_bias (6, with an IMU) | mocap_line (3 d, with a mocap delay d) | s |
+         cmd_rpm (n_rotors) | cmd_wrench (4) | saturated | sample outputs (``sample=True``) |
+         gyro, accel (3 + 3, with an IMU) | mocap_pos (3, with motion capture)]
     u = wind [m/s], world frame (3)          held over a call, or one per step
     p = [reference offset o [m] (3) | per-drone model parameters (n_var)]
                                               shared (3 + n_var,) or per drone (3 + n_var, N)
+    z = standard normals: IMU (12) | motion capture (6), drawn in C for (seed, drone, s)
 
 The controller state is a NamedTuple (or tuple, nested) of arrays, one array, or ``None``
 (:func:`ctrl_leaves`); its leaves are stored as floats of the loop's dtype, so integer and
@@ -54,15 +55,16 @@ alone). The controller gains and the allocator stay the nominal drone's, as in
 by the mean wind's direction only), so the caller generates them with the Simulator's own code
 and passes mean + gust as the per-step wind ``u`` (``ClosedLoop.run(wind=(steps, N, 3))``).
 
-**Sensors.** The controller reads the true state, so sensor readings never feed back; they are
-computed outside the C step from the recorded samples (:func:`quadsim.flight.fly`, in NumPy per
-chunk with the Python loop's generator and draw order). The step only carries what a sample
-does not hold: with ``imu=True`` the output ``vel_before`` = ``v_{s-1}`` (for the
-accelerometer's ``a_s = (v_s - v_{s-1})/dt``; it is the previous step's ``prev_vel`` output, so
-:meth:`ClosedLoop.initial_state` sets ``prev_vel = v_0``: ``a_0 = 0``), and with a motion-capture
-delay of ``d`` steps a delay line ``mocap_line`` of the last ``d`` positions (oldest first,
-filled with the start position) and the output ``mocap_true_pos`` = ``p_{s-d}``, the true
-position the motion capture delivers at sample ``s``.
+**Sensors** are read inside the step, by the sensor functions themselves traced like the
+controller (:func:`quadsim.sensors.imu_measure`, :func:`quadsim.sensors.mocap_measure`), from
+the sample ``x_s`` and the normals ``z`` of :func:`quadsim.noise.normals` ``(seed, "imu" |
+"mocap", s, drone)``, which the C loop draws itself (:func:`quadsim.native.compile_rollout`'s
+``noise``): a reading depends on neither the batch nor the chunking. The IMU's accelerometer
+uses ``a_s = (v_s - v_{s-1})/dt`` with ``v_{s-1}`` the previous step's ``prev_vel`` output (so
+:meth:`ClosedLoop.initial_state` sets ``prev_vel = v_0``: ``a_0 = 0``) and its in-run bias
+``b_s`` is the state ``imu_bias`` (the turn-on draw set by :meth:`ClosedLoop.initial_state`).
+Motion capture with a delay of ``d`` steps keeps a delay line ``mocap_line`` of the last ``d``
+positions (oldest first, filled with the start position) and delivers ``p_{s-d}`` plus noise.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ __all__ = [
     "compile_closed_loop",
     "compile_for_simulator",
     "ctrl_leaves",
+    "noise_groups",
     "per_drone_params",
 ]
 
@@ -163,8 +166,8 @@ def _ctrl_rebuild(tree: Any, leaves: Any) -> Any:
 def closed_loop_step(
     system: Any, params: dict, control: Callable, gains: Any, trajectory: Callable,
     allocator: Any, dt: float, integrator: Callable, dtype: Any = np.float64,
-    world: Any = None, sample: bool = False, *, imu: bool = False,
-    mocap_delay: int | None = None, ctrl_state: Any = _INIT, command: str | None = None,
+    world: Any = None, sample: bool = False, *, imu: Any = None, mocap: Any = None,
+    gravity_vec: Any = (0.0, 0.0, -9.81), ctrl_state: Any = _INIT, command: str | None = None,
 ) -> tuple[Any, dict[str, slice], Any]:  # fmt: skip
     """The one-drone closed-loop step as a CasADi ``SX`` Function (see the module docstring).
 
@@ -186,11 +189,11 @@ def closed_loop_step(
             the reference (``ref_pos``, ``ref_vel``, ``ref_yaw``) and the allocation's
             ``lost_wrench``. A record taken after step ``s`` then holds the log sample of
             ``t_{s-1}`` (:attr:`ClosedLoop.sample`).
-        imu: Also output ``vel_before`` (3) [m/s], the velocity one step before the sample
-            (needs ``sample``): what the accelerometer's finite difference needs.
-        mocap_delay: Motion-capture delay ``d`` [steps] (needs ``sample``), or ``None``: carry
-            the delay line ``mocap_line`` (3 d) and output ``mocap_true_pos`` (3) [m], the
-            position ``d`` steps before the sample (module docstring).
+        imu: :class:`~quadsim.sensors.ImuParams` to read an IMU at every step (needs
+            ``sample``): state ``imu_bias``, outputs ``gyro`` [rad/s] and ``accel`` [m/s²].
+        mocap: :class:`~quadsim.sensors.MocapParams` (needs ``sample``): output ``mocap_pos``
+            [m], the position ``d`` steps old plus noise (module docstring).
+        gravity_vec: Gravity [m/s²] for the accelerometer.
         ctrl_state: The controller state of one drone, as a template of its structure and
             shapes (values unused; :func:`ctrl_leaves`); ``None`` for a stateless controller;
             default :func:`quadsim.control.init_state` ``(gains, ())``.
@@ -198,12 +201,13 @@ def closed_loop_step(
             (default: by its size).
 
     Returns:
-        ``(F, rows, cstate0)``: ``F(x, u, p) -> x_next``, the row slices of ``x`` by field name
-        and the controller-state template of one drone.
+        ``(F, rows, cstate0)``: ``F(x, u, p[, z]) -> x_next`` (``z`` with a sensor, its groups
+        :func:`noise_groups`), the row slices of ``x`` by field name and the controller-state
+        template of one drone.
 
     Raises:
-        ValueError: ``imu`` or ``mocap_delay`` without ``sample``, a negative delay, a command
-            of another size, or a controller that returns a state of another structure.
+        ValueError: ``imu`` or ``mocap`` without ``sample``, a command of another size, or a
+            controller that returns a state of another structure.
         TypeError: Whatever the controller raises when it cannot be traced.
     """
     import casadi as cs
@@ -215,10 +219,13 @@ def closed_loop_step(
     from .world import Status
     from .world import apply as world_apply
 
-    if (imu or mocap_delay is not None) and not sample:
-        raise ValueError("imu and mocap_delay need sample=True (they read the sample's rows)")
-    if mocap_delay is not None and (int(mocap_delay) != mocap_delay or mocap_delay < 0):
-        raise ValueError(f"mocap_delay must be an integer >= 0; got {mocap_delay!r}")
+    if (imu is not None or mocap is not None) and not sample:
+        raise ValueError("imu and mocap need sample=True (they read the sample's rows)")
+    mocap_delay = None
+    if mocap is not None:
+        from .sensors import mocap_delay_steps
+
+        mocap_delay = mocap_delay_steps(mocap, dt)
     nx, nc = system.size, system.n_cmd
     cstate0 = init_state(gains, ()) if ctrl_state is _INIT else ctrl_state
     cfields = [(name, tuple(np.shape(v))) for name, v in ctrl_leaves(cstate0)]
@@ -231,6 +238,8 @@ def closed_loop_step(
     for name, shape in cfields:
         size = math.prod(shape)
         rows[name], at = slice(at, at + size), at + size
+    if imu is not None:
+        rows["imu_bias"], at = slice(at, at + 6), at + 6
     if mocap_delay:
         rows["mocap_line"], at = slice(at, at + 3 * mocap_delay), at + 3 * mocap_delay
     rows["step"], at = slice(at, at + 1), at + 1
@@ -239,10 +248,10 @@ def closed_loop_step(
         outputs += [("prev_" + name, size) for name, size in system.fields]
         outputs += [("prev_" + name, 1) for name in Status._fields if world is not None]
         outputs += [("ref_pos", 3), ("ref_vel", 3), ("ref_yaw", 1), ("lost_wrench", 4)]
-    if imu:
-        outputs.append(("vel_before", 3))
-    if mocap_delay is not None:
-        outputs.append(("mocap_true_pos", 3))
+    if imu is not None:
+        outputs += [("gyro", 3), ("accel", 3)]
+    if mocap is not None:
+        outputs.append(("mocap_pos", 3))
     for name, size in outputs:
         rows[name], at = slice(at, at + size), at + size
     n_x = at
@@ -250,7 +259,9 @@ def closed_loop_step(
     varying, _ = per_drone_params(system, params)
     X, U = cs.SX.sym("x", n_x), cs.SX.sym("u", 3)
     P = cs.SX.sym("p", 3 + len(varying))
-    xs = [X[i] for i in range(n_x)]
+    n_z = sum(count for _, count in noise_groups(imu, mocap))
+    Z = cs.SX.sym("z", n_z)
+    xs, zs = [X[i] for i in range(n_x)], [Z[i] for i in range(n_z)]
 
     def sym(name: str, shape: tuple[int, ...] | None = None) -> SymArray:
         a = symbolic(xs[rows[name]], dtype)
@@ -295,14 +306,37 @@ def closed_loop_step(
         extra = [*x0, *xs[nx:nx + n_flags]]  # fmt: skip
         extra += [*_entries(ref.pos, dtype), *_entries(ref.vel, dtype)]
         extra += [*_entries(ref.yaw, dtype), *_entries(alloc.lost, dtype)]
-    if imu:
-        extra += xs[rows["prev_vel"]]
-    if mocap_delay is not None:
-        extra += xs[rows["mocap_line"]][:3] if mocap_delay else x0[rows["pos"]]
+    bias = []
+    z_at = 0
+    if imu is not None:
+        from .sensors import ImuState, imu_measure
+
+        acc = (sym("vel") - sym("prev_vel")) / dt
+        b = sym("imu_bias")
+        reading, b1 = imu_measure(sym("quat"), sym("ang_vel"), acc, np.asarray(gravity_vec),
+                                  imu, ImuState(b[:3], b[3:]), dt,
+                                  symbolic(zs[:12], dtype))  # fmt: skip
+        bias = [*_entries(b1.gyro_bias, dtype), *_entries(b1.accel_bias, dtype)]
+        extra += [*_entries(reading.gyro, dtype), *_entries(reading.accel, dtype)]
+        z_at = 12
+    if mocap is not None:
+        from .sensors import MocapState, mocap_measure
+
+        true = (symbolic(xs[rows["mocap_line"]][:3], dtype) if mocap_delay else sym("pos"))
+        empty = MocapState(np.zeros((0, 3)), np.zeros((0, 4)), np.zeros((), np.int32))
+        reading, _ = mocap_measure(true, sym("quat"), mocap, empty,
+                                   symbolic(zs[z_at:z_at + 6], dtype))  # fmt: skip
+        extra += _entries(reading.pos, dtype)
     wrench = _entries(wrench, dtype)
-    out = cs.vertcat(*x1, *flags, *c1, *line, k + 1, *rpm, *wrench, *sat, *extra)
-    F = cs.Function("quadsim_closed_loop", [X, U, P], [out])
+    out = cs.vertcat(*x1, *flags, *c1, *bias, *line, k + 1, *rpm, *wrench, *sat, *extra)
+    F = cs.Function("quadsim_closed_loop", [X, U, P, *([Z] if n_z else [])], [out])
     return F, rows, cstate0
+
+
+def noise_groups(imu: Any, mocap: Any) -> tuple[tuple[str, int], ...]:
+    """The ``(stream, count)`` groups of the step's normals ``z`` (:mod:`quadsim.noise`)."""
+    return (*((("imu", 12),) if imu is not None else ()),
+            *((("mocap", 6),) if mocap is not None else ()))  # fmt: skip
 
 
 def _entries(a: Any, dtype: Any) -> list[Any]:
@@ -338,7 +372,7 @@ class ClosedLoop:
     def initial_state(
         self, n: int, pos: Any = (0.0, 0.0, 0.0), quat: Any = (0.0, 0.0, 0.0, 1.0),
         vel: Any = (0.0, 0.0, 0.0), ang_vel: Any = (0.0, 0.0, 0.0), rotor_vel: Any = None,
-        ctrl_state: Any = None,
+        ctrl_state: Any = None, imu_bias: Any = 0.0,
     ) -> np.ndarray:  # fmt: skip
         """Compiled states ``(n_x, n)`` at step 0.
 
@@ -346,8 +380,10 @@ class ClosedLoop:
         state is zero, or ``ctrl_state``: the per-drone initial state, of the structure the loop
         was traced with (:func:`ctrl_leaves`), each leaf ``(n, ...)`` (or broadcasting to it:
         a leading axis of 1, or a scalar). The sensor rows start at rest: ``prev_vel = vel`` (so
-        the first ``vel_before`` is ``vel``: zero acceleration) and the motion-capture delay
-        line holds ``pos`` ``d`` times.
+        the first accelerometer reading sees zero acceleration), the IMU's in-run biases are
+        ``imu_bias`` (gyro, accel) [rad/s, m/s²] broadcasting to ``(n, 6)`` (e.g. the turn-on
+        draw of :func:`quadsim.sensors.imu_init`), and the motion-capture delay line holds
+        ``pos`` ``d`` times.
 
         Raises:
             ValueError: ``ctrl_state`` of another structure or shape.
@@ -359,8 +395,9 @@ class ClosedLoop:
             X[self.rows[name]] = np.broadcast_to(np.asarray(given[name], np.float64), (n, size)).T
         if "crash_time" in self.rows:  # the Simulator's all-clear flags
             X[self.rows["crash_time"]], X[self.rows["fault_step"]] = math.nan, -1.0
-        if "vel_before" in self.rows:
+        if "imu_bias" in self.rows:
             X[self.rows["prev_vel"]] = X[self.rows["vel"]]
+            X[self.rows["imu_bias"]] = np.broadcast_to(np.asarray(imu_bias, np.float64), (n, 6)).T
         if "mocap_line" in self.rows:
             d = (self.rows["mocap_line"].stop - self.rows["mocap_line"].start) // 3
             X[self.rows["mocap_line"]] = np.tile(X[self.rows["pos"]], (d, 1))
@@ -385,7 +422,7 @@ class ClosedLoop:
         return X.astype(self.dtype)
 
     def run(self, x0: np.ndarray, steps: int, record_every: int = 1, wind: Any = None,
-            offset: Any = None) -> ClosedLoopRun:  # fmt: skip
+            offset: Any = None, seed: int = 0) -> ClosedLoopRun:  # fmt: skip
         """Advance ``steps`` closed-loop steps of every drone in one call into the C rollout.
 
         Args:
@@ -394,6 +431,7 @@ class ClosedLoop:
             record_every: ``k > 0`` records after steps ``k, 2k, ...``; 0 records nothing.
             wind: World wind [m/s], ``(3,)``, ``(N, 3)`` (held) or ``(steps, N, 3)``; default 0.
             offset: Reference offsets [m], ``(3,)`` (shared) or ``(N, 3)``; default 0.
+            seed: Key of the sensor noise (:mod:`quadsim.noise`); the step counter is ``s``.
 
         Returns:
             :class:`ClosedLoopRun`.
@@ -416,8 +454,9 @@ class ClosedLoop:
                 raise ValueError(f"this loop has per-drone model parameters for "
                                  f"{self.params.shape[1]} drones; got {n}")  # fmt: skip
             p = np.concatenate([np.broadcast_to(p.reshape(3, -1), (3, n)), self.params])
-        x, rec = self.rollout(x0, u, p, steps=steps, record_every=record_every)
         k0 = float(x0[self.rows["step"].start, 0])
+        x, rec = self.rollout(x0, u, p, steps=steps, record_every=record_every, seed=seed,
+                              step0=round(k0))  # fmt: skip
         if rec is None:
             return ClosedLoopRun(x, np.zeros(0), {})
         time = (k0 + record_every * np.arange(1, rec.shape[0] + 1)) * self.dt
@@ -490,7 +529,7 @@ def compile_closed_loop(
 
 def compile_for_simulator(
     sim: Any, control: Callable, gains: Any, trajectory: Callable, *, sample: bool = True,
-    threads: int | None = None, imu: bool = False, mocap_delay: int | None = None,
+    threads: int | None = None, imu: Any = None, mocap: Any = None,
     ctrl_state: Any = _INIT, command: str | None = None,
 ) -> ClosedLoop:  # fmt: skip
     """The closed loop around a :class:`~quadsim.sim.Simulator`'s plant (``fly``'s compiled path).
@@ -508,8 +547,8 @@ def compile_for_simulator(
         trajectory: Callable ``t -> Reference``.
         sample: Carry the log sample of the step before (:func:`closed_loop_step`).
         threads: OpenMP threads of the rollout (default: all).
-        imu: Output ``vel_before`` for an IMU's accelerometer (:func:`closed_loop_step`).
-        mocap_delay: Motion-capture delay [steps], or ``None`` without motion capture.
+        imu: :class:`~quadsim.sensors.ImuParams` read in the loop, or ``None``.
+        mocap: :class:`~quadsim.sensors.MocapParams` read in the loop, or ``None``.
         ctrl_state: One drone's controller state as a template (:func:`closed_loop_step`);
             default :func:`quadsim.control.init_state`.
         command: What the controller's command is (:func:`quadsim.flight.command_kind`).
@@ -525,10 +564,12 @@ def compile_for_simulator(
     params = {k: sim.model_params[k] for k in system.param_spec}
     F, rows, cstate0 = closed_loop_step(
         system, params, control, gains, trajectory, make_allocator(sim.drone), float(sim.dt),
-        sim.integrator, np.dtype(sim.dtype), sim.world, sample, imu=imu, mocap_delay=mocap_delay,
-        ctrl_state=ctrl_state, command=command,
+        sim.integrator, np.dtype(sim.dtype), sim.world, sample, imu=imu, mocap=mocap,
+        gravity_vec=np.asarray(sim.drone.gravity_vec, np.float64), ctrl_state=ctrl_state,
+        command=command,
     )  # fmt: skip
-    rollout = compile_rollout(F, np.dtype(sim.dtype), threads=threads)
+    rollout = compile_rollout(F, np.dtype(sim.dtype), threads=threads,
+                              noise=noise_groups(imu, mocap))  # fmt: skip
     hover = envelope(sim.drone).hover_rpm
     values = per_drone_params(system, params)[1]
     return ClosedLoop(rollout, rows, cstate0, system, float(sim.dt), hover, values)

@@ -16,19 +16,18 @@ Three loops log the same samples (``meta["loop"]`` says which ran, ``meta["loop_
 not a faster one). The **compiled loop** (``"compiled"``, the default on the ``native`` backend,
 :func:`compiled_path_reason`) runs reference, controller, allocation, plant and world of every
 drone as one C step (:mod:`quadsim.closed_loop`), a chunk per call; per-drone model parameters
-are inputs of that step, Dryden gusts are drawn per chunk with the Simulator's own functions
-and passed as the per-step wind, and the sensor readings (which do not feed back: the
-controller reads the true state) are computed per chunk in NumPy from the recorded samples with
-the sensor functions themselves, the same generators and the same draw order (the C step only
-carries the previous velocity and the motion-capture delay line). The **scan loop**
-(``"scan"``, the default on the ``jax`` backend, :func:`scan_path_reason`) runs the same
-per-step function as the Python loop and the simulator's plant step as one ``jax.lax.scan`` per
-chunk (:mod:`quadsim.closed_loop_jax`), with the sensor noise and the gusts drawn per chunk in
-the Python loop's order and passed in as scanned inputs. The **Python loop** (``"python"``) runs
-the rest: reference, controller, allocation and sensors form one pure function per step; with
-JAX installed it is compiled (float64, inside a local ``jax.enable_x64`` block), otherwise (or
-when the controller cannot be traced by JAX) it runs on NumPy, around ``sim.step``. Sensor noise
-comes from one NumPy generator either way.
+are inputs of that step, Dryden gusts are computed per chunk with the Simulator's own functions
+and passed as the per-step wind, and the sensors are read inside the C step with the sensor
+functions themselves, traced, their noise drawn in C. The **scan loop** (``"scan"``, the
+default on the ``jax`` backend, :func:`scan_path_reason`) runs the same per-step function as the
+Python loop and the simulator's plant step as one ``jax.lax.scan`` per chunk
+(:mod:`quadsim.closed_loop_jax`), with the sensor noise and the gusts made per chunk and passed
+in as scanned inputs. The **Python loop** (``"python"``) runs the rest: reference, controller,
+allocation and sensors form one pure function per step; with JAX installed it is compiled
+(float64, inside a local ``jax.enable_x64`` block), otherwise (or when the controller cannot be
+traced by JAX) it runs on NumPy, around ``sim.step``. Every random number is counter-based
+(:mod:`quadsim.noise`): a function of ``(seed, stream, step, drone)``, so the three loops, any
+batch size and any chunking draw the same.
 
 **Your own controller.** Any pure function ``control(state, ref, gains, ctrl_state) ->
 (command, ctrl_state)`` written over the array API (like :mod:`quadsim.control`), with any gains
@@ -327,20 +326,20 @@ MOCAP_DELAY_MAX = 64
 
 def compiled_path_reason(
     sim: Any, control: Callable, gains: Any, *, ctrl_state: Any = None, allocator: Any = None,
-    imu: Any = None, mocap: Any = None, jit: bool | None = None, rng: Any = None,
+    imu: Any = None, mocap: Any = None, jit: bool | None = None,
 ) -> str | None:  # fmt: skip
     """Why :func:`fly` cannot run this flight as the compiled closed loop, or ``None`` if it can.
 
     The compiled loop (:mod:`quadsim.closed_loop`) needs the ``native`` backend with CasADi and
-    a C compiler, the default allocator, a rotor-level quaternion model, a NumPy generator for
-    the sensor noise, a motion-capture delay of at most :data:`MOCAP_DELAY_MAX` steps, and
+    a C compiler, the default allocator, a rotor-level quaternion model, a motion-capture delay
+    of at most :data:`MOCAP_DELAY_MAX` steps, and
     geometric or PID gains for :func:`quadsim.control.control`; any other controller is traced
     as it is, from the initial controller state ``ctrl_state`` (arrays with a leading drone axis,
     in NamedTuples or tuples; :func:`initial_ctrl_state`). ``jit=False`` asks for the Python
     loop. Per-drone model parameters, Dryden turbulence, an IMU and motion capture are compiled
-    (the sensors are computed from the recorded samples, see :func:`fly`). Whether the controller
-    traces is only known by tracing it: ``fly`` then runs a slower loop, says so in
-    ``meta["loop_reason"]`` and warns (:class:`TraceFallbackWarning`).
+    (the sensors are read inside the C step, their noise drawn there, see :func:`fly`).
+    Whether the controller traces is only known by tracing it: ``fly`` then runs a slower loop,
+    says so in ``meta["loop_reason"]`` and warns (:class:`TraceFallbackWarning`).
 
     Args:
         sim: The :class:`~quadsim.sim.Simulator`.
@@ -351,7 +350,6 @@ def compiled_path_reason(
         imu: IMU parameters given to ``fly``.
         mocap: Motion-capture parameters given to ``fly``.
         jit: ``fly``'s ``jit``.
-        rng: ``fly``'s ``rng`` (``None``: the simulator's generator).
 
     Returns:
         A short reason (``"a custom allocator: ..."``), or ``None``.
@@ -374,10 +372,6 @@ def compiled_path_reason(
             return f"ctrl_state: {bad}"
     if allocator is not None:
         return "a custom allocator: the compiled loop uses the drone's default allocator"
-    if (imu is not None or mocap is not None) and rng is not None and not isinstance(
-        rng, np.random.Generator
-    ):
-        return f"rng of type {type(rng).__name__}: the compiled loop draws from a NumPy Generator"
     if mocap is not None:
         from .sensors import mocap_delay_steps
 
@@ -401,12 +395,12 @@ def compiled_path_reason(
 
 def scan_path_reason(
     sim: Any, control: Callable, gains: Any, *, ctrl_state: Any = None, imu: Any = None,
-    mocap: Any = None, jit: bool | None = None, rng: Any = None,
+    mocap: Any = None, jit: bool | None = None,
 ) -> str | None:  # fmt: skip
     """Why :func:`fly` cannot run this flight as one ``jax.lax.scan`` per chunk, or ``None``.
 
     The scan loop (:mod:`quadsim.closed_loop_jax`) needs the ``jax`` backend, a rotor-level
-    quaternion model, a NumPy generator for the sensor noise, and ``jit`` not ``False``; the
+    quaternion model, and ``jit`` not ``False``; the
     controller (built-in or your own) must be traceable by JAX, which only tracing tells
     (``fly`` falls back and says so). Any allocator, initial controller state, per-drone model
     parameters, Dryden turbulence, IMU and motion capture are scanned.
@@ -419,7 +413,6 @@ def scan_path_reason(
         imu: IMU parameters given to ``fly``.
         mocap: Motion-capture parameters given to ``fly``.
         jit: ``fly``'s ``jit``.
-        rng: ``fly``'s ``rng`` (``None``: the simulator's generator).
 
     Returns:
         A short reason, or ``None``.
@@ -429,10 +422,6 @@ def scan_path_reason(
     backend = getattr(sim, "backend", None)
     if backend != "jax":
         return f"backend {backend!r}: only 'jax' scans the closed loop"
-    if (imu is not None or mocap is not None) and rng is not None and not isinstance(
-        rng, np.random.Generator
-    ):
-        return f"rng of type {type(rng).__name__}: the scan loop draws from a NumPy Generator"
     system = sim.system
     if system.attitude != "quat" or system.n_cmd != sim.drone.mixing_matrix.shape[1]:
         return (f"model {getattr(system, 'model', None)!r}: the scan loop needs a rotor-level "
@@ -449,9 +438,10 @@ def flight_loop(sim: Any, control: Callable, gains: Any, **kwargs: Any) -> tuple
     (``jax``, :func:`scan_path_reason` is ``None``) or ``"python"``, and ``reason`` says why the
     faster loop of the backend does not run (``None`` when it does). Tracing the controller can
     still fail; ``fly``'s ``meta`` then corrects it. ``kwargs`` are ``fly``'s ``ctrl_state``,
-    ``allocator``, ``imu``, ``mocap``, ``jit``, ``rng`` and ``compiled``.
+    ``allocator``, ``imu``, ``mocap``, ``jit`` and ``compiled`` (others are ignored).
     """
     compiled = kwargs.pop("compiled", None)
+    kwargs.pop("seed", None)
     if compiled is False:
         return "python", "compiled=False"
     if getattr(sim, "backend", None) == "jax":
@@ -482,142 +472,72 @@ def _ctrl_state_problem(ctrl_state: Any, n: int) -> str | None:
     return None
 
 
-class _Draws:
-    """The random draws of :func:`fly`'s Python loop, made a range of steps at a time.
+def _sensor_noise(seed: int, imu: Any, mocap: Any, steps: Any, n: int) -> np.ndarray:
+    """The sensors' normals ``z`` ``(m, n, n_noise)`` of the samples at the steps ``(m,)``.
 
-    The Python loop draws, for each step ``j`` (relative to the flight's start): the sensor
-    normals ``z_j`` ``(n, n_noise)`` from ``rng`` (in ``think``, for sample ``j``), then, in
-    ``Simulator.step``, the Dryden noise ``(1, n, 5)`` from ``sim.rng`` (preceded once by the
-    stationary start ``(n, 5)``); the end sample ``j = total`` draws ``z`` only. Normals drawn
-    one after the other equal one block drawn at once (NumPy's ``Generator`` keeps no state
-    between calls but its bit generator's), so a range of steps is one block per generator,
-    split by columns when ``rng`` is ``sim.rng``. The gusts then go through the Simulator's own
-    functions and state (:func:`quadsim.wind.dryden_init`, :func:`~quadsim.wind.dryden_sequence`,
-    :func:`~quadsim.wind.gust_to_world`, ``sim._gust_state``), as ``Simulator._wind_sequence``.
+    :func:`quadsim.noise.normals` ``(seed, "imu", k, drone)`` in ``z[..., :12]`` and
+    ``(seed, "mocap", k, drone)`` in ``z[..., 12:18]``, as the compiled loop draws them in C.
+    """
+    from .noise import normals
+
+    k, d = np.asarray(steps)[:, None], np.arange(n)[None]
+    z = np.zeros((k.shape[0], n, _n_noise(imu, mocap)))
+    if imu is not None:
+        z[..., :12] = normals(seed, "imu", k, d, 12)
+    if mocap is not None:
+        z[..., 12:18] = normals(seed, "mocap", k, d, 6)
+    return z
+
+
+def _imu_turn_on(imu: Any, seed: int, k0: int, n: int, xp: Any = np) -> Any:
+    """The IMU's turn-on in-run biases of a flight starting at step ``k0`` (:func:`imu_init`)."""
+    from .noise import normals
+    from .sensors import imu_init
+
+    z = normals(seed, "imu_init", k0, np.arange(n), 6)
+    return imu_init(imu, (n,), z, xp=xp, dtype=xp.float64)
+
+
+class _Draws:
+    """The per-step random inputs of :func:`fly`'s loops for a range of steps.
+
+    Counter-based (:mod:`quadsim.noise`), so a range is a pure function of its steps: the
+    sensor normals of sample ``j`` (:func:`_sensor_noise`) and the world wind of step ``j``
+    (mean + Dryden gust) from the Simulator's own ``_wind_sequence`` at the absolute step,
+    which advances ``sim``'s gust state (ask for the ranges in order). The wind of step
+    ``total`` (never applied) is the mean.
     """
 
-    def __init__(self, sim: Any, rng: np.random.Generator, n_noise: int, total: int) -> None:
-        self.sim, self.rng, self.nz, self.total, self.n = sim, rng, n_noise, total, sim.n
+    def __init__(self, sim: Any, seed: int, imu: Any, mocap: Any, total: int) -> None:
+        self.sim, self.seed, self.imu, self.mocap, self.total = sim, seed, imu, mocap, total
+        self.k0, self.n = int(sim.k), sim.n
         self.gusty = getattr(sim, "_dryden", None) is not None
-        self.shared = rng is sim.rng
 
-    def __call__(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray | None]:
-        """Draws of steps ``a..b`` (inclusive): ``(z (m, n, n_noise), wind (m, n, 3) or None)``.
+    def __call__(self, a: int, b: int, sensors: bool = True) -> tuple[Any, Any]:
+        """Draws of steps ``a..b`` (inclusive, relative to the flight's start).
 
-        ``wind`` is the world wind of each step [m/s] (mean + gust), ``None`` without
-        turbulence; the wind of step ``total`` (never applied) is the mean, drawn from nothing.
+        Returns:
+            ``(z (m, n, n_noise) or None without sensors (or sensors=False), wind (m, n, 3) or
+            None without turbulence)``.
         """
-        sim, rng, nz, n = self.sim, self.rng, self.nz, self.n
-        m = b - a + 1
-        mg = max(0, min(b, self.total - 1) - a + 1) if self.gusty else 0
-        z = np.empty((m, n, nz))
-        g = np.empty((mg, n, 5))
-        init = None
-        need_init = mg > 0 and sim._gust_state is None
-        if not (self.shared and nz and mg):  # independent streams (or only one of them)
-            if nz:
-                z[:] = rng.standard_normal((m, n, nz))
-            if mg:
-                init = sim.rng.standard_normal((n, 5)) if need_init else None
-                g[:] = sim.rng.standard_normal((mg, n, 5))
-        else:  # one generator: z_j, [the stationary start], gust noise_j, z_{j+1}, ...
-            i = 0
-            if need_init:
-                z[0] = rng.standard_normal((n, nz))
-                init = rng.standard_normal((n, 5))
-                g[0] = rng.standard_normal((n, 5))
-                i = 1
-            if mg > i:
-                block = rng.standard_normal((mg - i, n * (nz + 5)))
-                z[i:mg] = block[:, : n * nz].reshape(-1, n, nz)
-                g[i:] = block[:, n * nz :].reshape(-1, n, 5)
-            if m > mg:
-                z[mg:] = rng.standard_normal((m - mg, n, nz))
+        sim, n, m = self.sim, self.n, b - a + 1
+        z = None
+        if sensors and (self.imu is not None or self.mocap is not None):
+            z = _sensor_noise(self.seed, self.imu, self.mocap, self.k0 + np.arange(a, b + 1), n)
         if not self.gusty:
             return z, None
-        from .wind import dryden_init, dryden_sequence, gust_to_world
-
+        mg = max(0, min(b, self.total - 1) - a + 1)
         wind = np.empty((m, n, 3))
         wind[:] = sim._mean_wind
         if mg:
-            if init is not None:
-                sim._gust_state = dryden_init(sim._dryden, init)
-            sim._gust_state, gusts = dryden_sequence(sim._gust_state, g, sim._dryden)
-            wind[:mg] = sim._mean_wind + gust_to_world(gusts, sim._wind_dir, unit=True)
+            wind[:mg] = sim._wind_sequence(mg, self.k0 + a)
         return z, wind
-
-
-class _Sensors:
-    """IMU and motion-capture readings of recorded samples, as the Python loop computes them.
-
-    The readings do not feed back (the controller reads the true state), so they are computed
-    per chunk in NumPy from the samples the compiled loop records, with the sensor functions
-    themselves (:func:`quadsim.sensors.imu_measure`, :func:`quadsim.sensors.mocap_measure`)
-    and the normals ``z_j`` of the Python loop (:class:`_Draws`). The IMU's in-run bias is a
-    random walk independent of the state, ``b_{j+1} = b_j + σ_w z_j[6:12]``, advanced over
-    every step (a cumulative sum, the same additions in the same order); the accelerometer
-    uses ``a_j = (v_j - v_{j-1})/dt`` from the sample's ``prev_vel`` and ``vel_before``;
-    motion capture adds its noise to ``mocap_true_pos``, the position ``d`` steps old.
-    """
-
-    def __init__(self, sim: Any, imu: Any, mocap: Any, rng: np.random.Generator) -> None:
-        self.imu, self.mocap, self.dt, self.n = imu, mocap, float(sim.dt), sim.n
-        self.g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
-        self.bias = None
-        if imu is not None:
-            from .sensors import check_imu_params, imu_discrete_std, imu_init
-
-            self.imu = check_imu_params(imu)
-            std = imu_discrete_std(self.imu, self.dt)
-            self.walk = np.concatenate([std["gyro_walk"], std["accel_walk"]])
-            b0 = imu_init(self.imu, (self.n,), rng.standard_normal((self.n, 6)), xp=np,
-                          dtype=np.float64)  # fmt: skip
-            self.bias = np.concatenate([np.asarray(b0.gyro_bias), np.asarray(b0.accel_bias)], -1)
-
-    def advance(self, z: np.ndarray) -> np.ndarray | None:
-        """In-run biases ``(m, n, 6)`` at the steps of ``z`` ``(m, n, n_noise)``; advances them."""
-        if self.imu is None:
-            return None
-        inc = self.walk * z[..., 6:12]
-        b = np.cumsum(np.concatenate([self.bias[None], inc]), axis=0)
-        self.bias = b[-1]
-        return b[:-1]
-
-    def readings(self, fields: dict, z: np.ndarray, bias: np.ndarray | None) -> dict:
-        """``gyro``, ``accel``, ``mocap_pos`` ``(m, n, 3)`` of samples ``fields`` ``(m, n, .)``.
-
-        ``z`` and ``bias`` are those of the same samples.
-        """
-        out: dict = {}
-        if self.imu is not None:
-            from .sensors import ImuState, imu_measure
-
-            def f(name: str) -> np.ndarray:
-                return np.asarray(fields[name], np.float64)
-
-            acc = (f("prev_vel") - f("vel_before")) / self.dt
-            reading, _ = imu_measure(
-                f("prev_quat"), f("prev_ang_vel"), acc, self.g_vec, self.imu,
-                ImuState(bias[..., :3], bias[..., 3:]), self.dt, z[..., :12],
-            )  # fmt: skip
-            out["gyro"], out["accel"] = reading.gyro, reading.accel
-        if self.mocap is not None:
-            from .sensors import MocapState, mocap_measure
-
-            pos = np.asarray(fields["mocap_true_pos"], np.float64)
-            quat = np.asarray(fields["prev_quat"], np.float64)
-            batch = pos.shape[:-1]
-            empty = MocapState(np.zeros((*batch, 0, 3)), np.zeros((*batch, 0, 4)),
-                               np.zeros((), np.int32))  # fmt: skip
-            reading, _ = mocap_measure(pos, quat, self.mocap, empty, z[..., 12:18])
-            out["mocap_pos"] = reading.pos
-        return out
 
 
 def _fly_compiled(
     sim: Any, loop: Any, cstate0: Any, offset: np.ndarray, total: int, log_every: int,
     chunk_steps: int, on_chunk: Callable | None, progress: Callable | None, keep_log: bool,
-    imu: Any = None, mocap: Any = None, rng: np.random.Generator | None = None,
+    imu: Any = None, mocap: Any = None, seed: int = 0,
 ) -> tuple[list[dict], int, bool, int | None]:  # fmt: skip
     """:func:`fly`'s loop on the compiled closed loop: ``(chunks, steps, interrupted, signal)``.
 
@@ -626,10 +546,10 @@ def _fly_compiled(
     the samples handed over: one priming step records sample 0, each chunk's call records the
     samples ``k + L, k + 2L, ...`` (the last one waits for the next chunk), and the end sample
     at ``t = duration`` is read from the state one step past the end, whose plant step is
-    discarded. The random draws (sensor noise, Dryden gusts) are made per call in the Python
-    loop's order (:class:`_Draws`) and the sensor readings computed from the records
-    (:class:`_Sensors`). A call whose per-step inputs would pass :data:`CHUNK_BYTES` is split
-    into several rollout calls of whole sampling periods.
+    discarded. The sensors are read inside the C step (their noise drawn there); the Dryden
+    gusts are the Simulator's, passed as per-step wind (:class:`_Draws`). A call whose per-step
+    inputs would pass :data:`CHUNK_BYTES` is split into several rollout calls of whole sampling
+    periods.
     """
     from .sim import SimulationError, State
     from .world import FAULT_NAMES, Status
@@ -640,29 +560,30 @@ def _fly_compiled(
     status0 = sim.status
     flag_dtype = _flag(status0, "crashed", n).dtype
     names = [name for name, _ in loop.system.fields]
+    bias = 0.0
+    if imu is not None:
+        b0 = _imu_turn_on(imu, seed, k_sim0, n)
+        bias = np.concatenate([np.asarray(b0.gyro_bias), np.asarray(b0.accel_bias)], -1)
     x = loop.initial_state(n, **{name: getattr(state0, name) for name in names},
-                           ctrl_state=cstate0)  # fmt: skip
+                           ctrl_state=cstate0, imu_bias=bias)  # fmt: skip
     x = x.astype(np.float64)
     if status0 is not None:
         for name, value in zip(Status._fields, status0, strict=True):
             x[rows[name]] = to_numpy(value).astype(np.float64)[None]
     x[rows["step"]] = k_sim0
     x = x.astype(loop.dtype)
-    rng = sim.rng if rng is None else rng
-    n_noise = (18 if mocap is not None else 12) if (imu or mocap) else 0
-    sensors = _Sensors(sim, imu, mocap, rng)  # draws the IMU's turn-on biases first
-    draws = _Draws(sim, rng, n_noise, total)
-    per_step = n_noise > 0 or draws.gusty
+    draws = _Draws(sim, seed, imu, mocap, total)
+    per_step = draws.gusty
     wind = getattr(sim, "wind", None)
     held = None if wind is None else np.broadcast_to(np.asarray(wind.mean, np.float64), (n, 3))
     seg_max = chunk_steps
-    if per_step:  # per-step inputs (wind, noise) of one rollout call stay under CHUNK_BYTES
-        per = max(1, CHUNK_BYTES // (8 * n * (3 + 5 + n_noise)))
+    if per_step:  # the per-step wind of one rollout call stays under CHUNK_BYTES
+        per = max(1, CHUNK_BYTES // (8 * n * (3 + 5)))
         seg_max = max(log_every, per - per % log_every)
     done = [0]  # steps handed to the rollout so far (relative to the flight's start)
 
     def run(x: np.ndarray, steps: int, every: int) -> tuple[np.ndarray, dict, dict]:
-        """``steps`` steps from ``x``: ``(x, records, final)``, sensors included.
+        """``steps`` steps from ``x``: ``(x, records, final)``.
 
         ``records`` holds the samples recorded every ``every`` steps, ``final`` the sample of
         the state reached (both dicts of ``(m, n, ...)`` fields).
@@ -672,23 +593,16 @@ def _fly_compiled(
         while left:
             s = min(seg_max, left)
             a = done[0]
-            z, w = draws(a, a + s - 1) if per_step else (None, None)
+            w = draws(a, a + s - 1, sensors=False)[1] if per_step else None
             out = loop.run(x, s, record_every=every, wind=held if w is None else w,
-                           offset=offset)  # fmt: skip
+                           offset=offset, seed=seed)  # fmt: skip
             x, rec = out.x, out.fields
             done[0] += s
             left -= s
-            bias = sensors.advance(z) if n_noise else None
-            if rec and n_noise:  # sample j = a - 1 + every * (1, 2, ...) uses z_j, bias_j
-                i = every * np.arange(1, len(rec["cmd_rpm"]) + 1) - 1
-                rec = rec | sensors.readings(rec, z[i], None if bias is None else bias[i])
             if rec:
                 recs.append(rec)
             if not left:
                 final = as_record(x)
-                if n_noise:
-                    final |= sensors.readings(final, z[-1:],
-                                              None if bias is None else bias[-1:])  # fmt: skip
         rec = {key: np.concatenate([r[key] for r in recs]) for key in recs[0]} if recs else {}
         return x, rec, final
 
@@ -804,7 +718,7 @@ def fly(
     ref_offset: Any = None,
     imu: Any = None,
     mocap: Any = None,
-    rng: np.random.Generator | None = None,
+    seed: int | None = None,
     log_every: int = 1,
     chunk_steps: int = 1000,
     on_chunk: Callable[[dict], None] | None = None,
@@ -838,7 +752,10 @@ def fly(
         imu: :class:`~quadsim.sensors.ImuParams` to simulate and log an IMU at the control
             rate, or ``None``.
         mocap: :class:`~quadsim.sensors.MocapParams` to simulate and log motion capture.
-        rng: Generator of the sensor noise (default: ``sim.rng``).
+        seed: Key of the sensor noise (default: ``sim.seed``): the IMU of drone ``i`` at step
+            ``k`` reads :func:`quadsim.noise.normals` ``(seed, "imu", k, i)`` (motion capture
+            ``"mocap"``, the IMU's turn-on bias ``"imu_init"`` at the flight's first step), so
+            a drone's readings do not depend on the batch, the chunking or the loop.
         log_every: Record every ``log_every``-th step.
         chunk_steps: Steps per chunk handed to ``on_chunk``.
         on_chunk: Called with each completed chunk (a log dict).
@@ -855,8 +772,8 @@ def fly(
             :func:`compiled_path_reason` / :func:`scan_path_reason` allow it and the controller
             traces, ``True`` to require it, ``False`` for the per-step Python loop. All paths
             log the same samples, sensor noise and gusts included (equal to rounding in
-            float64, and they leave ``sim``, its generator and its gust state alike after a
-            completed flight); on a float32 simulator the compiled loop also runs reference,
+            float64, and they leave ``sim`` and its gust state alike after a completed
+            flight); on a float32 simulator the compiled loop also runs reference,
             controller and allocation in float32. The path that ran and why are in
             ``meta["loop"]`` (``"compiled"``, ``"scan"`` or ``"python"``) and
             ``meta["loop_reason"]``; a controller that cannot be traced also warns
@@ -870,8 +787,8 @@ def fly(
         :class:`FlightResult`. After the flight ``sim`` holds the state, flags and clock of the
         last step computed (on the compiled and scan paths loaded back through ``sim.k``,
         ``sim.state`` and ``sim.status``; an interrupted compiled or scan flight stops at a
-        chunk's end, and its generators and gust state may have advanced past it: they drew
-        for the chunk in flight).
+        chunk's end, and its gust state may have advanced past it: it drew for the chunk in
+        flight).
 
     Raises:
         ValueError: Bad arguments, or ``compiled=True`` where the fast loop cannot run (the
@@ -906,7 +823,10 @@ def fly(
         else np.broadcast_to(np.asarray(ref_offset, dtype=np.float64), (n, 3))
     )
     backend = getattr(sim, "backend", None)
-    kw = {"ctrl_state": ctrl_state, "imu": imu, "mocap": mocap, "jit": jit, "rng": rng}
+    from .noise import _check_seed
+
+    seed = sim.seed if seed is None else _check_seed(seed)
+    kw = {"ctrl_state": ctrl_state, "imu": imu, "mocap": mocap, "jit": jit}
     if compiled is False:
         reason = "compiled=False"
     elif backend == "jax":
@@ -927,7 +847,7 @@ def fly(
     if reason is None and fast == "scan":
         try:
             scan = _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command,
-                               ctrl_state, offset, total, log_every, chunk_steps, rng)  # fmt: skip
+                               ctrl_state, offset, total, log_every, chunk_steps, seed)  # fmt: skip
         except Exception as e:  # the controller (or trajectory) does not trace: per step
             reason = f"the closed loop could not be traced by JAX: {_one_line(e)}"
             failed.append(("by JAX into the scan", _one_line(e)))
@@ -938,7 +858,7 @@ def fly(
         t0 = time.perf_counter()
         chunks, k, interrupted, stop_signal = _fly_compiled(
             sim, loop, cstate0, offset, total, log_every, chunk_steps, on_chunk, progress,
-            keep_log, imu, mocap, rng,
+            keep_log, imu, mocap, seed,
         )  # fmt: skip
     elif scan is not None:
         from .closed_loop_jax import fly_scan
@@ -954,7 +874,7 @@ def fly(
         allocator = rotors.make_allocator(sim.drone) if allocator is None else allocator
         run, brain_name, why = _python_loop(
             sim, trajectory, control, gains, allocator, imu, mocap, command, ctrl_state, offset,
-            total, log_every, chunk_steps, on_chunk, progress, keep_log, jit, rng,
+            total, log_every, chunk_steps, on_chunk, progress, keep_log, jit, seed,
         )  # fmt: skip
         if why:
             same = bool(failed) and failed[-1][1] == why
@@ -1011,23 +931,18 @@ def _compile_native(sim, control, gains, trajectory, ctrl_state, imu, mocap, com
     from .closed_loop import compile_for_simulator
 
     cstate0 = initial_ctrl_state(control, gains, ctrl_state, sim.n, np, np.float64)
-    delay = None
-    if mocap is not None:
-        from .sensors import mocap_delay_steps
-
-        delay = mocap_delay_steps(mocap, sim.dt)
-    loop = compile_for_simulator(sim, control, gains, trajectory, imu=imu is not None,
-                                 mocap_delay=delay, ctrl_state=_one_drone(cstate0),
+    loop = compile_for_simulator(sim, control, gains, trajectory, imu=imu, mocap=mocap,
+                                 ctrl_state=_one_drone(cstate0),
                                  command=command)  # fmt: skip
     return loop, cstate0
 
 
 def _n_noise(imu: Any, mocap: Any) -> int:
-    return (18 if mocap is not None else 12) if (imu or mocap) else 0
+    return 18 if mocap is not None else (12 if imu is not None else 0)
 
 
 def _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command, ctrl_state,
-                offset, total, log_every, chunk_steps, rng):  # fmt: skip
+                offset, total, log_every, chunk_steps, seed):  # fmt: skip
     """Build and compile the scan of a flight; returns a thunk of ``(loop, carry, draws)``.
 
     Compiling draws nothing; the thunk makes the draws of the flight's start (the IMU's turn-on
@@ -1042,7 +957,6 @@ def _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command,
     allocator = rotors.make_allocator(sim.drone) if allocator is None else allocator
     n, dt = sim.n, float(sim.dt)
     g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
-    rng = sim.rng if rng is None else rng
     nz = _n_noise(imu, mocap)
     gusty = getattr(sim, "_dryden", None) is not None
     L = log_every
@@ -1056,12 +970,12 @@ def _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command,
         cstate = initial_ctrl_state(control, gains, ctrl_state, n, jnp, jnp.float64)
         state = _numpy_state(sim.state)
 
-        def brain_states(imu_noise: np.ndarray) -> tuple:
+        def brain_states(turn_on: bool) -> tuple:
             imu_state = mocap_state = None
             if imu is not None:
-                from .sensors import imu_init
-
-                imu_state = imu_init(imu, (n,), imu_noise, xp=jnp, dtype=jnp.float64)
+                imu_state = _imu_turn_on(imu, seed, int(sim.k), n, jnp)
+                if not turn_on:
+                    imu_state = type(imu_state)(*(jnp.zeros_like(b) for b in imu_state))
             if mocap is not None:
                 from .sensors import mocap_init
 
@@ -1069,20 +983,19 @@ def _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command,
                                          dt)  # fmt: skip
             return imu_state, mocap_state
 
-        loop.compile(initial_carry(sim, cstate, *brain_states(np.zeros((n, 6)))), offset)
+        loop.compile(initial_carry(sim, cstate, *brain_states(False)), offset)
 
     def start() -> tuple:
         with _x64(jax):
-            noise = rng.standard_normal((n, 6)) if imu is not None else None
-            carry = initial_carry(sim, cstate, *brain_states(noise))
-        return loop, carry, _Draws(sim, rng, nz, total)
+            carry = initial_carry(sim, cstate, *brain_states(True))
+        return loop, carry, _Draws(sim, seed, imu, mocap, total)
 
     return start
 
 
 def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command, ctrl_state,
                  offset, total, log_every, chunk_steps, on_chunk, progress, keep_log, jit,
-                 rng):  # fmt: skip
+                 seed):  # fmt: skip
     """The per-step Python loop: ``(run, "JAX" or "NumPy", why JAX could not trace or None)``.
 
     ``run()`` flies and returns ``(chunks, steps, interrupted, signal)``. With JAX (``jit`` not
@@ -1093,7 +1006,6 @@ def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command
     jax = _jax_or_none() if jit in (None, True) else None
     if jit and jax is None:
         raise ValueError("jit=True needs JAX (pip install 'quadsim[jax]')")
-    rng = sim.rng if rng is None else rng
     g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
     state = _numpy_state(sim.state)
     n_noise = _n_noise(imu, mocap)
@@ -1136,12 +1048,9 @@ def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command
             why, jax = _one_line(e), None
     if jax is None:
         brain, cstate, imu_state, mocap_state, xp = setup(None)
-    if imu is not None:  # the turn-on biases: the flight's first draw
-        from .sensors import imu_init
-
+    if imu is not None:  # the turn-on biases
         with _x64(jax):
-            imu_state = imu_init(imu, (n,), rng.standard_normal((n, 6)), xp=xp,
-                                 dtype=xp.float64)  # fmt: skip
+            imu_state = _imu_turn_on(imu, seed, int(sim.k), n, xp)
 
     def run() -> tuple[list[dict], int, bool, int | None]:
         rows: dict[str, list] = {}
@@ -1153,7 +1062,7 @@ def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command
 
         def think(state: Any, vel_prev: Any, brain_state: tuple) -> tuple:
             """Reference, controller, allocation and sensors at the current time."""
-            z = rng.standard_normal((n, n_noise)) if n_noise else np.zeros((n, 0))
+            z = _sensor_noise(seed, imu, mocap, [sim.k], n)[0]
             with _x64(jax):
                 out, *brain_state = brain(
                     sim.time, state.pos, state.quat, state.vel, state.ang_vel, vel_prev, offset,

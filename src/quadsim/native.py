@@ -185,14 +185,15 @@ def _toolchain() -> tuple[tuple[str, ...], tuple[str, ...], str, str] | None:
 
 @functools.cache
 def _generator_id() -> str | None:
-    """What the C depends on besides the Function: this module's source and CasADi's version.
+    """What the C depends on besides the Function: the generators' source and CasADi's version.
 
-    ``None`` when the source cannot be read (then the library is keyed by the C source).
+    The generators are this module and :mod:`quadsim.noise` (its C twin). ``None`` when a source
+    cannot be read (then the library is keyed by the C source).
     """
     import casadi as cs
 
     try:
-        own = Path(__file__).read_bytes()
+        own = Path(__file__).read_bytes() + Path(__file__).with_name("noise.py").read_bytes()
     except OSError:
         return None
     return hashlib.sha256(own + b"\0" + cs.__version__.encode()).hexdigest()
@@ -238,9 +239,12 @@ _OMP_WORK = 256 * 1500
 and much more when another process holds a core): about 256 block-steps of the RK4 plant."""
 
 
-def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int = 32) -> str:
+def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int = 32,
+              noise: tuple = ()) -> str:
     """C source of ``quadsim_roll`` for the SX Function ``F`` (see :func:`compile_rollout`)."""
     import casadi as cs
+
+    from .noise import STREAMS, c_source
 
     T, Ti, one, absb, sfx = _C_TYPES[dtype]
     lanes = vbytes // dtype.itemsize
@@ -258,7 +262,7 @@ def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int 
         if name == "CONST":
             rhs = f"((vf){{}} + {_literal(F.instruction_constant(k), sfx)})"
         elif name == "INPUT":
-            rhs = f"{'xup'[i[0]]}s[{rows_in[i[0]][i[1]]}]"
+            rhs = f"{'xupz'[i[0]]}s[{rows_in[i[0]][i[1]]}]"
         elif name == "OUTPUT":
             body.append(f"xn[{rows_out[o[1]]}] = t{i[0]};")
             continue
@@ -277,6 +281,16 @@ def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int 
         helpers.append(f"static inline vf v_{name}({args}) {{ vf r; "
                        f"for (int l = 0; l < W; ++l) r[l] = {call}; return r; }}")  # fmt: skip
     nx, nu, npar = sizes
+    nz = sum(count for _, count in noise)
+    draw = ""
+    if nz:  # the normals of each lane's drone at this step (quadsim.noise), then as vectors
+        calls, at = [], 0
+        for stream, count in noise:
+            calls.append(f"quadsim_normals(seed, {STREAMS[stream]}u, step0 + s, j + l, {count}, "
+                         f"zb + {at});")
+            at += count
+        draw = (f"for (int l = 0; l < W; ++l) {{ double zb[{nz}]; {' '.join(calls)} "
+                f"for (int k = 0; k < {nz}; ++k) zs[k][l] = (T)zb[k]; }}")
     decl = "vf " + ", ".join(f"t{k}" for k in range(max(F.sz_w(), 1))) + ";"
     load = "memcpy(&{0}[k], {1}, sizeof(vf));"
     return f"""/* quadsim.native: generated from CasADi Function '{F.name()}' */
@@ -297,20 +311,21 @@ typedef {Ti} vi __attribute__((vector_size({vbytes})));
 #define B(m) ((vf)((m) & ONE_BITS))
 static inline T sgn(T a) {{ return a < 0 ? -1 : (a > 0 ? 1 : a); }}
 {chr(10).join(helpers)}
+{c_source() if nz else ""}
 int quadsim_roll(T *restrict X, const T *restrict U, const T *restrict P, int64_t N,
                  int64_t steps, int u_per_step, int p_per_drone, int64_t rec, T *restrict R,
-                 int threads) {{
+                 int threads, uint64_t seed, int64_t step0) {{
   int nt = 1;
 #ifdef _OPENMP
   nt = threads > 0 ? threads : omp_get_max_threads();
 #endif
-  (void)nt;
+  (void)nt; (void)seed; (void)step0;
   /* threads only pay off with two blocks or more and enough work: blocks x steps x the
      {F.n_instructions()} instructions of a step (a fork/join costs ~us, more under load) */
 #pragma omp parallel for schedule(static) num_threads(nt) \
     if(N / W >= 2 && (N / W) * steps * {F.n_instructions()} >= {_OMP_WORK})
   for (int64_t j = 0; j < N; j += W) {{
-    vf xs[{max(nx, 1)}], xn[{max(nx, 1)}], us[{max(nu, 1)}], ps[{max(npar, 1)}];
+    vf xs[{max(nx, 1)}], xn[{max(nx, 1)}], us[{max(nu, 1)}], ps[{max(npar, 1)}], zs[{max(nz, 1)}];
     {decl}
     for (int k = 0; k < {nx}; ++k) {load.format("xs", "X + k * N + j")}
     for (int k = 0; k < {nu}; ++k) {load.format("us", "U + k * N + j")}
@@ -322,6 +337,7 @@ int quadsim_roll(T *restrict X, const T *restrict U, const T *restrict P, int64_
       for (; s < e; ++s) {{
         if (u_per_step)
           for (int k = 0; k < {nu}; ++k) {load.format("us", "U + (s * " + str(nu) + " + k) * N + j")}
+        {draw}
         {chr(10).join("        " + b for b in body).lstrip()}
         for (int k = 0; k < {nx}; ++k) xs[k] = xn[k];
       }}
@@ -351,13 +367,15 @@ class NativeRollout:
     """
 
     def __init__(self, path: Path, sizes: tuple[int, int, int], dtype: np.dtype, threads: int,
-                 compiled: bool, source: str | Any, vbytes: int = 32) -> None:  # fmt: skip
+                 compiled: bool, source: str | Any, vbytes: int = 32,
+                 noise: tuple = ()) -> None:  # fmt: skip
         self.n_state, self.n_input, self.n_param = sizes
+        self.noise = tuple(noise)
         self.dtype, self.lanes, self.threads = dtype, vbytes // dtype.itemsize, threads
         self.path, self.compiled, self._source = path, compiled, source
         self._fn = ctypes.CDLL(str(path)).quadsim_roll
         vp, i64, ci = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
-        self._fn.argtypes = [vp, vp, vp, i64, i64, ci, ci, i64, vp, ci]
+        self._fn.argtypes = [vp, vp, vp, i64, i64, ci, ci, i64, vp, ci, ctypes.c_uint64, i64]
         self._fn.restype = ci
 
     @property
@@ -380,7 +398,8 @@ class NativeRollout:
         return out
 
     def __call__(self, x0: Any, u: Any, params: Any = None, steps: int = 1,
-                 record_every: int = 0) -> tuple[np.ndarray, np.ndarray | None]:  # fmt: skip
+                 record_every: int = 0, seed: int = 0,
+                 step0: int = 0) -> tuple[np.ndarray, np.ndarray | None]:  # fmt: skip
         """Advance ``N`` drones by ``steps`` steps.
 
         Args:
@@ -391,6 +410,10 @@ class NativeRollout:
                 must be ``None`` when the step takes no parameters.
             steps: Number of steps, ``>= 0``.
             record_every: ``k > 0`` records the state after steps ``k, 2k, ...``.
+            seed: Key of the step's normals (a step with a noise input, :attr:`noise`): step
+                ``s`` of drone ``i`` draws :func:`quadsim.noise.normals` ``(seed, stream,
+                step0 + s, i, count)`` for each ``(stream, count)``.
+            step0: Step index of the first step (the counter of its normals).
 
         Returns:
             ``(x_final, record)``: final states ``(n_state, N)`` and, for ``k > 0``, the recorded
@@ -425,7 +448,7 @@ class NativeRollout:
         R = np.empty((steps // k, nx, n_pad), self.dtype) if k else None
         ptr = lambda a: None if a is None else a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
         self._fn(ptr(X), ptr(U), ptr(P), n_pad, steps, int(u.ndim == 3), int(per_drone), k,
-                 ptr(R), self.threads)  # fmt: skip
+                 ptr(R), self.threads, int(seed), int(step0))  # fmt: skip
         if n_pad != n:
             X = np.ascontiguousarray(X[:, :n])
             R = None if R is None else np.ascontiguousarray(R[..., :n])
@@ -459,7 +482,7 @@ class NativeRollout:
         threads, keep = self.threads, (X, U, P)
 
         def advance(steps: int = 1) -> None:
-            fn(px, pu, pp, n_pad, steps, 0, per_drone, 0, None, threads)
+            fn(px, pu, pp, n_pad, steps, 0, per_drone, 0, None, threads, 0, 0)
             return keep and None
 
         return advance
@@ -471,6 +494,7 @@ def compile_rollout(
     *,
     cache_dir: str | os.PathLike | None = None,
     threads: int | None = None,
+    noise: tuple = (),
 ) -> NativeRollout:
     """Compile a one-drone CasADi step function into a vectorised many-drone rollout.
 
@@ -481,6 +505,8 @@ def compile_rollout(
         cache_dir: Directory of compiled libraries; default ``$QUADSIM_CACHE_DIR`` or
             ``~/.cache/quadsim/native``.
         threads: OpenMP threads per call; ``None`` or 0 uses the OpenMP default.
+        noise: With a fourth input ``z`` (standard normals): its ``(stream, count)`` groups in
+            order (:mod:`quadsim.noise`), drawn in C for each drone and step.
 
     Returns:
         The callable :class:`NativeRollout`.
@@ -498,14 +524,17 @@ def compile_rollout(
     if not isinstance(step, cs.Function):
         raise TypeError(f"step must be a casadi.Function; got {type(step).__name__}")
     F = step if step.is_a("SXFunction") else step.expand()
-    if F.n_in() not in (2, 3) or F.n_out() != 1:
-        raise ValueError(f"step must map (x, u[, p]) to x_next; got {F.n_in()} inputs and "
+    if F.n_in() not in (2, 3, 4) or F.n_out() != 1:
+        raise ValueError(f"step must map (x, u[, p[, z]]) to x_next; got {F.n_in()} inputs and "
                          f"{F.n_out()} outputs")  # fmt: skip
+    noise = tuple((str(s), int(c)) for s, c in noise)
+    if (F.numel_in(3) if F.n_in() == 4 else 0) != sum(c for _, c in noise):
+        raise ValueError(f"the noise groups {noise} do not fill the step's noise input")
     if F.has_free():
         raise ValueError(f"step has free variables: {F.get_free()}")
     if not all(F.sparsity_in(i).is_dense() for i in range(F.n_in())):
         raise ValueError("step inputs must be dense vectors")
-    sizes = (F.numel_in(0), F.numel_in(1), F.numel_in(2) if F.n_in() == 3 else 0)
+    sizes = (F.numel_in(0), F.numel_in(1), F.numel_in(2) if F.n_in() >= 3 else 0)
     if F.numel_out(0) != sizes[0]:
         raise ValueError(f"x_next has {F.numel_out(0)} entries but x has {sizes[0]}")
     tool = _toolchain()
@@ -515,13 +544,14 @@ def compile_rollout(
     vbytes = _vector_bytes(ident)
 
     def source() -> str:
-        return _generate(F, dtype, sizes, vbytes)
+        return _generate(F, dtype, sizes, vbytes, noise)
 
     # Keyed by what determines the library (module docstring), not by the C source: serialising
     # the Function costs a fifth of generating the source, which only a miss needs.
     gen = _generator_id()
     src: str | Any = source if gen is not None else source()
-    what = [F.serialize(), str(dtype), repr(sizes), str(vbytes), gen] if gen is not None else [src]
+    what = ([F.serialize(), str(dtype), repr(sizes), str(vbytes), repr(noise), gen]
+            if gen is not None else [src])  # fmt: skip
     key = hashlib.sha256("\0".join([*what, shlex.join([*cc, *flags]), ident]).encode())
     root = _cache_root(cache_dir)
     root.mkdir(parents=True, exist_ok=True)
@@ -545,4 +575,4 @@ def compile_rollout(
             for t in (tmp, tmp_so):
                 if os.path.exists(t):
                     os.remove(t)
-    return NativeRollout(lib, sizes, dtype, int(threads or 0), compiled, src, vbytes)
+    return NativeRollout(lib, sizes, dtype, int(threads or 0), compiled, src, vbytes, noise)

@@ -110,7 +110,7 @@ def fly_scenario(
     # the loop fly will run, in every part for `quadsim recover` (fly's meta corrects it at the
     # end if tracing fell back to the per-step loop)
     name, reason = flight_loop(sim, objs.control, objs.gains, imu=objs.imu, mocap=objs.mocap,
-                               rng=objs.rng)  # fmt: skip
+                               seed=objs.seed)  # fmt: skip
     loop = {"loop": name, "loop_reason": reason}
     run_meta = objs.meta | {"output": objs.meta["output"] | opts} | loop
     parts = PartWriter(out / PARTS, run_meta)
@@ -126,7 +126,7 @@ def fly_scenario(
             ref_offset=objs.ref_offset,
             imu=objs.imu,
             mocap=objs.mocap,
-            rng=objs.rng,
+            seed=objs.seed,
             log_every=o["log_every"],
             chunk_steps=o["chunk_steps"],
             on_chunk=lambda chunk: parts.write(chunk, time.perf_counter() - t0),

@@ -579,7 +579,8 @@ class Assembly(NamedTuple):
         mocap: :class:`~quadsim.sensors.MocapParams`, or ``None``.
         duration: Flight time [s] (``duration`` of the file).
         output: The ``[output]`` section.
-        rng: Generator of the sensor noise.
+        seed: Key of the sensor noise and the turbulence (the scenario's ``seed``,
+            :mod:`quadsim.noise`).
         drone: The nominal :class:`~quadsim.params.Params` (the controller's model).
         meta: The run's metadata (:func:`quadsim.flight.run_meta`): drone, time step, duration
             in whole steps, rotors, backend, model, integrator, dtype, scenario, name,
@@ -595,7 +596,7 @@ class Assembly(NamedTuple):
     mocap: Any
     duration: float
     output: dict
-    rng: np.random.Generator
+    seed: int
     drone: Any
     meta: dict
 
@@ -696,7 +697,7 @@ def build(sc: Scenario) -> Assembly:
         mocap=mocap,
         duration=top["duration"],
         output=o,
-        rng=_rng(seed, 2),
+        seed=seed,
         drone=prep.drone,
         meta=meta,
     )

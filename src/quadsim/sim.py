@@ -501,7 +501,8 @@ class Simulator:
 
     The shell holds the plant only: the engine (chosen once from ``backend`` by
     :func:`make_engine`) holds the state, flags and step index; the shell turns arguments into
-    arrays, adds the wind of :mod:`quadsim.wind` drawn from :attr:`rng`, and keeps :attr:`k`.
+    arrays, adds the wind of :mod:`quadsim.wind` (its turbulence drawn from :attr:`seed`,
+    counter-based: :mod:`quadsim.noise`), and keeps :attr:`k`.
 
     Example::
 
@@ -518,7 +519,11 @@ class Simulator:
         backend: ``"numpy"``, ``"jax"``, ``"torch"``, or ``"native"`` (the same step traced with
             CasADi and compiled to vectorised multi-threaded C; needs a C compiler).
         dtype: ``"float32"`` or ``"float64"``.
-        seed: Seed of the simulator's own random generator (:attr:`rng`); nothing is global.
+        seed: Key of the simulator's random numbers, an integer in ``[0, 2**64)``: the Dryden
+            turbulence of drone ``i`` at step ``k`` is :func:`quadsim.noise.normals` ``(seed,
+            "dryden", k, i)`` (the same in any batch), :func:`quadsim.flight.fly`'s sensor
+            noise uses it too, and :attr:`rng` (a NumPy generator for your own draws) is seeded
+            with it; nothing is global.
         world: :class:`~quadsim.world.World` (default: sticky ground at z = 0) or ``None``.
         rotor_dynamics: Model rotor speeds as states (rotor-level models).
         params: Per-drone overrides: model parameter name -> array with leading size ``n``
@@ -553,6 +558,9 @@ class Simulator:
         self.n, self.dt, self.world, self.integrator = n, float(dt), world, integrator
         self.xp, self.dtype = _backend(backend, dtype)
         self.backend = backend
+        from .noise import _check_seed
+
+        self.seed = _check_seed(seed)
         self.rng = np.random.default_rng(seed)
         self.hover_rpm = envelope(self.drone).hover_rpm
         model_params = _params_of(self.drone, self.system)
@@ -619,6 +627,9 @@ class Simulator:
         """
         n, xp = self.n, self.xp
         if seed is not None:
+            from .noise import _check_seed
+
+            self.seed = _check_seed(seed)
             self.rng = np.random.default_rng(seed)
         att_size = 4 if self.system.attitude == "quat" else 3
         default_att = [0.0, 0.0, 0.0, 1.0] if att_size == 4 else [0.0, 0.0, 0.0]
@@ -724,12 +735,14 @@ class Simulator:
             unit = horiz / np.linalg.norm(horiz, axis=1, keepdims=True)
             self._wind_dir = np.asfortranarray(unit)
 
-    def _wind_sequence(self, steps: int) -> np.ndarray | None:
-        """World wind for the next ``steps`` steps, ``(steps, n, 3)``; advances the gust state.
+    def _wind_sequence(self, steps: int, k0: int | None = None) -> np.ndarray | None:
+        """World wind of steps ``k0 .. k0 + steps - 1``, ``(steps, n, 3)``; advances the gusts.
 
         The mean wind plus, with turbulence, the Dryden process of :mod:`quadsim.wind`
         (:func:`~quadsim.wind.dryden_sequence` over the chunk, rotated to ENU by
-        :func:`~quadsim.wind.gust_to_world`), driven by :attr:`rng`.
+        :func:`~quadsim.wind.gust_to_world`), driven by :func:`quadsim.noise.normals` of
+        :attr:`seed` at each step (``k0`` defaults to :attr:`k`); the stationary start is
+        drawn at the first step after a reset.
         """
         if self._mean_wind is None:
             return None
@@ -737,11 +750,15 @@ class Simulator:
         if self._dryden is None:
             out[:] = self._mean_wind
             return out
+        from .noise import normals
         from .wind import dryden_init, dryden_sequence, gust_to_world
 
+        k0 = self.k if k0 is None else int(k0)
+        drones = np.arange(self.n)
         if self._gust_state is None:  # stationary start: no transient
-            self._gust_state = dryden_init(self._dryden, self.rng.standard_normal((self.n, 5)))
-        noise = self.rng.standard_normal((steps, self.n, 5))
+            init = normals(self.seed, "dryden_init", k0, drones, 5)
+            self._gust_state = dryden_init(self._dryden, init)
+        noise = normals(self.seed, "dryden", k0 + np.arange(steps)[:, None], drones, 5)
         self._gust_state, gusts = dryden_sequence(self._gust_state, noise, self._dryden)
         out[:] = self._mean_wind + gust_to_world(gusts, self._wind_dir, unit=True)
         return out
