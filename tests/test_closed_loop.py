@@ -263,8 +263,11 @@ def test_sensor_rows_need_the_sample(drone, gains):
     with pytest.raises(ValueError, match="need sample=True"):
         closed_loop_step(*args, mocap=mocap)
     F, rows, _ = closed_loop_step(*args, sample=True, imu=imu, mocap=mocap)
-    assert rows["mocap_line"].stop - rows["mocap_line"].start == 6
-    assert rows["mocap_line"].stop == rows["step"].start  # state rows, before the outputs
-    assert rows["imu_bias"].stop == rows["mocap_line"].start
-    assert {"gyro", "accel", "mocap_pos"} <= set(rows)
+    # the brain's state (quadsim.brain.BrainState) sits before the step counter, then outputs
+    assert rows["mocap_pos_buf"].stop - rows["mocap_pos_buf"].start == 6  # two positions
+    assert rows["mocap_quat_buf"].stop - rows["mocap_quat_buf"].start == 8
+    assert rows["mocap_count"].stop == rows["step"].start
+    assert rows["imu_gyro_bias"].stop == rows["imu_accel_bias"].start
+    assert {"gyro", "accel", "mocap_pos", "j", "imu_vel"} <= set(rows)
+    assert "held_cmd_rpm" not in rows  # every period is one step: nothing held
     assert F.n_in() == 4 and F.numel_in(3) == 18  # the normals: IMU 12, motion capture 6

@@ -18,7 +18,8 @@ LAYERS = {
                 "noise", "params", "presets", "rotation", "rotors", "sensors", "systems", "wind",
                 "world"],
     "engines": ["native", "sim", "sim_native"],
-    "flight": ["closed_loop", "closed_loop_jax", "control", "flight", "initial", "trajectories"],
+    "flight": ["brain", "closed_loop", "closed_loop_jax", "control", "flight", "initial",
+               "trajectories"],
     "product": ["bench", "bench_closed_loop", "bench_peers", "cli", "envs", "io", "plotting",
                 "preflight", "run", "scenario"],
 }  # fmt: skip

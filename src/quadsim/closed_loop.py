@@ -5,37 +5,35 @@ One step ``s`` of one drone, traced once with CasADi ``SX`` symbols and compiled
 
 .. math::
 
-    t_s = s\,dt, \quad r_s = \mathrm{traj}(t_s) + o, \quad
-    (w_s, c_{s+1}) = \mathrm{control}(x_s, r_s, g, c_s), \quad
-    Ω^{cmd}_s = \mathrm{allocate}(w_s), \quad
+    (\mathrm{out}_s, b_{s+1}) = \mathrm{brain}(s, x_s, o, b_s, z_s), \quad
     x_{s+1} = \mathrm{integrator}(\dot x = f(x, Ω^{cmd}_s, p, v_{wind}), x_s, dt),
 
-exactly the loop of :func:`quadsim.flight.fly` (the controller reads the true state; the sensors
-are read at every step and logged). The controller is any array-API function ``(state, ref, gains,
-c) -> (command, c)``: :func:`quadsim.control.control` or your own; its command is a wrench ``w_s``
-(4, allocated) or rotor speeds (``n_rotors`` [RPM], clipped to the rotor range, no allocation), see
-:func:`quadsim.flight.command_allocation`. Nothing is re-written: the trajectory's ``__call__``,
-the controller and :func:`quadsim.rotors.allocate` run on :class:`quadsim._array.SymArray` (their
-array-API code path, element by element on CasADi scalars), and the plant is the model's ``deriv``
-and the integrator on :data:`quadsim._array.CASADI_OPS`, as the native
-:class:`~quadsim.sim.Simulator` builds it.
+where ``brain`` is :func:`quadsim.brain.make_brain`'s per-step function (reference, sensors,
+controller and allocation, each at its period; the one :func:`quadsim.flight.fly`'s other loops
+run), ``b`` its state (:class:`~quadsim.brain.BrainState`) and ``Ω^{cmd}_s`` the rotor command
+it outputs. Nothing is re-written: the trajectory's ``__call__``, the controller, the
+allocation and the sensor models run on :class:`quadsim._array.SymArray` (their array-API code
+path, element by element on CasADi scalars), and the plant is the model's ``deriv`` and the
+integrator on :data:`quadsim._array.CASADI_OPS`, as the native :class:`~quadsim.sim.Simulator`
+builds it.
 
 Compiled state of one drone (structure of arrays, drone index last, see :attr:`ClosedLoop.rows`)::
 
-    x = [plant state (system.size) | world flags (5, with a world) | controller state
-         (its leaves flattened, ``ctrl_<field>``; none for a stateless controller) |
-         imu_bias (6, with an IMU) | mocap_line (3 d, with a mocap delay d) | s |
-         cmd_rpm (n_rotors) | cmd_wrench (4) | saturated | sample outputs (``sample=True``) |
-         gyro, accel (3 + 3, with an IMU) | mocap_pos (3, with motion capture)]
+    x = [plant state (system.size) | world flags (5, with a world) | brain state (its leaves
+         flattened: ``j``, ``ctrl_<field>``, ``imu_gyro_bias``, ``imu_accel_bias``,
+         ``imu_vel``, ``mocap_pos_buf``, ``mocap_quat_buf``, ``mocap_count``, ``held_<output>``,
+         as present) | s | cmd_rpm (n_rotors) | cmd_wrench (4) | saturated | sample outputs
+         (``sample=True``) | gyro, accel (3 + 3, with an IMU) | mocap_pos (3, with motion
+         capture)]
     u = wind [m/s], world frame (3)          held over a call, or one per step
     p = [reference offset o [m] (3) | per-drone model parameters (n_var)]
                                               shared (3 + n_var,) or per drone (3 + n_var, N)
     z = standard normals: IMU (12) | motion capture (6), drawn in C for (seed, drone, s)
 
 The controller state is a NamedTuple (or tuple, nested) of arrays, one array, or ``None``
-(:func:`ctrl_leaves`); its leaves are stored as floats of the loop's dtype, so integer and
-boolean fields come back as floats (0/1 for booleans), which ``where`` and arithmetic treat
-alike. :meth:`ClosedLoop.initial_state` takes a per-drone initial state.
+(:func:`ctrl_leaves`); like every leaf of the brain state it is stored as floats of the loop's
+dtype, so integer and boolean fields come back as floats (0/1 for booleans), which ``where`` and
+arithmetic treat alike. :meth:`ClosedLoop.initial_state` takes a per-drone initial state.
 
 ``s`` is the step counter (a float: exact to 2^24 steps in float32, 2^53 in float64); the rows
 after it are outputs only: the command computed at step ``s - 1`` from ``x_{s-1}`` (so a
@@ -55,16 +53,11 @@ alone). The controller gains and the allocator stay the nominal drone's, as in
 by the mean wind's direction only), so the caller generates them with the Simulator's own code
 and passes mean + gust as the per-step wind ``u`` (``ClosedLoop.run(wind=(steps, N, 3))``).
 
-**Sensors** are read inside the step, by the sensor functions themselves traced like the
-controller (:func:`quadsim.sensors.imu_measure`, :func:`quadsim.sensors.mocap_measure`), from
-the sample ``x_s`` and the normals ``z`` of :func:`quadsim.noise.normals` ``(seed, "imu" |
-"mocap", s, drone)``, which the C loop draws itself (:func:`quadsim.native.compile_rollout`'s
-``noise``): a reading depends on neither the batch nor the chunking. The IMU's accelerometer
-uses ``a_s = (v_s - v_{s-1})/dt`` with ``v_{s-1}`` the previous step's ``prev_vel`` output (so
-:meth:`ClosedLoop.initial_state` sets ``prev_vel = v_0``: ``a_0 = 0``) and its in-run bias
-``b_s`` is the state ``imu_bias`` (the turn-on draw set by :meth:`ClosedLoop.initial_state`).
-Motion capture with a delay of ``d`` steps keeps a delay line ``mocap_line`` of the last ``d``
-positions (oldest first, filled with the start position) and delivers ``p_{s-d}`` plus noise.
+**Sensors** are read inside the step by the brain (:func:`quadsim.sensors.imu_measure`,
+:func:`quadsim.sensors.mocap_measure`, traced), from the normals ``z`` of
+:func:`quadsim.noise.normals` ``(seed, "imu" | "mocap", s, drone)``, which the C loop draws
+itself (:func:`quadsim.native.compile_rollout`'s ``noise``): a reading depends on neither the
+batch nor the chunking.
 """
 
 from __future__ import annotations
@@ -76,6 +69,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._array import CASADI_OPS, SymArray, symbolic
+from .brain import ctrl_leaves, noise_groups
 
 __all__ = [
     "ClosedLoop",
@@ -131,45 +125,17 @@ def per_drone_params(system: Any, params: dict) -> tuple[list[tuple], np.ndarray
     return varying, values
 
 
-def ctrl_leaves(tree: Any, prefix: str = "ctrl") -> list[tuple[str, Any]]:
-    """``(row name, leaf)`` of a controller state, depth first.
-
-    A state is ``None`` (no rows), an array or number (one leaf, ``prefix``), or a tuple or
-    NamedTuple of states (``prefix_<field>``, ``prefix_<index>`` for plain tuples); ``None``
-    fields hold no rows. The built-in states give ``ctrl_pos_int``, ``ctrl_wrench_est``, ...
-
-    Raises:
-        TypeError: Another container (a dict, a list).
-    """
-    if tree is None:
-        return []
-    if isinstance(tree, tuple):
-        names = getattr(tree, "_fields", None) or [str(i) for i in range(len(tree))]
-        return [leaf for name, v in zip(names, tree, strict=True)
-                for leaf in ctrl_leaves(v, f"{prefix}_{name}")]  # fmt: skip
-    if isinstance(tree, dict | list):
-        raise TypeError(f"a controller state of NamedTuples, tuples and arrays is stored; "
-                        f"{prefix} is a {type(tree).__name__}")  # fmt: skip
-    return [(prefix, tree)]
-
-
-def _ctrl_rebuild(tree: Any, leaves: Any) -> Any:
-    """``tree`` with its leaves replaced, in :func:`ctrl_leaves` order, from the iterator."""
-    if tree is None:
-        return None
-    if isinstance(tree, tuple):
-        items = [_ctrl_rebuild(v, leaves) for v in tree]
-        return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
-    return next(leaves)
-
-
 def closed_loop_step(
     system: Any, params: dict, control: Callable, gains: Any, trajectory: Callable,
     allocator: Any, dt: float, integrator: Callable, dtype: Any = np.float64,
     world: Any = None, sample: bool = False, *, imu: Any = None, mocap: Any = None,
-    gravity_vec: Any = (0.0, 0.0, -9.81), ctrl_state: Any = _INIT, command: str | None = None,
+    gravity_vec: Any = (0.0, 0.0, -9.81), ctrl_state: Any = _INIT, brain_state: Any = None,
+    command: str | None = None, periods: Any = None,
 ) -> tuple[Any, dict[str, slice], Any]:  # fmt: skip
     """The one-drone closed-loop step as a CasADi ``SX`` Function (see the module docstring).
+
+    The step is :func:`quadsim.brain.make_brain`'s function traced on CasADi scalars, then the
+    plant (the model, the integrator, the world).
 
     Args:
         system: The plant's :class:`~quadsim.systems.System` (a rotor-level model).
@@ -180,7 +146,7 @@ def closed_loop_step(
         gains: The controller's gains record (shared by all drones).
         trajectory: Callable ``t -> Reference``.
         allocator: :class:`~quadsim.rotors.Allocator` of the drone.
-        dt: Step [s] (the controller runs every step).
+        dt: Physics step [s].
         integrator: One of :mod:`quadsim.integrators`.
         dtype: Nominal dtype of the trace (``finfo``-dependent tolerances follow it).
         world: :class:`~quadsim.world.World`, or ``None`` for free flight.
@@ -189,59 +155,61 @@ def closed_loop_step(
             the reference (``ref_pos``, ``ref_vel``, ``ref_yaw``) and the allocation's
             ``lost_wrench``. A record taken after step ``s`` then holds the log sample of
             ``t_{s-1}`` (:attr:`ClosedLoop.sample`).
-        imu: :class:`~quadsim.sensors.ImuParams` to read an IMU at every step (needs
-            ``sample``): state ``imu_bias``, outputs ``gyro`` [rad/s] and ``accel`` [m/s²].
+        imu: :class:`~quadsim.sensors.ImuParams` to read an IMU (needs ``sample``): outputs
+            ``gyro`` [rad/s] and ``accel`` [m/s²].
         mocap: :class:`~quadsim.sensors.MocapParams` (needs ``sample``): output ``mocap_pos``
-            [m], the position ``d`` steps old plus noise (module docstring).
+            [m], the position ``latency`` old plus noise.
         gravity_vec: Gravity [m/s²] for the accelerometer.
         ctrl_state: The controller state of one drone, as a template of its structure and
             shapes (values unused; :func:`ctrl_leaves`); ``None`` for a stateless controller;
             default :func:`quadsim.control.init_state` ``(gains, ())``.
-        command: What the controller's command is, :func:`quadsim.flight.command_kind`
-            (default: by its size).
+        brain_state: One drone's :class:`~quadsim.brain.BrainState` as the template instead
+            (it carries the controller state); default built by
+            :func:`~quadsim.brain.brain_init`.
+        command: What the controller's command is (:func:`quadsim.brain.command_kind`).
+        periods: :class:`~quadsim.brain.Periods`; default :func:`~quadsim.brain.loop_periods`
+            of ``dt``, the gains and the sensors.
 
     Returns:
-        ``(F, rows, cstate0)``: ``F(x, u, p[, z]) -> x_next`` (``z`` with a sensor, its groups
-        :func:`noise_groups`), the row slices of ``x`` by field name and the controller-state
-        template of one drone.
+        ``(F, rows, template)``: ``F(x, u, p[, z]) -> x_next`` (``z`` with a sensor, its groups
+        :func:`noise_groups`), the row slices of ``x`` by field name and one drone's brain
+        state template.
 
     Raises:
-        ValueError: ``imu`` or ``mocap`` without ``sample``, a command of another size, or a
-            controller that returns a state of another structure.
+        ValueError: ``imu`` or ``mocap`` without ``sample``, a command of another size, a
+            period that is not a whole number of steps, or a controller that returns a state of
+            another structure.
         TypeError: Whatever the controller raises when it cannot be traced.
     """
     import casadi as cs
 
+    from .brain import brain_init, first_drone, loop_periods, make_brain, state_leaves, tree_rebuild
     from .control import init_state
-    from .flight import command_allocation
-    from .sim import State
     from .systems import Env
     from .world import Status
     from .world import apply as world_apply
 
     if (imu is not None or mocap is not None) and not sample:
         raise ValueError("imu and mocap need sample=True (they read the sample's rows)")
-    mocap_delay = None
-    if mocap is not None:
-        from .sensors import mocap_delay_steps
-
-        mocap_delay = mocap_delay_steps(mocap, dt)
+    periods = loop_periods(dt, gains, imu, mocap) if periods is None else periods
     nx, nc = system.size, system.n_cmd
-    cstate0 = init_state(gains, ()) if ctrl_state is _INIT else ctrl_state
-    cfields = [(name, tuple(np.shape(v))) for name, v in ctrl_leaves(cstate0)]
+    if brain_state is None:
+        cstate0 = init_state(gains, ()) if ctrl_state is _INIT else ctrl_state
+        lead = [np.asarray(leaf)[None] for _, leaf in ctrl_leaves(cstate0)]
+        ctrl = tree_rebuild(cstate0, iter(lead))
+        brain_state = first_drone(brain_init(
+            1, ctrl, np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]), np.zeros((1, 3)),
+            imu=imu, mocap=mocap, dt=dt, periods=periods, n_rotors=nc))  # fmt: skip
+    bfields = [(name, tuple(np.shape(v))) for name, v in state_leaves(brain_state)]
     rows: dict[str, slice] = {}
     at = 0
     for name, size in system.fields:
         rows[name], at = slice(at, at + size), at + size
     for name in Status._fields if world is not None else ():
         rows[name], at = slice(at, at + 1), at + 1
-    for name, shape in cfields:
+    for name, shape in bfields:
         size = math.prod(shape)
         rows[name], at = slice(at, at + size), at + size
-    if imu is not None:
-        rows["imu_bias"], at = slice(at, at + 6), at + 6
-    if mocap_delay:
-        rows["mocap_line"], at = slice(at, at + 3 * mocap_delay), at + 3 * mocap_delay
     rows["step"], at = slice(at, at + 1), at + 1
     outputs = [("cmd_rpm", nc), ("cmd_wrench", 4), ("saturated", 1)]
     if sample:
@@ -261,27 +229,25 @@ def closed_loop_step(
     P = cs.SX.sym("p", 3 + len(varying))
     n_z = sum(count for _, count in noise_groups(imu, mocap))
     Z = cs.SX.sym("z", n_z)
-    xs, zs = [X[i] for i in range(n_x)], [Z[i] for i in range(n_z)]
+    xs = [X[i] for i in range(n_x)]
 
     def sym(name: str, shape: tuple[int, ...] | None = None) -> SymArray:
         a = symbolic(xs[rows[name]], dtype)
         return a if shape is None else SymArray(a.a.reshape(shape), dtype)
 
     k = xs[rows["step"].start]
-    t = SymArray(k * dt, dtype)
-    ref = trajectory(t)
-    ref = ref._replace(pos=ref.pos + symbolic([P[0], P[1], P[2]], dtype))
-    state = State(sym("pos"), sym("quat"), sym("vel"), sym("ang_vel"), None)
-    cstate = _ctrl_rebuild(cstate0, iter([sym(name, shape) for name, shape in cfields]))
-    output, cstate1 = control(state, ref, gains, cstate)
-    if not isinstance(output, SymArray):
-        raise TypeError(f"the controller returned a {type(output).__name__}, not an array")
-    wrench, alloc = command_allocation(output, allocator, command)
-    rpm = _entries(alloc.rpm, dtype)
-    got = [(name, tuple(np.shape(getattr(v, "a", v)))) for name, v in ctrl_leaves(cstate1)]
-    if got != cfields:
-        raise ValueError(f"the controller returned a state of another structure: {got} "
-                         f"instead of {cfields}")  # fmt: skip
+    bs = tree_rebuild(brain_state, iter([sym(name, shape) for name, shape in bfields]))
+    brain = make_brain(trajectory, control, gains, allocator, imu, mocap,
+                       np.asarray(gravity_vec, np.float64), dt, command, periods)  # fmt: skip
+    out, bs1 = brain(SymArray(k, dtype), sym("pos"), sym("quat"), sym("vel"), sym("ang_vel"),
+                     symbolic([P[0], P[1], P[2]], dtype), bs,
+                     symbolic([Z[i] for i in range(n_z)], dtype))  # fmt: skip
+    got = [(name, tuple(np.shape(getattr(v, "a", v)))) for name, v in state_leaves(bs1)]
+    if got != bfields:
+        raise ValueError(f"the controller returned a state of another structure: "
+                         f"{[g for g in got if g not in bfields]} instead of "
+                         f"{[b for b in bfields if b not in got]}")  # fmt: skip
+    rpm = _entries(out["cmd_rpm"], dtype)
 
     from .sim_native import _symbolic_params
 
@@ -290,53 +256,24 @@ def closed_loop_step(
     x0 = tuple(xs[:nx])
     x1 = integrator(lambda y: system.deriv(y, tuple(rpm), p, CASADI_OPS, env), x0, dt, system,
                     CASADI_OPS)  # fmt: skip
-    c1 = [e for _, f in ctrl_leaves(cstate1) for e in _entries(f, dtype)]
     flags = []
     if world is not None:
         st = Status(*(xs[rows[name].start] for name in Status._fields))
         x1, st = world_apply(x0, x1, st, k, (k + 1) * dt, world, system.slices(), CASADI_OPS)
         flags = list(st)
-    line = []
-    if mocap_delay:  # oldest first: drop p_{s-d}, append p_s
-        line = [*xs[rows["mocap_line"]][3:], *x0[rows["pos"]]]
-    sat = _entries(alloc.saturated, dtype)
+    b1 = [e for _, f in state_leaves(bs1) for e in _entries(f, dtype)]
     extra = []
     if sample:
         n_flags = len(Status._fields) if world is not None else 0
         extra = [*x0, *xs[nx:nx + n_flags]]  # fmt: skip
-        extra += [*_entries(ref.pos, dtype), *_entries(ref.vel, dtype)]
-        extra += [*_entries(ref.yaw, dtype), *_entries(alloc.lost, dtype)]
-    bias = []
-    z_at = 0
-    if imu is not None:
-        from .sensors import ImuState, imu_measure
-
-        acc = (sym("vel") - sym("prev_vel")) / dt
-        b = sym("imu_bias")
-        reading, b1 = imu_measure(sym("quat"), sym("ang_vel"), acc, np.asarray(gravity_vec),
-                                  imu, ImuState(b[:3], b[3:]), dt,
-                                  symbolic(zs[:12], dtype))  # fmt: skip
-        bias = [*_entries(b1.gyro_bias, dtype), *_entries(b1.accel_bias, dtype)]
-        extra += [*_entries(reading.gyro, dtype), *_entries(reading.accel, dtype)]
-        z_at = 12
-    if mocap is not None:
-        from .sensors import MocapState, mocap_measure
-
-        true = (symbolic(xs[rows["mocap_line"]][:3], dtype) if mocap_delay else sym("pos"))
-        empty = MocapState(np.zeros((0, 3)), np.zeros((0, 4)), np.zeros((), np.int32))
-        reading, _ = mocap_measure(true, sym("quat"), mocap, empty,
-                                   symbolic(zs[z_at:z_at + 6], dtype))  # fmt: skip
-        extra += _entries(reading.pos, dtype)
-    wrench = _entries(wrench, dtype)
-    out = cs.vertcat(*x1, *flags, *c1, *bias, *line, k + 1, *rpm, *wrench, *sat, *extra)
-    F = cs.Function("quadsim_closed_loop", [X, U, P, *([Z] if n_z else [])], [out])
-    return F, rows, cstate0
-
-
-def noise_groups(imu: Any, mocap: Any) -> tuple[tuple[str, int], ...]:
-    """The ``(stream, count)`` groups of the step's normals ``z`` (:mod:`quadsim.noise`)."""
-    return (*((("imu", 12),) if imu is not None else ()),
-            *((("mocap", 6),) if mocap is not None else ()))  # fmt: skip
+        extra += [e for key in ("ref_pos", "ref_vel", "ref_yaw", "lost_wrench")
+                  for e in _entries(out[key], dtype)]  # fmt: skip
+    extra += [e for key in ("gyro", "accel", "mocap_pos") if key in out
+              for e in _entries(out[key], dtype)]  # fmt: skip
+    head = [e for key in ("cmd_wrench", "saturated") for e in _entries(out[key], dtype)]
+    outv = cs.vertcat(*x1, *flags, *b1, k + 1, *rpm, *head, *extra)
+    F = cs.Function("quadsim_closed_loop", [X, U, P, *([Z] if n_z else [])], [outv])
+    return F, rows, brain_state
 
 
 def _entries(a: Any, dtype: Any) -> list[Any]:
@@ -361,33 +298,39 @@ class ClosedLoop:
             per-drone parameters runs exactly ``N`` drones.
     """
 
-    def __init__(self, rollout: Any, rows: dict, cstate0: Any, system: Any, dt: float,
-                 hover_rpm: float, params: np.ndarray | None = None) -> None:  # fmt: skip
+    def __init__(self, rollout: Any, rows: dict, template: Any, system: Any, dt: float,
+                 hover_rpm: float, params: np.ndarray | None = None, imu: Any = None,
+                 mocap: Any = None, periods: Any = None) -> None:  # fmt: skip
+        from .brain import Periods
+
         self.rollout, self.rows, self.system, self.dt = rollout, rows, system, dt
         self.dtype, self.n_x = rollout.dtype, rollout.n_state
-        self._cstate0, self._hover = cstate0, hover_rpm
+        self._template, self._hover = template, hover_rpm
+        self._sensors = (imu, mocap, Periods() if periods is None else periods)
         self.sample = "ref_pos" in rows
         self.params = None if params is None else np.asarray(params, np.float64)
 
     def initial_state(
         self, n: int, pos: Any = (0.0, 0.0, 0.0), quat: Any = (0.0, 0.0, 0.0, 1.0),
         vel: Any = (0.0, 0.0, 0.0), ang_vel: Any = (0.0, 0.0, 0.0), rotor_vel: Any = None,
-        ctrl_state: Any = None, imu_bias: Any = 0.0,
+        ctrl_state: Any = None, brain_state: Any = None,
     ) -> np.ndarray:  # fmt: skip
         """Compiled states ``(n_x, n)`` at step 0.
 
-        Each field broadcasts to ``(n, size)`` (rotor speeds default to hover). The controller
-        state is zero, or ``ctrl_state``: the per-drone initial state, of the structure the loop
-        was traced with (:func:`ctrl_leaves`), each leaf ``(n, ...)`` (or broadcasting to it:
-        a leading axis of 1, or a scalar). The sensor rows start at rest: ``prev_vel = vel`` (so
-        the first accelerometer reading sees zero acceleration), the IMU's in-run biases are
-        ``imu_bias`` (gyro, accel) [rad/s, m/s²] broadcasting to ``(n, 6)`` (e.g. the turn-on
-        draw of :func:`quadsim.sensors.imu_init`), and the motion-capture delay line holds
-        ``pos`` ``d`` times.
+        Each field broadcasts to ``(n, size)`` (rotor speeds default to hover). The rest is the
+        brain's state (:class:`~quadsim.brain.BrainState`): ``brain_state`` per drone (leaves
+        ``(n, ...)``, of the structure the loop was traced with), or
+        :func:`~quadsim.brain.brain_init` of the start pose (the IMU's turn-on biases of seed 0,
+        the motion-capture delay line full of the start position) with the controller state
+        ``ctrl_state`` (leaves ``(n, ...)`` or broadcasting to it: a leading axis of 1, or a
+        scalar), or zero.
 
         Raises:
-            ValueError: ``ctrl_state`` of another structure or shape.
+            ValueError: ``ctrl_state`` or ``brain_state`` of another structure or shape.
         """
+        from ._array import to_numpy
+        from .brain import brain_init, state_leaves, tree_rebuild
+
         X = np.zeros((self.n_x, n))
         given = {"pos": pos, "quat": quat, "vel": vel, "ang_vel": ang_vel,
                  "rotor_vel": self._hover if rotor_vel is None else rotor_vel}  # fmt: skip
@@ -395,30 +338,34 @@ class ClosedLoop:
             X[self.rows[name]] = np.broadcast_to(np.asarray(given[name], np.float64), (n, size)).T
         if "crash_time" in self.rows:  # the Simulator's all-clear flags
             X[self.rows["crash_time"]], X[self.rows["fault_step"]] = math.nan, -1.0
-        if "imu_bias" in self.rows:
-            X[self.rows["prev_vel"]] = X[self.rows["vel"]]
-            X[self.rows["imu_bias"]] = np.broadcast_to(np.asarray(imu_bias, np.float64), (n, 6)).T
-        if "mocap_line" in self.rows:
-            d = (self.rows["mocap_line"].stop - self.rows["mocap_line"].start) // 3
-            X[self.rows["mocap_line"]] = np.tile(X[self.rows["pos"]], (d, 1))
-        if ctrl_state is not None:
-            from ._array import to_numpy
-
-            leaves = ctrl_leaves(ctrl_state)
-            names = [name for name in self.rows if name.startswith("ctrl")]
-            if [name for name, _ in leaves] != names:
-                raise ValueError(f"ctrl_state has the leaves {[name for name, _ in leaves]}; "
-                                 f"this loop stores {names}")  # fmt: skip
-            for name, leaf in leaves:
-                a = np.asarray(to_numpy(leaf), np.float64)
-                rows = self.rows[name]
-                size = rows.stop - rows.start
-                a = a.reshape(1, 1) if a.ndim == 0 else a.reshape(a.shape[0], -1)
-                try:
-                    X[rows] = np.broadcast_to(a, (n, size)).T
-                except ValueError:
-                    raise ValueError(f"ctrl_state: {name} of shape {np.shape(leaf)} does not "
-                                     f"fit {n} drones of {size} values") from None  # fmt: skip
+        what = "brain_state"
+        if brain_state is None:
+            what = "ctrl_state"
+            tmpl = self._template.ctrl
+            if ctrl_state is None:
+                ctrl_state = tree_rebuild(tmpl, iter([np.zeros((n, *np.shape(v)))
+                                                      for _, v in ctrl_leaves(tmpl)]))  # fmt: skip
+            imu, mocap, periods = self._sensors
+            field = {name: X[self.rows[name]].T for name in ("pos", "quat", "vel")}
+            brain_state = brain_init(n, ctrl_state, field["pos"], field["quat"], field["vel"],
+                                     imu=imu, mocap=mocap, dt=self.dt, periods=periods,
+                                     n_rotors=self.system.n_cmd)  # fmt: skip
+        leaves = state_leaves(brain_state)
+        names = [name for name, _ in state_leaves(self._template)]
+        if [name for name, _ in leaves] != names:
+            got = [name for name, _ in leaves if name not in names]
+            want = [name for name in names if name not in [m for m, _ in leaves]]
+            raise ValueError(f"{what} has the leaves {got}; this loop stores {want}")
+        for name, leaf in leaves:
+            a = np.asarray(to_numpy(leaf), np.float64)
+            rows = self.rows[name]
+            size = rows.stop - rows.start
+            a = a.reshape(1, 1) if a.ndim == 0 else a.reshape(a.shape[0], -1)
+            try:
+                X[rows] = np.broadcast_to(a, (n, size)).T
+            except ValueError:
+                raise ValueError(f"{what}: {name} of shape {np.shape(leaf)} does not fit {n} "
+                                 f"drones of {size} values") from None  # fmt: skip
         return X.astype(self.dtype)
 
     def run(self, x0: np.ndarray, steps: int, record_every: int = 1, wind: Any = None,
@@ -518,19 +465,20 @@ def compile_closed_loop(
         raise ValueError(f"the closed loop needs a rotor-level quaternion model "
                          f"(first_principles); got {model!r}")  # fmt: skip
     model_params = {k: getattr(params, k) for k in system.param_spec}
-    F, rows, cstate0 = closed_loop_step(
+    F, rows, template = closed_loop_step(
         system, model_params, control or default_control, gains, trajectory,
         make_allocator(params), dt, integrator, dtype, world, ctrl_state=ctrl_state,
         command=command,
     )  # fmt: skip
     rollout = compile_rollout(F, dtype, threads=threads)
-    return ClosedLoop(rollout, rows, cstate0, system, dt, envelope(params).hover_rpm)
+    return ClosedLoop(rollout, rows, template, system, dt, envelope(params).hover_rpm)
 
 
 def compile_for_simulator(
     sim: Any, control: Callable, gains: Any, trajectory: Callable, *, sample: bool = True,
     threads: int | None = None, imu: Any = None, mocap: Any = None,
-    ctrl_state: Any = _INIT, command: str | None = None,
+    ctrl_state: Any = _INIT, brain_state: Any = None, command: str | None = None,
+    periods: Any = None,
 ) -> ClosedLoop:  # fmt: skip
     """The closed loop around a :class:`~quadsim.sim.Simulator`'s plant (``fly``'s compiled path).
 
@@ -551,7 +499,9 @@ def compile_for_simulator(
         mocap: :class:`~quadsim.sensors.MocapParams` read in the loop, or ``None``.
         ctrl_state: One drone's controller state as a template (:func:`closed_loop_step`);
             default :func:`quadsim.control.init_state`.
-        command: What the controller's command is (:func:`quadsim.flight.command_kind`).
+        brain_state: One drone's brain state as the template instead (:func:`closed_loop_step`).
+        command: What the controller's command is (:func:`quadsim.brain.command_kind`).
+        periods: :class:`~quadsim.brain.Periods` (default: :func:`~quadsim.brain.loop_periods`).
 
     Returns:
         :class:`ClosedLoop` (with per-drone parameters it runs exactly ``sim.n`` drones).
@@ -562,14 +512,19 @@ def compile_for_simulator(
 
     system = sim.system
     params = {k: sim.model_params[k] for k in system.param_spec}
-    F, rows, cstate0 = closed_loop_step(
+    F, rows, template = closed_loop_step(
         system, params, control, gains, trajectory, make_allocator(sim.drone), float(sim.dt),
         sim.integrator, np.dtype(sim.dtype), sim.world, sample, imu=imu, mocap=mocap,
         gravity_vec=np.asarray(sim.drone.gravity_vec, np.float64), ctrl_state=ctrl_state,
-        command=command,
+        brain_state=brain_state, command=command, periods=periods,
     )  # fmt: skip
     rollout = compile_rollout(F, np.dtype(sim.dtype), threads=threads,
                               noise=noise_groups(imu, mocap))  # fmt: skip
     hover = envelope(sim.drone).hover_rpm
     values = per_drone_params(system, params)[1]
-    return ClosedLoop(rollout, rows, cstate0, system, float(sim.dt), hover, values)
+    if periods is None:
+        from .brain import loop_periods
+
+        periods = loop_periods(float(sim.dt), gains, imu, mocap)
+    return ClosedLoop(rollout, rows, template, system, float(sim.dt), hover, values, imu, mocap,
+                      periods)  # fmt: skip

@@ -4,19 +4,17 @@ One step ``k`` of every drone is the Python loop's, fused into one XLA program:
 
 .. math::
 
-    (\mathrm{out}_k, c_{k+1}, b_{k+1}, m_{k+1}) = \mathrm{brain}(t_k, x_k, v_{k-1}, o, c_k, b_k,
-    m_k, z_k), \quad x_{k+1} = \mathrm{plant}(x_k, Ω^{cmd}_k, w_k),
+    (\mathrm{out}_k, s_{k+1}) = \mathrm{brain}(k, x_k, o, s_k, z_k), \quad
+    x_{k+1} = \mathrm{plant}(x_k, Ω^{cmd}_k, w_k),
 
-where ``brain`` is the very per-step function of the Python loop (reference, controller,
-allocation or rotor command, IMU and motion capture; float64), ``plant`` the simulator's step
+where ``brain`` is the very per-step function of the Python loop (:func:`quadsim.brain.make_brain`:
+reference, controller, allocation or rotor command, IMU and motion capture, each at its period;
+float64), ``s`` its state (:class:`~quadsim.brain.BrainState`), ``plant`` the simulator's step
 (:func:`quadsim.sim.make_step` of its model, parameters, integrator and world, in its dtype, as
-its :class:`~quadsim.sim.ArrayEngine` builds it), ``c`` the controller state, ``b`` the IMU
-biases, ``m`` the motion-capture delay line, and ``z_k`` (sensor normals) and ``w_k`` (mean wind
-plus Dryden gust) the random inputs. Those are drawn on the host per call, from the same
-generators in the same order as the Python loop (:class:`quadsim.flight._Draws`: the IMU's
-turn-on biases first, then per step the sensor normals and the gust noise), and scanned in; so
-the scan logs the Python loop's samples (to rounding: about 1e-15 relative in float64), for any
-chunking.
+its :class:`~quadsim.sim.ArrayEngine` builds it), and ``z_k`` (sensor normals) and ``w_k`` (mean
+wind plus Dryden gust) the random inputs: counter-based (:mod:`quadsim.noise`), made on the host
+per call (:class:`quadsim.flight._Draws`) and scanned in; so the scan logs the Python loop's
+samples (to rounding: about 1e-15 relative in float64), for any chunking.
 
 A call runs ``S`` sampling periods of ``L = log_every`` steps (``S L`` steps; the first step of
 each period is recorded) as a ``lax.scan`` over periods around a ``lax.scan`` over steps; steps
@@ -24,9 +22,7 @@ past the call's ``steps`` are skipped by ``lax.cond``, so every call has the sam
 program (one copy of the step) compiles once per flight. The end sample of a flight (at ``t =
 duration``: the brain without the plant step) is a call of one step whose carry is dropped. The
 carry holds the plant state and world flags in the simulator's dtype (cast back after every
-step, so the brain's float64 never widens them), the step index, the previous velocity (float64,
-for the accelerometer's finite difference) and the brain's states (controller, IMU biases,
-motion-capture delay line).
+step, so the brain's float64 never widens them), the step index and the brain's state.
 
 Compilation (XLA, before the flight's clock starts) costs about as much as the per-step loop's
 two programs (brain and plant step): several seconds for the first-principles model with RK4 on
@@ -52,7 +48,7 @@ class ScanLoop:
     Args:
         sim: The JAX :class:`~quadsim.sim.Simulator` (its model, parameters, integrator, world,
             dtype and wind).
-        brain: The Python loop's per-step function (``quadsim.flight._make_brain`` on
+        brain: The Python loop's per-step function (:func:`quadsim.brain.make_brain` on
             ``jax.numpy``).
         n_noise: Sensor normals per drone and step (0, 12 or 18).
         gusty: The wind is per step (Dryden turbulence) rather than held.
@@ -83,24 +79,22 @@ class ScanLoop:
 
         def think(carry, z, offset):
             """The brain at the carry's state: ``(out, record, brain states)``."""
-            state, status, k, vel_prev, cstate, imu_s, mocap_s = carry
+            state, status, k, bstate = carry
             pos, quat, vel, ang_vel = (a.astype(f64) for a in state[:4])
-            t = k.astype(f64) * dt
-            out, cstate, imu_s, mocap_s = brain(t, pos, quat, vel, ang_vel, vel_prev, offset,
-                                                cstate, imu_s, mocap_s, z)  # fmt: skip
+            out, bstate = brain(k.astype(f64), pos, quat, vel, ang_vel, offset, bstate, z)
             rotor = out["cmd_rpm"] if state.rotor_vel is None else state.rotor_vel.astype(f64)
             none = jnp.zeros((self.n,), dtype=jnp.bool_)
             flags = {name: none if status is None else getattr(status, name)
                      for name in ("crashed", "landed")}  # fmt: skip
             rec = {key: out[key] for key in sorted(out)}
             rec.update(pos=pos, quat=quat, vel=vel, ang_vel=ang_vel, rotor_rpm=rotor, **flags)
-            return out, rec, (vel, cstate, imu_s, mocap_s)
+            return out, rec, bstate
 
         def step(carry, inp, offset):
             """One closed-loop step: ``(carry, record of the state before it)``."""
             z, w = inp
             state, status, k = carry[:3]
-            out, rec, (vel, cstate, imu_s, mocap_s) = think(carry, z, offset)
+            out, rec, bstate = think(carry, z, offset)
             u = unstack(out["cmd_rpm"].astype(dtype))
             wind = w if w is not None else (None if held is None else jnp.asarray(held))
             env = Env(None if wind is None else unstack(wind.astype(dtype)), None, None)
@@ -108,8 +102,7 @@ class ScanLoop:
             x, status = jax.lax.cond(k >= 0, lambda x, u, s: plant(x, u, s, k, env),
                                      lambda x, u, s: (x, s), _to_comps(state), u,
                                      status)  # fmt: skip
-            new = (_from_comps(x, system, jnp, state.pos), status, k + 1, vel, cstate, imu_s,
-                   mocap_s)  # fmt: skip
+            new = (_from_comps(x, system, jnp, state.pos), status, k + 1, bstate)
             # the carry keeps its types (the brain may hand back weakly typed or wider values)
             new = jax.tree.map(lambda a, b: jnp.asarray(a).astype(b.dtype), new, carry)
             return new, rec
@@ -176,16 +169,15 @@ class ScanLoop:
         return carry, {key: np.asarray(v[:m]) for key, v in recs.items()}
 
 
-def initial_carry(sim: Any, cstate: Any, imu_state: Any, mocap_state: Any) -> tuple:
-    """The scan's carry at the simulator's current state (JAX arrays)."""
+def initial_carry(sim: Any, bstate: Any) -> tuple:
+    """The scan's carry at the simulator's current state (JAX arrays).
+
+    ``(state, status, k, brain state)`` (:class:`quadsim.brain.BrainState`).
+    """
     import jax
     import jax.numpy as jnp
 
-    state = sim.state
-    vel = jnp.asarray(np.asarray(state.vel, np.float64))
-    status = sim.status
-    tree = (state, status, jnp.asarray(sim.k, dtype=jnp.int64), vel, cstate, imu_state,
-            mocap_state)  # fmt: skip
+    tree = (sim.state, sim.status, jnp.asarray(sim.k, dtype=jnp.int64), bstate)
     return jax.tree.map(jnp.asarray, tree)
 
 

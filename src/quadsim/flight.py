@@ -1,16 +1,19 @@
 r"""Closed-loop flight: trajectory -> controller -> allocation -> simulator, logged in chunks.
 
-One control step at time ``t_k = k dt`` (the controller runs at the simulator's rate):
+One step at time ``t_k = k dt``:
 
 .. math::
 
     r_k = \mathrm{traj}(t_k) + o, \quad (w_k, c_{k+1}) = \mathrm{control}(x_k, r_k, g, c_k), \quad
     Ω^{cmd}_k = \mathrm{allocate}(w_k), \quad x_{k+1} = \mathrm{sim.step}(Ω^{cmd}_k),
 
-with per-drone reference offsets ``o``. The controller reads the true state; sensor readings
-(IMU, motion capture) are simulated alongside and logged. The IMU's accelerometer at ``t_k`` uses
-the mean acceleration over the last step, ``a_k = (v_k - v_{k-1}) / dt`` (exact at rest and for
-constant acceleration; the first sample takes ``a_0 = 0``).
+with per-drone reference offsets ``o``: :func:`quadsim.brain.make_brain`'s per-step function
+(the one home of reference, sensors, controller and allocation), then the plant. Rates are
+whole numbers of physics steps, validated once (:func:`quadsim.brain.loop_periods`): the
+controller runs every ``gains.dt / dt`` steps (the command held in between), the IMU and the
+motion capture at their own rates. The controller reads the true state; sensor readings are
+simulated alongside and logged. The IMU's accelerometer uses the mean acceleration over its
+period (exact at rest and for constant acceleration; the first sample reads ``a_0 = 0``).
 
 Three loops log the same samples (``meta["loop"]`` says which ran, ``meta["loop_reason"]`` why
 not a faster one). The **compiled loop** (``"compiled"``, the default on the ``native`` backend,
@@ -60,6 +63,12 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ._array import to_numpy
+from .brain import (
+    COMMANDS,
+    command_allocation,
+    command_kind,
+    initial_ctrl_state,
+)
 
 __all__ = [
     "CHUNK_BYTES",
@@ -113,85 +122,6 @@ class TraceFallbackWarning(UserWarning):
     reason is in ``meta["loop_reason"]``. Silence it with ``warnings.simplefilter("ignore",
     TraceFallbackWarning)``; make it an error with ``"error"`` to insist on a fast loop.
     """
-
-
-COMMANDS = ("auto", "wrench", "rpm")
-"""What a controller's command may be declared as (``fly(command=...)``)."""
-
-
-def command_kind(size: int, n_rotors: int, command: str | None = None) -> str:
-    """``"wrench"`` or ``"rpm"``: what a controller command with last axis ``size`` is.
-
-    ``command`` ``None``/``"auto"`` decides by the size: 4 is a body wrench ``[F, τx, τy, τz]``,
-    ``n_rotors`` (when not 4) rotor speeds [RPM]; on a quadrotor a 4 is a wrench unless
-    ``command="rpm"`` says otherwise. ``"wrench"`` and ``"rpm"`` insist (and check the size).
-
-    Raises:
-        ValueError: ``command`` unknown, or ``size`` fits neither.
-    """
-    command = "auto" if command is None else command
-    if command not in COMMANDS:
-        raise ValueError(f"command must be one of {COMMANDS}; got {command!r}")
-    if command in ("auto", "wrench") and size == 4:
-        return "wrench"
-    if command in ("auto", "rpm") and size == n_rotors:
-        return "rpm"
-    want = {"auto": f"4 (a wrench) or {n_rotors} (rotor speeds)", "wrench": "4 (a wrench)",
-            "rpm": f"{n_rotors} (rotor speeds)"}[command]  # fmt: skip
-    raise ValueError(f"the controller's command has last axis {size}; expected {want}")
-
-
-def command_allocation(output: Any, allocator: Any, command: str | None = None) -> tuple:
-    """The logged command of a controller output: ``(cmd_wrench, Allocation)``.
-
-    A wrench ``(..., 4)`` goes through :func:`quadsim.rotors.allocate` (``cmd_wrench`` is the
-    wrench asked for). Rotor speeds ``(..., n_rotors)`` [RPM] bypass the allocation: they are
-    clipped to ``[rpm_min, rpm_max]`` (``saturated`` where a speed was outside), ``cmd_wrench``
-    and the allocation's ``wrench`` are the wrench those speeds produce
-    (:func:`quadsim.rotors.wrench_from_rpm`) and ``lost`` is zero. Array-API code, so it traces
-    with JAX and CasADi (:class:`~quadsim._array.SymArray`) like the controller.
-
-    Args:
-        output: The controller's command.
-        allocator: :class:`~quadsim.rotors.Allocator` of the drone.
-        command: ``None``/``"auto"``, ``"wrench"`` or ``"rpm"`` (:func:`command_kind`).
-    """
-    from ._array import namespace
-    from .rotors import Allocation, allocate, wrench_from_rpm
-
-    n_rot = int(np.shape(allocator.mixing_matrix)[1])
-    if command_kind(int(output.shape[-1]), n_rot, command) == "wrench":
-        return output, allocate(output, allocator)
-    xp = namespace(output)
-    lo, hi = float(allocator.rpm_min), float(allocator.rpm_max)
-    rpm = xp.clip(output, lo, hi)
-    outside = (output < lo) | (output > hi)
-    saturated = outside[..., 0]
-    for i in range(1, n_rot):
-        saturated = saturated | outside[..., i]
-    wrench = wrench_from_rpm(rpm, allocator)
-    return wrench, Allocation(rpm, wrench, 0.0 * wrench, saturated)
-
-
-def initial_ctrl_state(control: Callable, gains: Any, ctrl_state: Any, n: int, xp: Any = None,
-                       dtype: Any = None) -> Any:  # fmt: skip
-    """The controller state a flight starts from (per drone, leading axis ``n``).
-
-    In this order: ``ctrl_state`` when given (as it is); ``control.init_state(gains, (n,), xp,
-    dtype)`` when the controller has such an attribute; :func:`quadsim.control.init_state` for
-    the built-in gains records; ``None`` otherwise (a stateless controller gets ``None`` and
-    what it returns as its state is handed back on the next step).
-    """
-    from . import control as control_module
-
-    if ctrl_state is not None:
-        return ctrl_state
-    init = getattr(control, "init_state", None)
-    if callable(init):
-        return init(gains, (n,), xp, dtype)
-    if isinstance(gains, control_module.GeometricGains | control_module.PidGains):
-        return control_module.init_state(gains, (n,), xp, dtype)
-    return None
 
 
 class Interrupted(KeyboardInterrupt):
@@ -271,45 +201,6 @@ def _dtype_name(dtype: Any) -> str | None:
     if dtype is None or isinstance(dtype, str):
         return dtype
     return getattr(dtype, "__name__", None) or str(dtype).rpartition(".")[2]
-
-
-def _make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, xp, command=None):
-    """The per-step function: reference, sensors, controller and allocation (pure)."""
-
-    def brain(t, pos, quat, vel, ang_vel, vel_prev, offset, cstate, imu_state, mocap_state, z):
-        from .sim import State
-
-        ref = trajectory(t)
-        ref_pos = xp.asarray(ref.pos) + offset
-        ref = ref._replace(pos=ref_pos)
-        state = State(pos, quat, vel, ang_vel, None)
-        output, cstate = control(state, ref, gains, cstate)
-        wrench, alloc = command_allocation(output, allocator, command)
-        out = {
-            "ref_pos": ref_pos,
-            "ref_vel": xp.broadcast_to(xp.asarray(ref.vel), pos.shape),
-            "ref_yaw": xp.broadcast_to(xp.asarray(ref.yaw), pos.shape[:-1]),
-            "cmd_rpm": alloc.rpm,
-            "cmd_wrench": wrench,
-            "lost_wrench": alloc.lost,
-            "saturated": alloc.saturated,
-        }
-        if imu is not None:
-            from .sensors import imu_measure
-
-            acc = (vel - vel_prev) / dt
-            reading, imu_state = imu_measure(
-                quat, ang_vel, acc, g_vec, imu, imu_state, dt, z[..., :12]
-            )
-            out["gyro"], out["accel"] = reading.gyro, reading.accel
-        if mocap is not None:
-            from .sensors import mocap_measure
-
-            reading, mocap_state = mocap_measure(pos, quat, mocap, mocap_state, z[..., 12:18])
-            out["mocap_pos"] = reading.pos
-        return out, cstate, imu_state, mocap_state
-
-    return brain
 
 
 def _jax_or_none() -> Any:
@@ -475,27 +366,15 @@ def _ctrl_state_problem(ctrl_state: Any, n: int) -> str | None:
 def _sensor_noise(seed: int, imu: Any, mocap: Any, steps: Any, n: int) -> np.ndarray:
     """The sensors' normals ``z`` ``(m, n, n_noise)`` of the samples at the steps ``(m,)``.
 
-    :func:`quadsim.noise.normals` ``(seed, "imu", k, drone)`` in ``z[..., :12]`` and
-    ``(seed, "mocap", k, drone)`` in ``z[..., 12:18]``, as the compiled loop draws them in C.
+    :func:`quadsim.noise.normals` ``(seed, stream, k, drone)`` of the groups of
+    :func:`quadsim.brain.noise_groups`, as the compiled loop draws them in C.
     """
+    from .brain import noise_groups
     from .noise import normals
 
     k, d = np.asarray(steps)[:, None], np.arange(n)[None]
-    z = np.zeros((k.shape[0], n, _n_noise(imu, mocap)))
-    if imu is not None:
-        z[..., :12] = normals(seed, "imu", k, d, 12)
-    if mocap is not None:
-        z[..., 12:18] = normals(seed, "mocap", k, d, 6)
-    return z
-
-
-def _imu_turn_on(imu: Any, seed: int, k0: int, n: int, xp: Any = np) -> Any:
-    """The IMU's turn-on in-run biases of a flight starting at step ``k0`` (:func:`imu_init`)."""
-    from .noise import normals
-    from .sensors import imu_init
-
-    z = normals(seed, "imu_init", k0, np.arange(n), 6)
-    return imu_init(imu, (n,), z, xp=xp, dtype=xp.float64)
+    z = [normals(seed, stream, k, d, count) for stream, count in noise_groups(imu, mocap)]
+    return np.concatenate(z, -1) if z else np.zeros((k.shape[0], n, 0))
 
 
 class _Draws:
@@ -535,7 +414,7 @@ class _Draws:
 
 
 def _fly_compiled(
-    sim: Any, loop: Any, cstate0: Any, offset: np.ndarray, total: int, log_every: int,
+    sim: Any, loop: Any, bstate0: Any, offset: np.ndarray, total: int, log_every: int,
     chunk_steps: int, on_chunk: Callable | None, progress: Callable | None, keep_log: bool,
     imu: Any = None, mocap: Any = None, seed: int = 0,
 ) -> tuple[list[dict], int, bool, int | None]:  # fmt: skip
@@ -560,12 +439,8 @@ def _fly_compiled(
     status0 = sim.status
     flag_dtype = _flag(status0, "crashed", n).dtype
     names = [name for name, _ in loop.system.fields]
-    bias = 0.0
-    if imu is not None:
-        b0 = _imu_turn_on(imu, seed, k_sim0, n)
-        bias = np.concatenate([np.asarray(b0.gyro_bias), np.asarray(b0.accel_bias)], -1)
     x = loop.initial_state(n, **{name: getattr(state0, name) for name in names},
-                           ctrl_state=cstate0, imu_bias=bias)  # fmt: skip
+                           brain_state=bstate0)  # fmt: skip
     x = x.astype(np.float64)
     if status0 is not None:
         for name, value in zip(Status._fields, status0, strict=True):
@@ -826,6 +701,9 @@ def fly(
     from .noise import _check_seed
 
     seed = sim.seed if seed is None else _check_seed(seed)
+    from .brain import loop_periods
+
+    periods = loop_periods(sim.dt, gains, imu, mocap)  # validated once, for every loop
     kw = {"ctrl_state": ctrl_state, "imu": imu, "mocap": mocap, "jit": jit}
     if compiled is False:
         reason = "compiled=False"
@@ -838,8 +716,8 @@ def fly(
     loop = None
     if reason is None and fast == "compiled":
         try:
-            loop, cstate0 = _compile_native(sim, control, gains, trajectory, ctrl_state, imu,
-                                            mocap, command)  # fmt: skip
+            loop, bstate0 = _compile_native(sim, control, gains, trajectory, ctrl_state, imu,
+                                            mocap, command, periods, seed)  # fmt: skip
         except Exception as e:  # any failure to trace or build falls back
             reason = f"the closed loop could not be compiled: {_one_line(e)}"
             failed.append(("by CasADi", _one_line(e)))
@@ -847,7 +725,8 @@ def fly(
     if reason is None and fast == "scan":
         try:
             scan = _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command,
-                               ctrl_state, offset, total, log_every, chunk_steps, seed)  # fmt: skip
+                               ctrl_state, offset, total, log_every, chunk_steps, seed,
+                               periods)  # fmt: skip
         except Exception as e:  # the controller (or trajectory) does not trace: per step
             reason = f"the closed loop could not be traced by JAX: {_one_line(e)}"
             failed.append(("by JAX into the scan", _one_line(e)))
@@ -857,7 +736,7 @@ def fly(
         loop_meta = {"loop": "compiled", "loop_reason": None}
         t0 = time.perf_counter()
         chunks, k, interrupted, stop_signal = _fly_compiled(
-            sim, loop, cstate0, offset, total, log_every, chunk_steps, on_chunk, progress,
+            sim, loop, bstate0, offset, total, log_every, chunk_steps, on_chunk, progress,
             keep_log, imu, mocap, seed,
         )  # fmt: skip
     elif scan is not None:
@@ -874,7 +753,7 @@ def fly(
         allocator = rotors.make_allocator(sim.drone) if allocator is None else allocator
         run, brain_name, why = _python_loop(
             sim, trajectory, control, gains, allocator, imu, mocap, command, ctrl_state, offset,
-            total, log_every, chunk_steps, on_chunk, progress, keep_log, jit, seed,
+            total, log_every, chunk_steps, on_chunk, progress, keep_log, jit, seed, periods,
         )  # fmt: skip
         if why:
             same = bool(failed) and failed[-1][1] == why
@@ -888,7 +767,12 @@ def fly(
         chunks, k, interrupted, stop_signal = run()
     wall = time.perf_counter() - t0
     log = {key: np.concatenate([c[key] for c in chunks]) for key in chunks[0]} if chunks else {}
-    meta_out = run_meta(sim, total * dt, meta) | loop_meta
+    rates = {"physics": 1.0 / dt, "control": 1.0 / (periods.control * dt)}
+    if imu is not None:
+        rates["imu"] = 1.0 / (periods.imu_dt or dt)
+    if mocap is not None:
+        rates["mocap"] = 1.0 / (periods.mocap * dt)
+    meta_out = run_meta(sim, total * dt, meta) | loop_meta | {"rates_hz": rates}
     return FlightResult(log, meta_out, k, interrupted, wall, stop_signal)
 
 
@@ -915,43 +799,43 @@ def _warn_fallback(control: Callable, failed: list[tuple[str, str]], ran: str) -
                   TraceFallbackWarning, stacklevel=3)  # fmt: skip
 
 
-def _one_drone(tree: Any) -> Any:
-    """The controller state of the first drone (a template of its structure and shapes)."""
-    from .closed_loop import _ctrl_rebuild, ctrl_leaves
+def _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed, xp=np):
+    """The brain state at the flight's start (:func:`quadsim.brain.brain_init`), float64."""
+    from .brain import brain_init
 
-    def first(leaf: Any) -> np.ndarray:
-        a = np.asarray(to_numpy(leaf), np.float64)
-        return a if a.ndim == 0 else a[0]
+    state = _numpy_state(sim.state)
+    cstate = initial_ctrl_state(control, gains, ctrl_state, sim.n, xp, xp.float64)
+    return brain_init(sim.n, cstate, state.pos, state.quat, state.vel, imu=imu, mocap=mocap,
+                      dt=float(sim.dt), periods=periods, seed=seed, k0=int(sim.k),
+                      n_rotors=sim.drone.mixing_matrix.shape[1], xp=xp)  # fmt: skip
 
-    return _ctrl_rebuild(tree, iter([first(leaf) for _, leaf in ctrl_leaves(tree)]))
 
-
-def _compile_native(sim, control, gains, trajectory, ctrl_state, imu, mocap, command):
-    """The compiled closed loop of a flight and its per-drone initial controller state."""
+def _compile_native(sim, control, gains, trajectory, ctrl_state, imu, mocap, command, periods,
+                    seed):  # fmt: skip
+    """The compiled closed loop of a flight and its per-drone initial brain state."""
+    from .brain import first_drone
     from .closed_loop import compile_for_simulator
 
-    cstate0 = initial_ctrl_state(control, gains, ctrl_state, sim.n, np, np.float64)
+    bstate0 = _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed)
     loop = compile_for_simulator(sim, control, gains, trajectory, imu=imu, mocap=mocap,
-                                 ctrl_state=_one_drone(cstate0),
-                                 command=command)  # fmt: skip
-    return loop, cstate0
+                                 brain_state=first_drone(bstate0), command=command,
+                                 periods=periods)  # fmt: skip
+    return loop, bstate0
 
 
 def _n_noise(imu: Any, mocap: Any) -> int:
-    return 18 if mocap is not None else (12 if imu is not None else 0)
+    from .brain import noise_groups
+
+    return sum(count for _, count in noise_groups(imu, mocap))
 
 
 def _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command, ctrl_state,
-                offset, total, log_every, chunk_steps, seed):  # fmt: skip
-    """Build and compile the scan of a flight; returns a thunk of ``(loop, carry, draws)``.
-
-    Compiling draws nothing; the thunk makes the draws of the flight's start (the IMU's turn-on
-    biases), as the Python loop does before its first step.
-    """
+                offset, total, log_every, chunk_steps, seed, periods):  # fmt: skip
+    """Build and compile the scan of a flight; returns a thunk of ``(loop, carry, draws)``."""
     import jax
-    import jax.numpy as jnp
 
     from . import rotors
+    from .brain import make_brain
     from .closed_loop_jax import ScanLoop, initial_carry
 
     allocator = rotors.make_allocator(sim.drone) if allocator is None else allocator
@@ -960,34 +844,21 @@ def _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command,
     nz = _n_noise(imu, mocap)
     gusty = getattr(sim, "_dryden", None) is not None
     L = log_every
-    periods = -(-min(chunk_steps, total) // L)
+    per_call = -(-min(chunk_steps, total) // L)
     if nz or gusty:  # the per-step inputs of one call stay under CHUNK_BYTES
-        periods = min(periods, max(1, CHUNK_BYTES // (8 * n * (3 + nz) * L)))
+        per_call = min(per_call, max(1, CHUNK_BYTES // (8 * n * (3 + nz) * L)))
     with _x64(jax):
-        brain = _make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, jnp,
-                            command)  # fmt: skip
-        loop = ScanLoop(sim, brain, nz, gusty, L, periods)
-        cstate = initial_ctrl_state(control, gains, ctrl_state, n, jnp, jnp.float64)
-        state = _numpy_state(sim.state)
+        import jax.numpy as jnp
 
-        def brain_states(turn_on: bool) -> tuple:
-            imu_state = mocap_state = None
-            if imu is not None:
-                imu_state = _imu_turn_on(imu, seed, int(sim.k), n, jnp)
-                if not turn_on:
-                    imu_state = type(imu_state)(*(jnp.zeros_like(b) for b in imu_state))
-            if mocap is not None:
-                from .sensors import mocap_init
-
-                mocap_state = mocap_init(jnp.asarray(state.pos), jnp.asarray(state.quat), mocap,
-                                         dt)  # fmt: skip
-            return imu_state, mocap_state
-
-        loop.compile(initial_carry(sim, cstate, *brain_states(False)), offset)
+        brain = make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, command,
+                           periods)  # fmt: skip
+        loop = ScanLoop(sim, brain, nz, gusty, L, per_call)
+        bstate = _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed, jnp)
+        loop.compile(initial_carry(sim, bstate), offset)
 
     def start() -> tuple:
         with _x64(jax):
-            carry = initial_carry(sim, cstate, *brain_states(True))
+            carry = initial_carry(sim, bstate)
         return loop, carry, _Draws(sim, seed, imu, mocap, total)
 
     return start
@@ -995,14 +866,16 @@ def _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command,
 
 def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command, ctrl_state,
                  offset, total, log_every, chunk_steps, on_chunk, progress, keep_log, jit,
-                 seed):  # fmt: skip
+                 seed, periods):  # fmt: skip
     """The per-step Python loop: ``(run, "JAX" or "NumPy", why JAX could not trace or None)``.
 
     ``run()`` flies and returns ``(chunks, steps, interrupted, signal)``. With JAX (``jit`` not
     ``False``) the per-step function is traced once up front; when that fails and ``jit`` is
     ``None`` it runs on NumPy instead (``jit=True`` raises).
     """
-    n, dt = sim.n, sim.dt
+    from .brain import make_brain
+
+    n, dt = sim.n, float(sim.dt)
     jax = _jax_or_none() if jit in (None, True) else None
     if jit and jax is None:
         raise ValueError("jit=True needs JAX (pip install 'quadsim[jax]')")
@@ -1012,45 +885,30 @@ def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command
     why = None
 
     def setup(jax: Any) -> tuple:
-        """``(brain, cstate, imu_state, mocap_state, xp)`` on JAX (traced) or NumPy."""
-        xp = np
-        if jax is not None:
-            import jax.numpy as jnp
-
-            xp = jnp
-        brain = _make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, xp,
-                            command)  # fmt: skip
+        """``(brain, brain state)`` on JAX (traced) or NumPy."""
+        brain = make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, command,
+                           periods)  # fmt: skip
         with _x64(jax):
-            cstate = initial_ctrl_state(control, gains, ctrl_state, n, xp, xp.float64)
-            imu_state = mocap_state = None
-            if imu is not None:
-                from .sensors import imu_init
-
-                imu_state = imu_init(imu, (n,), np.zeros((n, 6)), xp=xp, dtype=xp.float64)
-            if mocap is not None:
-                from .sensors import mocap_init
-
-                mocap_state = mocap_init(xp.asarray(state.pos), xp.asarray(state.quat), mocap,
-                                         dt)  # fmt: skip
+            xp = np
+            if jax is not None:
+                import jax.numpy as xp
+            bstate = _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed, xp)
             if jax is not None:
                 brain = jax.jit(brain)
                 z = np.zeros((n, n_noise))
-                brain.lower(sim.time, state.pos, state.quat, state.vel, state.ang_vel,
-                            state.vel, offset, cstate, imu_state, mocap_state, z)  # fmt: skip
-        return brain, cstate, imu_state, mocap_state, xp
+                brain.lower(sim.k, state.pos, state.quat, state.vel, state.ang_vel, offset,
+                            bstate, z)  # fmt: skip
+        return brain, bstate
 
     if jax is not None:
         try:
-            brain, cstate, imu_state, mocap_state, xp = setup(jax)
+            brain, bstate = setup(jax)
         except Exception as e:  # the controller (or trajectory) does not trace: NumPy
             if jit:
                 raise
             why, jax = _one_line(e), None
     if jax is None:
-        brain, cstate, imu_state, mocap_state, xp = setup(None)
-    if imu is not None:  # the turn-on biases
-        with _x64(jax):
-            imu_state = _imu_turn_on(imu, seed, int(sim.k), n, xp)
+        brain, bstate = setup(None)
 
     def run() -> tuple[list[dict], int, bool, int | None]:
         rows: dict[str, list] = {}
@@ -1058,18 +916,15 @@ def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command
         k = 0
         interrupted, stop_signal = False, None
         state = _numpy_state(sim.state)
-        vel_prev = state.vel
 
-        def think(state: Any, vel_prev: Any, brain_state: tuple) -> tuple:
-            """Reference, controller, allocation and sensors at the current time."""
+        def think(state: Any, bstate: Any) -> tuple:
+            """Reference, controller, allocation and sensors at the current step."""
             z = _sensor_noise(seed, imu, mocap, [sim.k], n)[0]
             with _x64(jax):
-                out, *brain_state = brain(
-                    sim.time, state.pos, state.quat, state.vel, state.ang_vel, vel_prev, offset,
-                    *brain_state, z,
-                )  # fmt: skip
+                out, bstate = brain(sim.k, state.pos, state.quat, state.vel, state.ang_vel,
+                                    offset, bstate, z)  # fmt: skip
                 rpm = np.asarray(out["cmd_rpm"])
-            return out, rpm, tuple(brain_state)
+            return out, rpm, bstate
 
         def record(out: dict, rpm: np.ndarray, state: Any, t: float) -> None:
             status = sim.status
@@ -1087,19 +942,18 @@ def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command
             for key, value in rec.items():
                 rows.setdefault(key, []).append(np.array(value))
 
-        brain_state = (cstate, imu_state, mocap_state)
+        brain_state = bstate
         try:
             while k < total:
                 n_chunk = min(chunk_steps, total - k)
                 for i in range(n_chunk):
                     t = sim.time
-                    out, rpm, brain_state = think(state, vel_prev, brain_state)
+                    out, rpm, brain_state = think(state, brain_state)
                     if (k + i) % log_every == 0:
                         record(out, rpm, state, t)
-                    vel_prev = state.vel
                     state = _numpy_state(sim.step(rpm))
                 if k + n_chunk == total:  # the end sample, at t = duration
-                    out, rpm, brain_state = think(state, vel_prev, brain_state)
+                    out, rpm, brain_state = think(state, brain_state)
                     record(out, rpm, state, sim.time)
                 chunk = {key: np.stack(v) for key, v in rows.items()}
                 rows = {}

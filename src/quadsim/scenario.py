@@ -136,6 +136,12 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "",
             "Gains file name (`quadsim/presets/gains`) or path; default `<preset>_<kind>`.",
         ),
+        "rate": Key(
+            "float", _NONE,
+            "Controller rate [Hz]; its period must be a whole number of physics steps (the "
+            "command is held in between); default the physics rate 1/sim.dt.",
+            positive=True,
+        ),
     },
     "trajectory": {
         "kind": Key(
@@ -485,7 +491,7 @@ def _check_combinations(v: dict, fail: Any) -> None:
     if traj["kind"] == "min_snap":
         wps = traj["waypoints"]
         if wps is None:
-            raise fail("trajectory", "waypoints", "required for kind = 'min_snap'")
+            raise fail("trajectory", "waypoints", "required for trajectory.kind = 'min_snap'")
         if len(wps) < 2 or not all(_type_ok("vec3", w) and all(map(_finite, w)) for w in wps):
             raise fail(
                 "trajectory", "waypoints", "expected a list of at least two finite [x, y, z]"
@@ -796,11 +802,17 @@ def _check_imu(v: dict, fail: Any) -> None:
     if _is_path(name) and not Path(name).is_file():
         raise fail("sensors", "imu", f"IMU file not found: {name}")
     try:
-        load_imu(name)
+        imu = load_imu(name)
     except ValueError as e:
         raise fail("sensors", "imu", str(e)) from None
     except OSError as e:
         raise fail("sensors", "imu", f"cannot read {name}: {e.strerror or e}") from None
+    from .brain import loop_periods
+
+    try:  # the IMU's period against the physics step (the loop's rule, checked once here)
+        loop_periods(v["sim"]["dt"], None, imu)
+    except ValueError as e:
+        raise fail("sensors", "imu", f"{e}; choose sim.dt to fit") from None
 
 
 def _initial(v: dict, drone: Any, traj: Any) -> dict:
@@ -919,8 +931,17 @@ def _check_gains(v: dict, drone: Any, fail: Any) -> Any:
     """The controller's gains: the file exists, loads, and suits the drone and ``sim.dt``."""
     from .control import load_gains
 
+    rate = v["controller"]["rate"]
+    dt = v["sim"]["dt"] if rate is None else 1.0 / rate
+    if rate is not None:
+        from .brain import loop_periods
+
+        try:
+            loop_periods(v["sim"]["dt"], type("G", (), {"dt": dt, "name": ""})())
+        except ValueError as e:
+            raise fail("controller", "rate", f"{rate:g} Hz: {e}") from None
     try:
-        gains = load_gains(_gains_name(v), drone=drone, dt=v["sim"]["dt"])
+        gains = load_gains(_gains_name(v), drone=drone, dt=dt)
     except ValueError as e:
         hint = "" if v["controller"]["gains"] else " (the default for drone.preset and kind)"
         raise fail("controller", "gains", f"{e}{hint}") from None
