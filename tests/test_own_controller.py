@@ -301,3 +301,30 @@ def test_hexacopter_rotor_speeds_are_told_by_their_size(backend):
     assert logs[0].log["cmd_rpm"].shape == (251, 2, 6)
     _assert_logs_equal(logs[0].log, logs[1].log)
     assert np.abs(logs[0].log["pos"][-1] - logs[0].log["ref_pos"][-1]).max() < 0.05
+
+
+def linalg_control(state, ref, gains, cstate):
+    """The example's PD with its thrust and torque rewritten through ``@`` and ``xp.linalg``
+    (unit vectors and a zero cross product: the same wrench, the operations traced)."""
+    from quadsim._array import namespace
+    from quadsim.rotation import to_matrix
+
+    xp = namespace(state.pos)
+    wrench, cstate = oc.pd_control(state, ref, gains, cstate)
+    z_body = to_matrix(state.quat) @ xp.asarray(np.array([0.0, 0.0, 1.0]))  # world body-z
+    thrust = wrench[..., 0] * xp.linalg.vector_norm(z_body, axis=-1)
+    tau = wrench[..., 1:] + xp.linalg.cross(state.ang_vel, 0.0 * state.ang_vel)
+    return xp.concat([thrust[..., None], tau], axis=-1), cstate
+
+
+linalg_control.init_state = oc.pd_control.init_state
+
+
+@pytest.mark.parametrize("backend", ["native", "jax"])
+def test_matmul_and_linalg_trace(backend):
+    if backend == "native" and not native.available():
+        pytest.skip("needs CasADi and a C compiler")
+    fast, *_ = _fly(backend, linalg_control, steps=100)
+    ref, *_ = _fly("numpy", oc.pd_control, steps=100, jit=False)
+    assert fast.meta["loop"] in ("compiled", "scan") and fast.meta["loop_reason"] is None
+    _assert_logs_equal(fast.log, ref.log)

@@ -335,6 +335,12 @@ class SymArray:
     def __rpow__(self, o: Any) -> SymArray:
         return self._bin(o, np.power, True)
 
+    def __matmul__(self, o: Any) -> SymArray:
+        return self._bin(o, np.matmul)
+
+    def __rmatmul__(self, o: Any) -> SymArray:
+        return self._bin(o, np.matmul, True)
+
     def __neg__(self) -> SymArray:
         return self._new(_obj(np.negative(self.a)))
 
@@ -545,6 +551,38 @@ class SymbolicNamespace:
 
     def sum(self, x: Any, axis: int = -1, keepdims: bool = False) -> SymArray:
         return self._reduce(x, np.add, axis, keepdims)
+
+    # linear algebra (the array API's matmul, vecdot and linalg extension, as far as used)
+    def matmul(self, a: Any, b: Any) -> SymArray:
+        return self.asarray(a) @ b
+
+    def vecdot(self, a: Any, b: Any, axis: int = -1) -> SymArray:
+        return self.sum(self.asarray(a) * b, axis=axis)
+
+    @property
+    def linalg(self) -> Any:
+        """``vector_norm`` (2-norm) and ``cross`` (3-vectors) over symbolic arrays."""
+        ns = self
+
+        class _Linalg:
+            @staticmethod
+            def vector_norm(x: Any, axis: int = -1, keepdims: bool = False, ord: Any = 2) -> Any:
+                if ord != 2:
+                    raise NotImplementedError("symbolic vector_norm supports ord=2 only")
+                x = ns.asarray(x)
+                return ns.sqrt(ns.sum(x * x, axis=axis, keepdims=keepdims))
+
+            @staticmethod
+            def cross(a: Any, b: Any, axis: int = -1) -> Any:
+                a, b = ns.asarray(a), ns.asarray(b)
+                a, b = ns.broadcast_arrays(a, b)
+                if axis != -1 or a.shape[-1] != 3:
+                    raise NotImplementedError("symbolic cross supports 3-vectors on axis -1")
+                ax, ay, az = (a[..., i] for i in range(3))
+                bx, by, bz = (b[..., i] for i in range(3))
+                return ns.stack([ay * bz - az * by, az * bx - ax * bz, ax * by - ay * bx], -1)
+
+        return _Linalg()
 
 
 def symbolic(values: Any, dtype: Any = np.float64) -> SymArray:
