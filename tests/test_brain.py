@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from quadsim import native
 from quadsim.brain import Periods, loop_periods
 from quadsim.control import control, load_gains
 from quadsim.flight import fly
 from quadsim.sensors import MocapParams, imu_discrete_std, load_imu
 from quadsim.sim import Simulator
 from quadsim.trajectories import Circle, Hover
+
+from quadsim import native
 
 DT = 1 / 500
 CIRCLE = Circle(radius=1.0, speed=1.0, center=(0.0, 0.0, 1.0))

@@ -131,8 +131,9 @@ def test_fly_end_to_end_writes_what_it_says(tmp_path, capsys):
 
 
 def test_fly_interrupted_keeps_completed_chunks(tmp_path, monkeypatch):
-    from quadsim import flight, io
     from quadsim.run import fly_scenario
+
+    from quadsim import flight, io
 
     scen = tmp_path / "short.toml"
     scen.write_text(SHORT)

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from quadsim import native
 from quadsim.control import control, load_gains
 from quadsim.flight import fly
 from quadsim.params import load_params
 from quadsim.sensors import MocapParams, load_imu
 from quadsim.sim import Simulator
 from quadsim.trajectories import Circle, Hover, Lemniscate, MinSnap, Step
+
+from quadsim import native
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs CasADi and a C compiler")
 
@@ -161,7 +161,6 @@ def test_dt_must_match_the_gains(drone, gains):
 def test_symbolic_allocation_matches_numpy_including_saturation(drone):
     """``allocate`` traced on SymArray equals NumPy, inside and outside the rotor limits."""
     import casadi as cs
-
     from quadsim._array import symbolic
     from quadsim.rotors import allocate, make_allocator
 

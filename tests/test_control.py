@@ -8,8 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from quadsim import rotation as rot
 from quadsim.control import (
     GeometricGains,
     PidGains,
@@ -25,6 +23,8 @@ from quadsim.params import load_params
 from quadsim.rotors import allocate, make_allocator
 from quadsim.sim import Simulator, State
 from quadsim.trajectories import Circle, Lemniscate, Reference
+
+from quadsim import rotation as rot
 
 PACKAGED = {
     "cf2x_L250_geometric": "cf2x_L250",

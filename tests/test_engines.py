@@ -13,12 +13,12 @@ import inspect
 
 import numpy as np
 import pytest
-
-from quadsim import native
 from quadsim._array import to_numpy
 from quadsim.sim import ArrayEngine, Simulator, State, Wind, initial_status, make_engine
 from quadsim.wind import dryden_preset
 from quadsim.world import Box, Ground, Limits, World
+
+from quadsim import native
 
 BACKENDS = ["numpy", "jax", "torch", "native"]
 N = 6

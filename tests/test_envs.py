@@ -21,8 +21,6 @@ except ImportError:  # pragma: no cover - CI must not skip: see conftest.py
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 from gymnasium.vector import AutoresetMode  # noqa: E402
-
-import quadsim  # noqa: E402
 from quadsim.envs import (  # noqa: E402
     HoverEnv,
     HoverVectorEnv,
@@ -31,6 +29,8 @@ from quadsim.envs import (  # noqa: E402
     TrackVectorEnv,
     register_envs,
 )
+
+import quadsim  # noqa: E402
 
 LEVELS = ["rotor_speeds", "thrust_rates", "thrust_attitude"]
 TARGET = np.array([0.0, 0.0, 1.0])

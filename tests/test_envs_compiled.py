@@ -18,7 +18,6 @@ except ImportError:  # pragma: no cover - CI must not skip: see conftest.py
     pytest.skip("gymnasium not installed", allow_module_level=True)
 
 from gymnasium.vector import AutoresetMode  # noqa: E402
-
 from quadsim.envs import HoverEnv, HoverVectorEnv, Termination, TrackVectorEnv  # noqa: E402
 from quadsim.envs.actions import InnerConsts, InnerState, init_inner, inner_loop  # noqa: E402
 

@@ -10,8 +10,6 @@ import math
 
 import numpy as np
 import pytest
-
-from quadsim import envelope, rotors
 from quadsim.control import control, load_gains
 from quadsim.flight import fly
 from quadsim.rotation import from_euler
@@ -19,6 +17,8 @@ from quadsim.sim import Simulator, Wind
 from quadsim.trajectories import Circle, Hover, Lemniscate, Step
 from quadsim.wind import dryden_preset
 from quadsim.world import Ground, World
+
+from quadsim import envelope, rotors
 
 N_BATCH = 64
 
@@ -115,7 +115,6 @@ def test_skydio_at_10_deg_pitch_settles_at_the_envelope_terminal_velocity(n, mod
     On seed 002's wrench model the wrench acts directly; on the first-principles model it goes
     through allocation and the rotor dynamics (``Simulator.step_wrench``)."""
     import jax
-
     from quadsim.control import init_state, pid
     from quadsim.envelope import terminal_velocity
     from quadsim.sim import State

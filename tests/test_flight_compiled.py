@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from quadsim import native
 from quadsim.control import control, load_gains
 from quadsim.flight import compiled_path_reason, fly
 from quadsim.rotors import make_allocator
 from quadsim.sim import Simulator, Wind
 from quadsim.trajectories import Circle, Hover, Lemniscate
+
+from quadsim import native
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs CasADi and a C compiler")
 
@@ -333,8 +333,9 @@ def test_chunk_size_does_not_change_the_compiled_log(chunk_steps):
 
 def test_rollout_calls_split_under_the_memory_cap(monkeypatch):
     """Per-step inputs of a chunk past CHUNK_BYTES: several rollout calls, the same log."""
-    from quadsim import flight
     from quadsim.closed_loop import ClosedLoop
+
+    from quadsim import flight
 
     calls = []
     run = ClosedLoop.run

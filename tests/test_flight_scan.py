@@ -13,7 +13,6 @@ import signal
 
 import numpy as np
 import pytest
-
 from quadsim.control import control, load_gains
 from quadsim.flight import fly
 from quadsim.sim import Simulator, Wind
@@ -155,8 +154,9 @@ def test_chunk_size_does_not_change_the_scan_log(chunk_steps):
 
 def test_calls_split_under_the_memory_cap(monkeypatch):
     """Per-step inputs past CHUNK_BYTES: several scan calls per chunk, the same log."""
-    from quadsim import flight
     from quadsim.closed_loop_jax import ScanLoop
+
+    from quadsim import flight
 
     calls = []
     call = ScanLoop.__call__

@@ -36,7 +36,6 @@ hypothesis = pytest.importorskip("hypothesis")
 pytest.importorskip("pyarrow")
 from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-
 from quadsim.cli import main  # noqa: E402
 from quadsim.scenario import SCHEMA, Key  # noqa: E402
 

@@ -6,11 +6,11 @@ import functools
 
 import numpy as np
 import pytest
+from quadsim.sim import State, rollout
+from quadsim.systems import make_system
 
 import quadsim
 from quadsim import integrators, rotation
-from quadsim.sim import State, rollout
-from quadsim.systems import make_system
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)

@@ -11,8 +11,9 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from quadsim import io  # noqa: E402
 from quadsim.rotation import from_euler, to_matrix  # noqa: E402
+
+from quadsim import io  # noqa: E402
 
 T, N, R = 7, 3, 4
 META = {

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from quadsim.models import MODELS, euler_zyx, first_principles, get_model, wrench
+from quadsim.models._rigid import RPM_TO_RAD_S
 
 import quadsim
 from quadsim import rotation
-from quadsim.models import MODELS, euler_zyx, first_principles, get_model, wrench
-from quadsim.models._rigid import RPM_TO_RAD_S
 
 PRESETS = quadsim.list_presets()
 

@@ -7,10 +7,10 @@ import subprocess
 
 import numpy as np
 import pytest
+from quadsim.noise import STREAMS, c_source, normals, philox4x32
 from scipy import stats
 
 from quadsim import native
-from quadsim.noise import STREAMS, c_source, normals, philox4x32
 
 # Random123's tests/kat_vectors for philox4x32_10: counter, key, output.
 KAT = [

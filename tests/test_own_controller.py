@@ -16,8 +16,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from quadsim import native
 from quadsim.flight import (
     TraceFallbackWarning,
     command_allocation,
@@ -29,6 +27,8 @@ from quadsim.params import load_params
 from quadsim.rotors import allocate, make_allocator
 from quadsim.sim import Simulator
 from quadsim.trajectories import Circle
+
+from quadsim import native
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "own_controller.py"
 spec = importlib.util.spec_from_file_location("example_own_controller", EXAMPLE)

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from quadsim.envelope import Envelope, envelope, terminal_velocity
 from quadsim.params import (
     Params,
@@ -52,7 +51,7 @@ HOVER_RPM = {
 
 
 def raw_preset(name: str) -> dict:
-    text = (resources.files("quadsim") / "presets" / f"{name}.toml").read_text("utf-8")
+    text = (resources.files("quadsim.physics") / "presets" / f"{name}.toml").read_text("utf-8")
     return tomllib.loads(text)
 
 
@@ -196,7 +195,7 @@ def _assert_same(a: Params, b: Params) -> None:
 
 @pytest.mark.parametrize("name", ["f450_plus", "cf21B_500"])
 def test_user_file_copy_loads_like_preset(name: str, tmp_path: Path) -> None:
-    text = (resources.files("quadsim") / "presets" / f"{name}.toml").read_text("utf-8")
+    text = (resources.files("quadsim.physics") / "presets" / f"{name}.toml").read_text("utf-8")
     path = tmp_path / "copy.toml"
     path.write_text(text)
     _assert_same(load_params(path), load_params(name))

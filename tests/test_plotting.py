@@ -12,8 +12,9 @@ import pytest
 pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")
 
-from quadsim import plotting  # noqa: E402
 from quadsim.rotation import from_euler  # noqa: E402
+
+from quadsim import plotting  # noqa: E402
 
 META = {
     "drone": "cf2x_L250",

@@ -17,17 +17,17 @@ import math
 
 import numpy as np
 import pytest
-from scipy.spatial.transform import Rotation
-
-import quadsim
-from quadsim import integrators, native, rotation
-from quadsim import sensors as S  # noqa: N812
 from quadsim.control import geometric, load_gains, pid
 from quadsim.models import MODELS
 from quadsim.sim import Simulator, State
 from quadsim.sim import step as pure_step
 from quadsim.systems import make_system
 from quadsim.trajectories import Reference
+from scipy.spatial.transform import Rotation
+
+import quadsim
+from quadsim import integrators, native, rotation
+from quadsim import sensors as S  # noqa: N812
 
 SCALES = (0.5, 1.01, -1.0, 3.0)
 RPM_TO_RAD_S = 2.0 * math.pi / 60.0

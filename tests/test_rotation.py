@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from quadsim._array import CASADI_OPS
 from scipy.spatial.transform import Rotation
 
 from quadsim import rotation as rot
-from quadsim._array import CASADI_OPS
 
 B = (5, 7)  # one batch shape throughout: eager JAX compiles each primitive per new shape
 

@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 import pytest
+from quadsim.models import MODELS, first_principles
 from scipy.integrate import solve_ivp
 
 import quadsim
 from quadsim import rotors
-from quadsim.models import MODELS, first_principles
 
 SQ2 = math.sqrt(2.0)
 

@@ -191,8 +191,9 @@ def test_a_run_too_big_for_memory_is_refused_at_once(tmp_path, capsys):
 
 
 def test_long_runs_and_odd_steps_are_announced_before_the_run(tmp_path):
-    from quadsim import preflight
     from quadsim.scenario import load_scenario
+
+    from quadsim import preflight
 
     scen = tmp_path / "tiny_dt.toml"
     scen.write_text("duration = 0.01\n[sim]\ndt = 1e-7\n")

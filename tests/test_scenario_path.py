@@ -8,10 +8,10 @@ import math
 
 import numpy as np
 import pytest
+from quadsim.scenario import Assembly, build, default_backend, load_scenario
 
 from quadsim import initial, scenario
 from quadsim import trajectories as tr
-from quadsim.scenario import Assembly, build, default_backend, load_scenario
 
 
 def load(text):

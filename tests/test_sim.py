@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-import quadsim
-from quadsim import rotation
 from quadsim.sim import SimulationError, Simulator, Wind
 from quadsim.wind import dryden_preset
 from quadsim.world import Box, Ground, Limits, World, wall
+
+import quadsim
+from quadsim import rotation
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from quadsim.params import (
     Params,
     PhysicalError,
@@ -123,7 +122,7 @@ def test_drag_speed_max_default_inf_and_inf_accepted(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", list_presets())
 def test_every_preset_states_its_drag_validity_range(name: str) -> None:
-    text = (resources.files("quadsim") / "presets" / f"{name}.toml").read_text("utf-8")
+    text = (resources.files("quadsim.physics") / "presets" / f"{name}.toml").read_text("utf-8")
     entry = tomllib.loads(text)["drag_speed_max"]
     assert entry["unit"] == "m/s" and entry["source"]
     assumed = "ASSUMPTION" in entry["source"]
@@ -385,7 +384,7 @@ def test_unreadable_scenario_chmod_000_not_root(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", list_presets())
 def test_every_preset_flies_in_a_scenario(name: str) -> None:
     kind = "pid" if name == "f450_plus" else "geometric"
-    gains = resources.files("quadsim") / "presets" / "gains" / f"{name}_{kind}.toml"
+    gains = resources.files("quadsim.physics") / "presets" / "gains" / f"{name}_{kind}.toml"
     text = f"[drone]\npreset = '{name}'\n[controller]\nkind = '{kind}'\n"
     if gains.is_file():
         assert build(load(text)).drone.name == name

@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 import scipy.linalg
+from quadsim._array import CASADI_OPS
 
 from quadsim import wind
-from quadsim._array import CASADI_OPS
 
 # T = L/V = 20 s (u), 10 s (v), 5 s (w): three distinct correlation times.
 PARAMS = wind.DrydenParams(

@@ -12,11 +12,23 @@ CasADi, pyarrow and matplotlib are imported when used (``tests/test_startup.py``
 ``quadsim`` command's share of that).
 """
 
-from .bind import parametrize
-from .envelope import Envelope, envelope, terminal_velocity
-from .params import Params, list_presets, load_params
+from . import _compat
+from .physics.bind import parametrize
+from .physics.envelope import Envelope, envelope, terminal_velocity
+from .physics.params import Params, list_presets, load_params
 
 __version__ = "0.1.0"
+
+_compat.install()  # quadsim.sim, quadsim.models, ...: the flat paths of the layered modules
+
+
+def __getattr__(name: str) -> object:
+    """``quadsim.params``, ``quadsim.sim``, ...: the flat names as attributes, imported on use."""
+    if name in _compat.MOVED:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "Envelope",

@@ -1,0 +1,299 @@
+"""The ``quadsim`` command.
+
+``quadsim fly SCENARIO [--out DIR] [--csv] [--no-plots] [--animate {gif,mp4}] [--quiet]`` flies a
+scenario file and writes the results; ``quadsim recover DIR`` rebuilds the results of a killed
+run; ``quadsim info PRESET [--plot FILE]`` prints the flight envelope; ``quadsim presets`` lists
+the drones; ``quadsim bench`` measures speed.
+
+Exit codes: 0 success, 1 simulation failure (a drone diverged or crashed), 2 bad input (one line
+``quadsim: FILE: KEY (line N): what is wrong``, or ``quadsim: what is wrong``), 128 + the signal
+number when SIGINT (130), SIGTERM (143) or SIGHUP (129) stopped the run (what was computed is
+kept), 70 an internal error (a bug: please report it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+
+from .. import __version__
+
+__all__ = ["main"]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # usage errors are bad input: exit code 2
+        self.print_usage(sys.stderr)
+        self.exit(2, f"quadsim: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="quadsim", description="Physics-based quadrotor simulation.")
+    p.add_argument("--version", action="version", version=f"quadsim {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    f = sub.add_parser("fly", help="fly a scenario file and write the log, summary and plots")
+    f.add_argument("scenario", help="scenario TOML file (see docs/scenarios.md)")
+    f.add_argument(
+        "--out",
+        metavar="DIR",
+        help="output directory (default runs/<scenario file name without .toml>)",
+    )
+    f.add_argument("--csv", action="store_true", default=None, help="also write trajectory.csv")
+    f.add_argument(
+        "--no-plots", dest="plots", action="store_false", default=None, help="skip the PNG figures"
+    )
+    f.add_argument(
+        "--animate",
+        nargs="?",
+        const="gif",
+        choices=("gif", "mp4"),
+        help="also write an animation of drone 0 (default gif)",
+    )
+    f.add_argument(
+        "--quiet", action="store_true", help="print nothing but errors (no progress, no summary)"
+    )
+    r = sub.add_parser(
+        "recover", help="rebuild trajectory.parquet and summary.json of a run that was killed"
+    )
+    r.add_argument("dir", metavar="DIR", help="the killed run's output directory")
+    r.add_argument("--no-plots", dest="plots", action="store_false", help="skip the figures")
+    i = sub.add_parser("info", help="flight envelope of a preset")
+    i.add_argument("preset", help="preset name or drone TOML file")
+    i.add_argument(
+        "--plot",
+        metavar="FILE",
+        nargs="?",
+        const="",
+        help="also draw terminal velocity against tilt (default runs/<preset>/envelope.png)",
+    )
+    sub.add_parser("presets", help="list the drone presets")
+    b = sub.add_parser("bench", help="measure drone-steps per second (and the peers, if installed)")
+    b.add_argument("--quick", action="store_true", help="a short smoke run")
+    b.add_argument("--json", metavar="FILE", help="also write the results as JSON")
+    b.add_argument("--closed-loop", action="store_true",
+                   help="the closed loop (controller + plant) against crazyflow, not the plant")
+    b.add_argument("--envs", action="store_true",
+                   help="the Gymnasium vector envs against crazyflow's (with or without "
+                        "--closed-loop)")
+    b.add_argument("--sizes", nargs="+", metavar="N",
+                   help="drone counts of --closed-loop (default 1 64 1024 16384)")
+    b.add_argument("--num-envs", metavar="N", help="environments of --envs (default 1024)")
+    b.add_argument("--repeats", metavar="K", help="timed runs per point (default 5)")
+    b.add_argument("--no-peers", action="store_true", help="skip crazyflow even when installed")
+    b.add_argument("--no-fly", action="store_true", help="skip the quadsim fly rows")
+    return p
+
+
+def _info(preset: str, plot: str | None) -> int:
+    from ..physics.envelope import envelope
+    from ..physics.params import load_params
+
+    drone = load_params(preset)
+    env = envelope(drone)
+    rows = [
+        ("mass", f"{drone.mass * 1e3:.1f} g"),
+        ("rotors", f"{drone.mixing_matrix.shape[1]}"),
+        ("hover speed", f"{env.hover_rpm:.0f} RPM ({env.hover_rad_s:.2f} rad/s)"),
+        ("rotor speed range", f"{drone.rpm_min:.0f} .. {drone.rpm_max:.0f} RPM"),
+        ("thrust range", f"{env.thrust_min:.4g} .. {env.thrust_max:.4g} N"),
+        ("thrust-to-weight", f"{env.thrust_to_weight:.3f}"),
+        ("max climb acceleration", f"{env.accel_up_max:.2f} m/s^2"),
+        ("max sink acceleration", f"{env.accel_down_max:.2f} m/s^2"),
+        ("max tilt (level flight)", f"{math.degrees(env.tilt_max):.2f} deg"),
+    ]
+    from ..physics.envelope import terminal_velocity
+
+    for deg in (10.0, 20.0, 30.0):
+        if math.radians(deg) > env.tilt_max:
+            continue
+        v = terminal_velocity(drone, math.radians(deg))
+        beyond = v > drone.drag_speed_max
+        note = " (drag model extrapolated)" if beyond else ""
+        rows.append((f"terminal velocity at {deg:.0f} deg", f"{v:.2f} m/s{note}"))
+    if math.isfinite(drone.drag_speed_max):
+        rows.append(("drag model holds up to", f"{drone.drag_speed_max:g} m/s"))
+    width = max(len(k) for k, _ in rows)
+    print(f"{drone.name}")
+    for k, val in rows:
+        print(f"  {k:<{width}}  {val}")
+    if plot is not None:
+        from pathlib import Path
+
+        from .plotting import plot_envelope
+
+        path = plot or Path("runs") / Path(drone.name).stem / "envelope.png"
+        print(f"wrote {plot_envelope(drone, path)}")
+    return 0
+
+
+def _presets() -> int:
+    import tomllib
+    from importlib import resources
+
+    from ..physics.envelope import envelope
+    from ..physics.params import list_presets, load_params
+
+    rows = []
+    for name in list_presets():
+        presets = resources.files("quadsim.physics") / "presets"
+        doc = tomllib.loads((presets / f"{name}.toml").read_text())
+        drone = load_params(name)
+        rows.append(
+            (
+                name,
+                f"{drone.mass * 1e3:.4g} g",
+                f"{doc.get('layout', '?')}, {drone.mixing_matrix.shape[1]} rotors",
+                f"T/W {envelope(drone).thrust_to_weight:.2f}",
+                doc.get("description", ""),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[4])
+    return 0
+
+
+def _fly(args: argparse.Namespace) -> int:
+    from .io import format_summary_table
+    from .run import exit_code, fly_scenario
+
+    summary = fly_scenario(
+        args.scenario,
+        args.out,
+        csv=args.csv,
+        plots=args.plots,
+        animate=args.animate,
+        progress=not args.quiet,
+        echo=(lambda line: None) if args.quiet else None,
+    )
+    code = exit_code(summary)
+    if not args.quiet:
+        print(format_summary_table(summary))
+        print("wrote:")
+        for f in summary["files"]:
+            print(f"  {f}")
+    if summary.get("interrupted"):
+        print(
+            f"quadsim: interrupted ({summary.get('signal', 'SIGINT')}): the files hold every "
+            "completed chunk",
+            file=sys.stderr,
+        )
+    elif code == 1:
+        first = summary["crashes"][0]
+        print(
+            f"quadsim: {summary['crash_count']} of {summary['n_drones']} drones crashed (first: "
+            f"drone {first['drone']} at {first['time_s']:.4g} s); see the summary",
+            file=sys.stderr,
+        )
+    return code
+
+
+def _recover(args: argparse.Namespace) -> int:
+    from .io import format_summary_table
+    from .run import recover
+
+    summary = recover(args.dir, plots=args.plots)
+    if summary is None:
+        print(
+            f"quadsim: {args.dir}: nothing to recover (its trajectory.parquet and summary.json "
+            "are complete)"
+        )
+        return 0
+    print(format_summary_table(summary))
+    print("recovered:")
+    for f in summary["files"]:
+        print(f"  {f}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``quadsim`` command (see the module docstring for exit codes)."""
+    import signal
+    import threading
+
+    from ..loop.flight import STOP_SIGNALS, Interrupted, raise_on_signals
+
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+        raise_on_signals()  # SIGTERM and SIGHUP stop a run as Ctrl-C does
+    try:
+        args = _parser().parse_args(argv)
+        return _dispatch(args)
+    except KeyboardInterrupt as e:  # start-up, compilation, or writing the results
+        signum = e.signum if isinstance(e, Interrupted) else 2
+        print(f"quadsim: interrupted ({_signal_name(signum)})", file=sys.stderr)
+        return 128 + signum
+    finally:
+        for s, handler in previous.items():  # main() called from Python leaves them as found
+            signal.signal(s, handler)
+
+
+def _signal_name(signum: int) -> str:
+    import signal
+
+    return signal.Signals(signum).name
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    try:
+        if args.command == "fly":
+            return _fly(args)
+        if args.command == "recover":
+            return _recover(args)
+        if args.command == "info":
+            return _info(args.preset, args.plot)
+        if args.command == "presets":
+            return _presets()
+        if args.command == "bench":
+            from .bench_closed_loop import main as closed_loop_main
+            from .bench_closed_loop import parse_options
+
+            opts = parse_options(args.closed_loop, args.envs, args.sizes, args.num_envs,
+                                 args.repeats, args.no_peers, args.no_fly)  # fmt: skip
+            if opts:
+                return closed_loop_main(quick=args.quick, json_path=args.json, **opts)
+            from .bench import main as bench_main
+
+            return bench_main(quick=args.quick, json_path=args.json)
+    except ValueError as e:
+        print(f"quadsim: {e}", file=sys.stderr)
+        return 2
+    except ImportError as e:
+        print(f"quadsim: {e} (install the extra: pip install 'quadsim[cli]')", file=sys.stderr)
+        return 2
+    except MemoryError:
+        print("quadsim: out of memory (fewer drones, a larger log_every or chunk_steps less "
+              "help)", file=sys.stderr)  # fmt: skip
+        return 2
+    except OSError as e:  # a file or directory the user named
+        print(f"quadsim: {e}", file=sys.stderr)
+        return 2
+    except RuntimeError as e:  # SimulationError and friends
+        print(f"quadsim: {e}", file=sys.stderr)
+        return 1
+    except Exception as e:  # a bug: one line, not a traceback; exit 70 (EX_SOFTWARE)
+        print(f"quadsim: internal error, please report it: {type(e).__name__}: {e}",
+              file=sys.stderr)  # fmt: skip
+        return 70
+    return 2
+
+
+def run() -> None:
+    """The console script: :func:`main`, then exit with its code.
+
+    The process ends with ``os._exit`` once the output is flushed: every file is closed by then,
+    so the interpreter's teardown (0.1-0.3 s of collecting figures and modules) is skipped, and
+    after a signal an XLA compilation cut short can no longer crash it (a segmentation fault
+    instead of exit 130).
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,392 @@
+r"""The compiled env step: one control step of every environment in one call into C.
+
+The env's own pure functions are traced once for one drone with CasADi ``SX`` symbols
+(:class:`quadsim._array.SymArray`) and compiled by :func:`quadsim.native.compile_rollout` into a
+vectorised, multi-threaded step over all environments:
+
+.. math::
+
+    a = \mathrm{clip}(u, -1, 1); \quad \text{for } j < S: \;
+    (Ω_j, c_{j+1}) = \mathrm{inner\_loop}(a, x_j, c_j), \;
+    (x_{j+1}, f_{j+1}) = \mathrm{step}(x_j, Ω_j, f_j); \quad
+    \mathrm{observation}(x_S, a, \mathrm{ref}(t)), \; \mathrm{outcome}(\dots)
+
+with :func:`quadsim.envs.actions.inner_loop` (thrust levels; ``rotor_speeds`` holds its affine
+map), the plant step :func:`quadsim.sim.make_step` (model, integrator, world contacts and
+flags, the simulator's per-drone parameters as inputs), then
+:func:`quadsim.envs.core.observation` and :func:`quadsim.envs.core.outcome` at ``t = (steps + 1)
+Δt_control`` on the task's reference (the trajectory traced too). Nothing is written twice: the
+NumPy reference path of :class:`~quadsim.envs.core.QuadCore` calls the same functions.
+
+Compiled state of one environment (structure of arrays, environment index last, rows
+:attr:`CompiledStep.rows`)::
+
+    x = [plant state | world flags (5, with a world) | clock k | inner-loop memory (thrust
+         levels: rate_int 3, prev_ang_vel 3, prev_tau 2, yaw_sp 2, started) | steps |
+         last_action (k) | obs (d) | reward | terminated, truncated, crashed, fault,
+         out_of_bounds, tilted | pos_error]
+    u = [action (k), unclipped | hold]    p = per-drone model parameters (if any)
+
+The rows from ``obs`` on are outputs of the step. ``hold = 1`` keeps an environment as it is
+(the ``NEXT_STEP`` autoreset: it was just reset and returns its first observation, reward 0,
+no flags). A second compiled function recomputes only ``obs`` from the state (after other
+resets). Python writes the actions, makes one call, and copies the outputs out; resets write
+the drawn starts into the selected columns. Where the time goes (float32, 1024 envs, one core):
+the call itself is all but some 25 µs of a step; see docs/envs.md.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...physics._array import CASADI_OPS, SymArray, SymbolicNamespace, symbolic
+from .actions import InnerState, _Attitude, inner_loop
+from .core import observation, outcome
+
+__all__ = ["CompiledStep"]
+
+_INNER = (("rate_int", 3), ("prev_ang_vel", 3), ("prev_tau", 2), ("yaw_sp", 2), ("started", 1))
+FLAGS = ("terminated", "truncated", "crashed", "fault", "out_of_bounds", "tilted")
+"""Boolean output rows, in this order (contiguous)."""
+
+
+def _cse(expr: Any) -> Any:
+    """``expr`` with common subexpressions merged (e.g. what every substep recomputes from the
+    held action), where CasADi offers ``cse``."""  # noqa: D205, D209
+    import os
+
+    import casadi as cs
+
+    if os.environ.get("QUADSIM_NO_CSE") or not hasattr(cs, "cse"):
+        return expr
+    return cs.cse(expr)
+
+
+def _flat(a: Any, dtype: Any) -> list[Any]:
+    """CasADi scalars of a traced array (a :class:`SymArray`, or numbers that stayed numbers)."""
+    if not isinstance(a, SymArray):
+        a = SymArray(np.asarray(a, dtype=np.float64), dtype)
+    return a.entries()
+
+
+def _reference(task: Any, t: SymArray, xp: Any) -> tuple[Any, Any, Any]:
+    """``(ref_pos, ref_vel, ahead)`` of the task at the traced time ``t`` (constants if fixed)."""
+    track = task.name == "track"
+    if task._constant is not None:
+        pos, vel = task._constant
+        ahead = np.broadcast_to(pos, (len(task.future), 3)) if track else None
+        return pos, vel, ahead
+    try:
+        ref = task.trajectory(t)
+        ahead = None
+        if track:
+            pts = [task.trajectory(t + tau).pos for tau in task.future]
+            ahead = xp.stack(pts) if pts else np.zeros((0, 3))
+    except Exception as e:  # a user callable that only takes numbers or NumPy arrays
+        raise NotImplementedError(
+            f"the task's trajectory does not trace with symbolic time ({type(e).__name__}: {e})"
+        ) from e
+    return ref.pos, ref.vel, ahead
+
+
+class CompiledStep:
+    """The compiled step of a :class:`~quadsim.envs.core.QuadCore` (its ``compiled`` path).
+
+    Args:
+        core: The core (task, action level, substeps, weights, termination, truncation).
+        sim: Its :class:`~quadsim.sim.Simulator` (plant: model, per-drone parameters,
+            integrator, world, dt, dtype); its current state is taken over.
+        cache: A previous :class:`CompiledStep` of the same core whose compiled functions are
+            reused when the per-drone parameter layout is the same (a new draw of values).
+
+    Raises:
+        NotImplementedError: If the plant is not a rotor-level quaternion model, or the task's
+            trajectory does not trace.
+    """
+
+    def __init__(self, core: Any, sim: Any, cache: CompiledStep | None = None) -> None:
+        from ...engines.sim_native import _varying
+
+        system = sim.system
+        if (system.attitude != "quat" or system.model == "wrench"
+                or system.n_cmd != sim.drone.mixing_matrix.shape[1]):  # fmt: skip
+            raise NotImplementedError(f"model {system.model!r} (the compiled env step needs a "
+                                      "rotor-level quaternion model)")  # fmt: skip
+        self.core, self.system, self.world = core, system, sim.world
+        self.dtype = np.dtype(sim.dtype)
+        self.n, self.k_act, self.substeps = core.n, core.act_dim, core.substeps
+        params = sim.model_params
+        per_drone = tuple(k for k in params if np.ndim(params[k]) > len(system.param_spec[k]))
+        varying = _varying(system, params, per_drone)
+        key = tuple((name, idx) for name, idx, _ in varying)
+        self.rows = self._layout()
+        self.n_x = max(s.stop for s in self.rows.values())
+        if cache is not None and cache._key == key:
+            self._step_fn, self._obs_fn = cache._step_fn, cache._obs_fn
+        else:
+            self._step_fn, self._obs_fn = self._compile(sim, varying)
+        self._key = key
+        n, lanes = self.n, self._step_fn.lanes
+        self.n_pad = -(-n // lanes) * lanes
+        self._X = np.zeros((self.n_x, self.n_pad), self.dtype)
+        self._U = np.zeros((self.k_act + 1, self.n_pad), self.dtype)  # actions, hold
+        P = None
+        if varying:
+            P = np.empty((len(varying), self.n_pad), self.dtype)
+            P[:, :n] = np.stack([v for _, _, v in varying])
+            P[:, n:] = P[:, n - 1 : n]
+        self._P = P
+        self._advance = self._step_fn.bind(self._X, self._U, P)
+        self._refresh = self._obs_fn.bind(self._X, self._U, P)
+        self._template = self._fresh_column(sim)
+        self._holding = False
+        self._take_state(sim)
+
+    # -- layout and tracing -----------------------------------------------------------------------
+    def _layout(self) -> dict[str, slice]:
+        from ...physics.world import Status
+
+        sizes = list(self.system.fields)
+        if self.world is not None:
+            sizes += [(name, 1) for name in Status._fields]
+        sizes.append(("clock", 1))
+        if self.core.level.inner_loop:
+            sizes += list(_INNER)
+        sizes += [("steps", 1), ("last_action", self.k_act), ("obs", self.core.obs_dim),
+                  ("reward", 1), *((f, 1) for f in FLAGS), ("pos_error", 1)]  # fmt: skip
+        rows, at = {}, 0
+        for name, size in sizes:
+            rows[name], at = slice(at, at + size), at + size
+        return rows
+
+    def _compile(self, sim: Any, varying: list) -> tuple[Any, Any]:
+        import casadi as cs
+
+        from ...engines.native import compile_rollout
+        from ...engines.sim import make_step
+        from ...engines.sim_native import _symbolic_params
+        from ...physics.systems import Env
+        from ...physics.world import Status
+
+        core, system, rows, dtype = self.core, self.system, self.rows, self.dtype
+        xp = SymbolicNamespace.of(dtype)
+        nx, sl = system.size, system.slices()
+        X, U = cs.SX.sym("x", self.n_x), cs.SX.sym("u", self.k_act + 1)
+        P = cs.SX.sym("p", len(varying))
+        xs = [X[i] for i in range(self.n_x)]
+        inputs = [X, U, P] if varying else [X, U]
+
+        def sym(name: str) -> SymArray:
+            return symbolic(xs[rows[name]], dtype)
+
+        def attitude(x: tuple) -> _Attitude:
+            return _Attitude(symbolic(x[sl["quat"]], dtype), symbolic(x[sl["ang_vel"]], dtype))
+
+        def observe(x: tuple, steps: Any, action: SymArray) -> tuple:
+            t = symbolic([steps * core.control_dt], dtype)[0]
+            ref_pos, ref_vel, ahead = _reference(core.task, t, xp)
+            return observation(symbolic(x[sl["pos"]], dtype), symbolic(x[sl["quat"]], dtype),
+                               symbolic(x[sl["vel"]], dtype), symbolic(x[sl["ang_vel"]], dtype),
+                               action, ref_pos, ref_vel, ahead)  # fmt: skip
+
+        # the observation of the current state (after resets): only the obs rows change
+        obs0 = observe(tuple(xs[:nx]), xs[rows["steps"].start], sym("last_action"))[0]
+        out0 = list(xs)
+        out0[rows["obs"]] = _flat(obs0, dtype)
+        G = cs.Function("quadsim_env_observe", inputs, [_cse(cs.vertcat(*out0))])
+
+        # the control step; an environment with hold = 1 (just reset: NEXT_STEP autoreset)
+        # keeps its state and returns its first observation with reward 0 and no flags
+        p = _symbolic_params(system, sim.model_params, varying, P)
+        step = make_step(system, p, sim.dt, sim.integrator, sim.world, xp=CASADI_OPS)
+        a = xp.clip(symbolic([U[i] for i in range(self.k_act)], dtype), -1.0, 1.0)
+        hold = U[self.k_act] > 0.5
+
+        def keep(new: list, old: list) -> list:
+            return [cs.if_else(hold, b, e) for e, b in zip(new, old, strict=True)]
+
+        x0 = tuple(xs[:nx])
+        st0 = Status(*(xs[rows[f].start] for f in Status._fields)) if self.world else None
+        x, st, k = x0, st0, xs[rows["clock"].start]
+        level = core.level
+        if level.inner_loop:
+            consts = level.consts
+            inner0 = InnerState(*[symbolic(xs[rows[f]], dtype) if size > 1 else sym(f)[0]
+                                  for f, size in _INNER])  # fmt: skip
+            inner = inner0
+        else:
+            held = tuple(_flat(level.command(a, None), dtype))
+        env = Env()
+        for _ in range(self.substeps):
+            if level.inner_loop:
+                rpm, inner = inner_loop(a, attitude(x), inner, consts)
+                u = tuple(_flat(rpm, dtype))
+            else:
+                u = held
+            x, st = step(x, u, st, k, env)
+            k = k + 1
+        x = tuple(keep(list(x), list(x0)))
+        out = [*x]
+        if st is not None:
+            st = Status(*keep(list(st), list(st0)))
+            out += list(st)
+        out.append(k)
+        if level.inner_loop:
+            flat = lambda s: [e for f in s for e in _flat(f, dtype)]  # noqa: E731
+            out += keep(flat(inner), flat(inner0))
+        steps0 = xs[rows["steps"].start]
+        steps = cs.if_else(hold, steps0, steps0 + 1)
+        last = symbolic(keep(_flat(a, dtype), xs[rows["last_action"]]), dtype)
+        obs, e_p, e_v, R_zz = observe(x, steps, last)
+        never = xp.zeros(()) > 0.0
+        crashed = never if st is None else SymArray(st.crashed, dtype) > 0.5
+        fault = never if st is None else SymArray(st.fault_step, dtype) >= 0.0
+        w = symbolic(x[sl["ang_vel"]], dtype)
+        reward, term, oob, tilted, dist = outcome(e_p, e_v, w, last, sym("last_action"), crashed,
+                                                  fault, R_zz, core.weights,
+                                                  core.termination)  # fmt: skip
+        mx = core.max_episode_steps
+        trunc = never if mx is None else SymArray(steps, dtype) >= float(mx)
+        out += [steps, *last.entries(), *_flat(obs, dtype)]
+        for f in (reward, term, trunc, crashed, fault, oob, tilted):
+            out += keep(_flat(f, dtype), [0.0])
+        out += _flat(dist, dtype)
+        F = cs.Function("quadsim_env_step", inputs, [_cse(cs.vertcat(*out))])
+        return compile_rollout(F, dtype), compile_rollout(G, dtype)
+
+    # -- state ------------------------------------------------------------------------------------
+    def _fresh_column(self, sim: Any) -> np.ndarray:
+        """The compiled state of a fresh episode (plant fields filled in by :meth:`reset`)."""
+        col = np.zeros(self.n_x)
+        if "rotor_vel" in self.rows:
+            col[self.rows["rotor_vel"]] = sim.hover_rpm
+        if self.world is not None:
+            col[self.rows["crash_time"]], col[self.rows["fault_step"]] = math.nan, -1.0
+        return col
+
+    def _take_state(self, sim: Any) -> None:
+        """Load the simulator's state, flags and clock (inner memory, steps, actions: zero)."""
+        n, X, rows = self.n, self._X, self.rows
+        X[:, :n] = self._template[:, None]
+        for name, _ in self.system.fields:
+            X[rows[name], :n] = np.asarray(getattr(sim.state, name), np.float64).T
+        status = sim.status
+        if self.world is not None and status is not None:
+            for name, v in zip(status._fields, status, strict=True):
+                X[rows[name], :n] = np.asarray(v, np.float64)
+        self._clock = int(sim.k)
+        X[rows["clock"], :n] = self._clock
+        X[:, n:] = X[:, n - 1 : n]
+        self._stale, self._dirty = True, False
+
+    def reset(self, idx: np.ndarray, full: bool, fields: dict, check: Any = ()) -> None:
+        """Start new episodes in the columns ``idx`` (``full``: also restart the clock).
+
+        Args:
+            idx: Environment indices.
+            full: Restart the clock at 0 (a full reset of the simulator).
+            fields: ``pos``, ``quat``, ``vel``, ``ang_vel``, each broadcast to ``(m, size)``.
+            check: Names of the fields to validate (given by the user, not drawn).
+
+        Raises:
+            ValueError: A checked value is not finite or a quaternion is not a unit one (as
+                :meth:`quadsim.sim.Simulator.reset_drones`).
+        """
+        from ...engines.sim import _check_unit_quat
+
+        where = "reset" if full else "reset_drones"
+        m, rows, n = idx.size, self.rows, self.n
+        if full:
+            self._clock = 0
+        block = np.repeat(self._template[:, None], m, axis=1)
+        block[rows["clock"]] = self._clock
+        for name, value in fields.items():
+            r = rows[name]
+            if name in check:
+                v = np.broadcast_to(np.asarray(value, dtype=np.float64), (m, r.stop - r.start))
+                if not np.all(np.isfinite(v)):
+                    raise ValueError(f"{where}: {name} must be finite")
+                if name == "quat":
+                    _check_unit_quat(v, idx, where)
+                block[r] = v.T
+            else:
+                block[r] = np.transpose(value)
+        X = self._X
+        if m == n:
+            X[:, :n] = block
+            X[:, n:] = block[:, -1:]
+        else:
+            X[:, idx] = block
+            if full:  # every other environment restarts its clock too
+                X[rows["clock"]] = 0.0
+        self._stale, self._dirty = True, True
+
+    def steps(self) -> np.ndarray:
+        """Control steps of the current episodes ``(n,)``."""
+        return self._X[self.rows["steps"].start, : self.n].astype(np.int64)
+
+    def last_action(self) -> np.ndarray:
+        """Last actions ``(n, k)`` (float64)."""
+        return self._X[self.rows["last_action"], : self.n].T.astype(np.float64)
+
+    def sync(self, sim: Any) -> None:
+        """Bring the simulator's state, flags and clock up to the compiled states."""
+        if not self._dirty:
+            return
+        from ...physics.world import Status
+
+        X, rows, n = self._X, self.rows, self.n
+        fields = {name: X[rows[name], :n].T.astype(np.float64) for name, _ in self.system.fields}
+        sim.k = self._clock
+        sim.state = type(sim.state)(**fields)
+        if self.world is not None:
+            f = {name: X[rows[name].start, :n] for name in Status._fields}
+            sim.status = Status(landed=f["landed"] > 0.5, crashed=f["crashed"] > 0.5,
+                                crash_time=f["crash_time"].astype(np.float64),
+                                fault_step=f["fault_step"].astype(np.int32),
+                                fault_code=f["fault_code"].astype(np.int32))  # fmt: skip
+        self._dirty = False
+
+    # -- the hot path -----------------------------------------------------------------------------
+    def observe(self) -> np.ndarray:
+        """Observations ``(n, obs_dim)`` float32 of the current states."""
+        if self._stale:
+            self._refresh()
+            self._stale = False
+        return np.ascontiguousarray(self._X[self.rows["obs"], : self.n].T, dtype=np.float32)
+
+    def step(self, action: Any, hold: np.ndarray | None = None) -> tuple[
+            np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:  # fmt: skip
+        """One control step of every environment (:meth:`quadsim.envs.core.QuadCore.step`).
+
+        Args:
+            action: Actions ``(n, k)``.
+            hold: Boolean mask ``(n,)`` of environments that do not step (just reset: they
+                return their first observation, reward 0 and all flags false), or ``None``.
+        """
+        n, rows, X, U = self.n, self.rows, self._X, self._U
+        a = np.asarray(action)
+        if a.shape != (n, self.k_act):
+            a = a.reshape(n, self.k_act)
+        U[:-1, :n] = a.T
+        if hold is not None:
+            U[-1, :n] = hold
+            self._holding = True
+        elif self._holding:
+            U[-1] = 0.0
+            self._holding = False
+        self._advance()
+        self._clock += self.substeps
+        self._stale, self._dirty = False, True
+        obs = np.ascontiguousarray(X[rows["obs"], :n].T, dtype=np.float32)
+        reward = X[rows["reward"].start, :n].astype(np.float64)
+        f0 = rows[FLAGS[0]].start
+        term, trunc, crashed, fault, oob, tilted = X[f0 : f0 + len(FLAGS), :n] > 0.5
+        info = {"crashed": crashed, "fault": fault, "out_of_bounds": oob, "tilted": tilted,
+                "pos_error": X[rows["pos_error"].start, :n].astype(np.float64),
+                "time": X[rows["steps"].start, :n].astype(np.float64)
+                * self.core.control_dt}  # fmt: skip
+        return obs, reward, term, trunc, info

@@ -1,0 +1,542 @@
+r"""The batched core shared by the single and the vectorised environments.
+
+One :class:`~quadsim.sim.Simulator` with ``n`` drones (one per environment) at physics step
+``dt``; each control step holds the action for ``sim_steps_per_action`` physics steps (default
+500 Hz physics, 100 Hz control). With the position error ``e_p = p - p_ref(t)`` [m], the velocity
+error ``e_v = v - v_ref(t)`` [m/s] (hover: ``v_ref = 0``), body rates ``ω`` [rad/s] and actions
+``a_t``:
+
+* observation (float32), in this order: ``e_p`` (3), ``v`` (3, world), ``R_wb`` row-major (9),
+  ``ω`` (3, body), ``a_{t-1}`` (k, the action just applied; zeros after a reset); tracking adds
+  ``v_ref(t)`` (3) and ``p - p_ref(t + τ_j)`` (3 per look-ahead time ``τ_j``);
+* reward ``r = exp(-(w_p ‖e_p‖ + w_v ‖e_v‖ + w_ω ‖ω‖ + w_a ‖a_t - a_{t-1}‖))`` ∈ (0, 1],
+  minus ``crash_penalty`` on the step that terminates;
+* termination: crash (the world's ground impact, boxes or bounds), a simulator fault (diverged
+  state), ``‖e_p‖ > max_pos_error`` or tilt ``arccos(R_zz) > max_tilt``;
+* truncation: ``max_episode_steps`` control steps (``None``: never).
+
+Initial states are drawn uniformly around the reference at ``t = 0``: position offset per axis
+``±pos`` [m], roll and pitch ``±tilt`` [rad], yaw ``±yaw`` [rad], velocity per axis ``±vel``
+[m/s], body rates per axis ``±ang_vel`` [rad/s]; rotors start at hover speed.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ...loop.initial import Spread, make_trajectory, sample_start
+from ...physics._array import namespace
+from ...physics.rotation import _kfrom_euler, to_matrix
+from ...physics.world import Ground, World
+from .actions import make_action_level
+
+__all__ = [
+    "ENV_WORLD",
+    "HoverTask",
+    "InitRanges",
+    "QuadCore",
+    "RewardWeights",
+    "Termination",
+    "TrackTask",
+    "observation",
+    "outcome",
+    "resolve_backend",
+]
+
+ENV_WORLD = World(ground=Ground(height=0.0, crash_speed=0.0))
+"""Default world of the environments: any descending contact with the floor at z = 0 is a crash."""
+
+
+class InitRanges(NamedTuple):
+    """Half-widths of the uniform initial-state distribution (around the reference at t = 0).
+
+    Attributes:
+        pos: Position offset per axis [m].
+        vel: Velocity per axis [m/s].
+        tilt: Roll and pitch [rad].
+        yaw: Yaw [rad].
+        ang_vel: Body rates per axis [rad/s].
+    """
+
+    pos: float = 0.5
+    vel: float = 0.5
+    tilt: float = 0.3
+    yaw: float = math.pi
+    ang_vel: float = 0.5
+
+
+class RewardWeights(NamedTuple):
+    """Weights of the reward ``exp(-(w_p ‖e_p‖ + w_v ‖e_v‖ + w_ω ‖ω‖ + w_a ‖Δa‖))``.
+
+    Attributes:
+        pos: ``w_p`` [1/m].
+        vel: ``w_v`` [s/m].
+        ang_vel: ``w_ω`` [s/rad].
+        action_rate: ``w_a`` (per unit of normalised action change).
+        crash_penalty: Subtracted on the step that terminates the episode.
+    """
+
+    pos: float = 1.0
+    vel: float = 0.1
+    ang_vel: float = 0.05
+    action_rate: float = 0.05
+    crash_penalty: float = 10.0
+
+
+class Termination(NamedTuple):
+    """Termination limits besides crashes and faults (``None`` disables one).
+
+    Attributes:
+        max_pos_error: Largest distance to the reference ``‖e_p‖`` [m].
+        max_tilt: Largest angle between body z and world z [rad].
+    """
+
+    max_pos_error: float | None = 2.0
+    max_tilt: float | None = math.pi / 2
+
+
+class TrackTask:
+    """Follow a trajectory ``traj(t) -> Reference`` (:mod:`quadsim.trajectories`).
+
+    A trajectory that is constant from the start (``duration == 0``, e.g.
+    :class:`~quadsim.trajectories.Hover`) is evaluated once.
+
+    Args:
+        trajectory: Callable of time [s] (any shape ``(...)``) returning a
+            :class:`~quadsim.trajectories.Reference` with ``pos``, ``vel`` of shape ``(..., 3)``.
+        future: Look-ahead times ``τ_j`` [s] of the reference points in the observation.
+    """
+
+    name = "track"
+
+    def __init__(self, trajectory: Callable, future: Any = (0.1, 0.25, 0.5)) -> None:
+        if not callable(trajectory):
+            raise ValueError(f"trajectory must be a callable t -> Reference; got {trajectory!r}")
+        self.trajectory = trajectory
+        self.future = tuple(float(x) for x in future)
+        self._constant = None
+        if getattr(trajectory, "duration", None) == 0.0:
+            ref = trajectory(0.0)
+            self._constant = (np.asarray(ref.pos, dtype=np.float64),
+                              np.asarray(ref.vel, dtype=np.float64))  # fmt: skip
+
+    def reference(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Reference position and velocity ``(n, 3)`` at times ``t`` ``(n,)`` [s]."""
+        shape = (*np.shape(t), 3)
+        if self._constant is not None:
+            pos, vel = self._constant
+        else:
+            ref = self.trajectory(np.asarray(t, dtype=np.float64))
+            pos, vel = np.asarray(ref.pos, dtype=np.float64), np.asarray(ref.vel, dtype=np.float64)
+        return np.broadcast_to(pos, shape), np.broadcast_to(vel, shape)
+
+    def ahead(self, t: np.ndarray) -> np.ndarray:
+        """Reference positions ``(n, J, 3)`` at ``t + τ_j``."""
+        t = np.asarray(t, dtype=np.float64)
+        if not self.future:
+            return np.zeros((*t.shape, 0, 3))
+        tt = t[..., None] + np.asarray(self.future)
+        if self._constant is not None:
+            return np.broadcast_to(self._constant[0], (*tt.shape, 3))
+        pos = np.asarray(self.trajectory(tt).pos, dtype=np.float64)
+        return np.broadcast_to(pos, (*tt.shape, 3))
+
+
+class HoverTask(TrackTask):
+    """Hold a fixed target position (yaw is free): :class:`TrackTask` of a hover reference.
+
+    Args:
+        target: World target [m], ``(3,)``.
+    """
+
+    name = "hover"
+
+    def __init__(self, target: Any = (0.0, 0.0, 1.0)) -> None:
+        target = np.asarray(target, dtype=np.float64)
+        if target.shape != (3,) or not np.all(np.isfinite(target)):
+            raise ValueError(f"target must be a finite (3,) position [m]; got {target!r}")
+        super().__init__(make_trajectory("hover", center=tuple(target.tolist())), future=())
+        self.target = target
+
+
+def observation(
+    pos: Any, quat: Any, vel: Any, ang_vel: Any, last_action: Any, ref_pos: Any, ref_vel: Any,
+    ahead: Any = None,
+) -> tuple[Any, Any, Any, Any]:  # fmt: skip
+    """The observation and the errors behind the reward (pure, array API, batch shape ``...``).
+
+    The one implementation of the module docstring's observation: :class:`QuadCore` calls it on
+    NumPy arrays, the compiled env step (:mod:`quadsim.envs.compiled`) traces it for one drone.
+
+    Args:
+        pos: World position ``(..., 3)`` [m].
+        quat: Attitude ``(..., 4)`` (xyzw).
+        vel: World velocity ``(..., 3)`` [m/s].
+        ang_vel: Body rates ``(..., 3)`` [rad/s].
+        last_action: The action just applied ``(..., k)``.
+        ref_pos: Reference position at the current time [m].
+        ref_vel: Reference velocity at the current time [m/s].
+        ahead: Reference positions at the look-ahead times ``(..., J, 3)`` (tracking), or
+            ``None`` (hover: no reference terms).
+
+    Returns:
+        ``(obs, e_p, e_v, R_zz)``: observation ``(..., obs_dim)`` in the state's dtype (non-finite
+        entries as ``numpy.nan_to_num`` with ±1e6), position and velocity errors, and ``R_zz``.
+    """
+    xp = namespace(pos, quat, vel, ang_vel)
+    R = to_matrix(quat)
+    e_p = pos - ref_pos
+    R9 = xp.reshape(R, (*R.shape[:-2], 9))
+    parts = [e_p, vel, xp.clip(R9, -1.0, 1.0), ang_vel, last_action]
+    if ahead is not None:
+        d = pos[..., None, :] - ahead
+        parts += [ref_vel, xp.reshape(d, (*d.shape[:-2], d.shape[-2] * 3))]
+    obs = xp.concat([xp.broadcast_to(p, (*e_p.shape[:-1], p.shape[-1])) for p in parts], axis=-1)
+    big = xp.where(obs > 0.0, 1e6, xp.where(obs < 0.0, -1e6, 0.0))
+    obs = xp.where(xp.abs(obs) < math.inf, obs, big)
+    return obs, e_p, vel - ref_vel, R[..., 2, 2]
+
+
+def outcome(
+    e_p: Any, e_v: Any, ang_vel: Any, action: Any, prev_action: Any, crashed: Any, fault: Any,
+    R_zz: Any, weights: RewardWeights, termination: Termination,
+) -> tuple[Any, Any, Any, Any, Any]:  # fmt: skip
+    """Reward and termination of a control step (pure, array API; module docstring).
+
+    Args:
+        e_p: Position error ``(..., 3)`` [m].
+        e_v: Velocity error ``(..., 3)`` [m/s].
+        ang_vel: Body rates [rad/s] ``(..., 3)``.
+        action: This step's action ``(..., k)``.
+        prev_action: The previous step's action ``(..., k)``.
+        crashed: The simulator's crash flags ``(...)`` (booleans).
+        fault: The simulator's fault flags ``(...)`` (booleans).
+        R_zz: ``cos`` of the tilt ``(...)``.
+        weights: :class:`RewardWeights`.
+        termination: :class:`Termination`.
+
+    Returns:
+        ``(reward, terminated, out_of_bounds, tilted, pos_error)``.
+    """
+    xp = namespace(e_p, e_v, ang_vel)
+
+    def norm(v: Any) -> Any:
+        return xp.sqrt(xp.sum(v * v, axis=-1))
+
+    dist = norm(e_p)
+    terminated = crashed | fault
+    never = xp.zeros_like(dist) > 0.0
+    out = never if termination.max_pos_error is None else dist > termination.max_pos_error
+    tilted = never if termination.max_tilt is None else R_zz < math.cos(termination.max_tilt)
+    if termination.max_pos_error is not None:
+        terminated = terminated | out
+    if termination.max_tilt is not None:
+        terminated = terminated | tilted
+    wt = weights
+    cost = (wt.pos * dist + wt.vel * norm(e_v) + wt.ang_vel * norm(ang_vel)
+            + wt.action_rate * norm(action - prev_action))  # fmt: skip
+    reward = xp.exp(-cost) - wt.crash_penalty * terminated
+    reward = xp.where(xp.abs(reward) < math.inf, reward, -wt.crash_penalty)
+    return reward, terminated, out, tilted, dist
+
+
+def resolve_backend(backend: str, warn: bool) -> str:
+    """``"auto"``: ``"native"`` when a C compiler and CasADi are there, else ``"numpy"``."""
+    if backend != "auto":
+        return backend
+    from ...engines.native import available
+
+    if available():
+        return "native"
+    if warn:
+        warnings.warn(
+            "quadsim envs: the native backend is not available (CasADi or a C compiler missing); "
+            "falling back to the much slower numpy backend",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return "numpy"
+
+
+class QuadCore:
+    """``n`` environments over one simulator (NumPy arrays with a leading axis ``n``).
+
+    Two paths compute the same step:
+
+    * the reference path: the action level in NumPy (its inner loop at every physics substep,
+      :func:`quadsim.envs.actions.inner_loop`), the :class:`~quadsim.sim.Simulator` for the
+      plant, :func:`observation` and :func:`outcome` in NumPy; any backend;
+    * the compiled path (``backend="native"``, :mod:`quadsim.envs.compiled`): the same functions
+      traced for one drone into one C function that runs a whole control step (inner loop and
+      plant for every substep, observation, reward and flags) of all environments in one call.
+      Python only draws new starts (:meth:`reset`) and copies the results out.
+
+    Args:
+        n: Number of environments.
+        task: :class:`HoverTask` or :class:`TrackTask`.
+        action_level: ``"rotor_speeds"``, ``"thrust_rates"`` or ``"thrust_attitude"``.
+        drone: Preset name, TOML path or :class:`~quadsim.params.Params`.
+        dt: Physics step [s].
+        sim_steps_per_action: Physics steps per control step.
+        backend: Simulator backend, or ``"auto"`` (native when available, else numpy).
+        dtype: Simulator dtype.
+        world: :class:`~quadsim.world.World` (default :data:`ENV_WORLD`).
+        init: :class:`InitRanges`.
+        termination: :class:`Termination`.
+        reward: :class:`RewardWeights`.
+        max_episode_steps: Truncation length in control steps, or ``None``.
+        warn_fallback: Warn when ``"auto"`` falls back to numpy.
+        action_options: Extra keyword arguments of the action level (e.g. ``max_rate``).
+        compiled: ``None`` (default): the compiled path when the backend is ``native`` and the
+            task's trajectory traces (else the reference path, reason in
+            :attr:`compiled_reason`); ``True``: require it (``ValueError`` if impossible);
+            ``False``: the reference path.
+    """
+
+    def __init__(
+        self, n: int, task: Any, *, action_level: str = "rotor_speeds",
+        drone: Any = "cf2x_L250", dt: float = 1 / 500, sim_steps_per_action: int = 5,
+        backend: str = "auto", dtype: str = "float64", world: World | None = ENV_WORLD,
+        init: InitRanges | None = None, termination: Termination | None = None,
+        reward: RewardWeights | None = None, max_episode_steps: int | None = None,
+        warn_fallback: bool = False, action_options: dict | None = None,
+        compiled: bool | None = None,
+    ) -> None:  # fmt: skip
+        from ...physics.params import Params, load_params
+
+        if not (isinstance(sim_steps_per_action, int) and sim_steps_per_action >= 1):
+            raise ValueError(
+                f"sim_steps_per_action must be a positive integer; got {sim_steps_per_action!r}"
+            )
+        if max_episode_steps is not None and not (
+            isinstance(max_episode_steps, int) and max_episode_steps >= 1
+        ):
+            raise ValueError(
+                f"max_episode_steps must be a positive integer or None; got {max_episode_steps!r}"
+            )
+        if compiled not in (None, True, False):
+            raise ValueError(f"compiled must be None, True or False; got {compiled!r}")
+        self.n, self.task = n, task
+        self.params = drone if isinstance(drone, Params) else load_params(drone)
+        self.dt, self.substeps = float(dt), sim_steps_per_action
+        self.control_dt = self.dt * sim_steps_per_action
+        self.backend = resolve_backend(backend, warn_fallback)
+        self.dtype, self.world = dtype, world
+        self.init = r = InitRanges() if init is None else InitRanges(*init)
+        self._spread = {
+            "pos": Spread("uniform", r.pos),
+            "rpy": Spread("uniform", (r.tilt, r.tilt, r.yaw)),
+            "vel": Spread("uniform", r.vel),
+            "ang_vel": Spread("uniform", r.ang_vel),
+        }  # fmt: skip
+        self.termination = Termination() if termination is None else Termination(*termination)
+        self.weights = RewardWeights() if reward is None else RewardWeights(*reward)
+        self.max_episode_steps = max_episode_steps
+        self.level = make_action_level(action_level, self.params, n, self.dt,
+                                       **(action_options or {}))  # fmt: skip
+        self.act_dim = self.level.dim
+        self.obs_dim = 18 + self.act_dim + (3 + 3 * len(task.future) if task.name == "track" else 0)
+        self._want_compiled = compiled
+        self.compiled = None
+        self.compiled_reason = ""
+        self._sim = None
+        self.build_sim()
+        self._steps = np.zeros(n, dtype=np.int64)
+        self._last_action = np.zeros((n, self.act_dim))
+
+    # -- simulator --------------------------------------------------------------------------------
+    def build_sim(self, params: dict | None = None) -> None:
+        """(Re)create the simulator, with per-environment parameter overrides ``params``."""
+        from ...engines.sim import Simulator
+
+        self._sim = Simulator(self.params, n=self.n, dt=self.dt, backend=self.backend,
+                              dtype=self.dtype, world=self.world, params=params)  # fmt: skip
+        want = self._want_compiled
+        if want is False:
+            self.compiled_reason = "compiled=False"
+        elif self.backend != "native":
+            self.compiled_reason = f"backend {self.backend!r} (the compiled step needs native)"
+        else:
+            from .compiled import CompiledStep
+
+            old = self.compiled
+            try:
+                self.compiled = CompiledStep(self, self._sim, cache=old)
+                self.compiled_reason = ""
+            except NotImplementedError as e:
+                self.compiled, self.compiled_reason = None, str(e)
+        if want and self.compiled is None:
+            raise ValueError(f"compiled=True: the compiled env step is not possible here "
+                             f"({self.compiled_reason})")  # fmt: skip
+
+    @property
+    def sim(self) -> Any:
+        """The :class:`~quadsim.sim.Simulator` (on the compiled path: brought up to date with the
+        compiled states when read; changes made to it are not seen by the environments)."""  # noqa: D205, D209
+        if self.compiled is not None:
+            self.compiled.sync(self._sim)
+        return self._sim
+
+    @property
+    def steps(self) -> np.ndarray:
+        """Control steps of the current episode ``(n,)`` (int64)."""
+        if self.compiled is not None:
+            return self.compiled.steps()
+        return self._steps
+
+    @property
+    def last_action(self) -> np.ndarray:
+        """The action applied in the last step ``(n, k)`` (zeros after a reset)."""
+        if self.compiled is not None:
+            return self.compiled.last_action()
+        return self._last_action
+
+    def nominal(self, name: str) -> np.ndarray:
+        """Nominal value of the model parameter ``name``."""
+        if name not in self._sim.model_params:
+            raise ValueError(
+                f"randomize_params: {name!r} is not a model parameter; choose from "
+                f"{sorted(self._sim.model_params)}"
+            )
+        return np.asarray(getattr(self.params, name), dtype=np.float64)
+
+    # -- episodes ---------------------------------------------------------------------------------
+    def reset(
+        self, which: np.ndarray, rng: np.random.Generator, full: bool = False,
+        state: dict | None = None,
+    ) -> None:  # fmt: skip
+        """Draw new initial states for the environments selected by the mask ``which`` ``(n,)``.
+
+        Args:
+            which: Boolean mask ``(n,)``.
+            rng: Generator of the random initial states.
+            full: Restart the whole simulator (clock and flags), else only those drones.
+            state: Overrides of the drawn values, broadcast to the selected environments:
+                ``pos`` [m], ``attitude`` (xyzw), ``vel`` [m/s], ``ang_vel`` [rad/s].
+        """
+        idx = np.flatnonzero(which)
+        m = idx.size
+        if m == 0:
+            return
+        ref_pos, ref_vel = self.task.reference(np.zeros(m))
+        start = sample_start(rng, m, pos=ref_pos, vel=ref_vel, spread=self._spread)
+        pos, vel, ang_vel = start.pos, start.vel, start.ang_vel
+        quat = np.stack(_kfrom_euler(np, tuple(start.rpy.T)), axis=-1)  # from_euler, NumPy
+        if self.world is not None and self.world.ground is not None:
+            pos[:, 2] = np.maximum(pos[:, 2], self.world.ground.height + 0.05)
+        state = dict(state or {})
+        unknown = set(state) - {"pos", "attitude", "vel", "ang_vel"}
+        if unknown:
+            raise ValueError(f"reset state: unknown keys {sorted(unknown)}; use pos, attitude, "
+                             "vel, ang_vel")  # fmt: skip
+        pos = state.get("pos", pos)
+        quat = state.get("attitude", quat)
+        vel = state.get("vel", vel)
+        ang_vel = state.get("ang_vel", ang_vel)
+        if self.compiled is not None:
+            check = {"attitude": "quat"}
+            self.compiled.reset(idx, full, {"pos": pos, "quat": quat, "vel": vel,
+                                            "ang_vel": ang_vel},
+                                {check.get(k, k) for k in state})  # fmt: skip
+            return
+        if full:
+            self._sim.reset(pos=pos, attitude=quat, vel=vel, ang_vel=ang_vel)
+        else:
+            self._sim.reset_drones(idx, pos=pos, attitude=quat, vel=vel, ang_vel=ang_vel)
+        self._steps[idx] = 0
+        self._last_action[idx] = 0.0
+        self.level.reset(which)
+
+    def step_autoreset(
+        self, action: np.ndarray, done: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """:meth:`step`, in which the environments ``done`` start new episodes instead.
+
+        The Gymnasium ``NEXT_STEP`` autoreset: the environments of the mask ``done`` ignore their
+        action, draw a new start (:meth:`reset`) and return its observation with reward 0, both
+        flags false, ``time`` 0 and ``pos_error`` the norm of the observed position error. The
+        compiled path resets them first and holds them during its one call; the reference path
+        steps everyone, then resets and observes (the same draws and results).
+        """
+        if self.compiled is not None:
+            self.reset(done, rng)
+            obs, reward, terminated, truncated, info = self.compiled.step(action, hold=done)
+        else:
+            obs, reward, terminated, truncated, info = self.step(action)
+            self.reset(done, rng)
+            obs = self.observe()
+            reward[done], terminated[done], truncated[done] = 0.0, False, False
+            for key in ("crashed", "fault", "out_of_bounds", "tilted", "time"):
+                info[key][done] = 0
+        info["pos_error"][done] = np.linalg.norm(obs[done, :3], axis=1)
+        return obs, reward, terminated, truncated, info
+
+    def observe(self) -> np.ndarray:
+        """Observations ``(n, obs_dim)`` float32 of the current states."""
+        if self.compiled is not None:
+            return self.compiled.observe()
+        obs, _ = self._observe()
+        return obs
+
+    def _observe(self) -> tuple[np.ndarray, tuple]:
+        st = self._sim.state
+        pos, vel = np.asarray(st.pos, np.float64), np.asarray(st.vel, np.float64)
+        quat, w = np.asarray(st.quat, np.float64), np.asarray(st.ang_vel, np.float64)
+        t = self._steps * self.control_dt
+        ref_pos, ref_vel = self.task.reference(t)
+        ahead = self.task.ahead(t) if self.task.name == "track" else None
+        obs, e_p, e_v, R_zz = observation(pos, quat, vel, w, self._last_action, ref_pos, ref_vel,
+                                          ahead)  # fmt: skip
+        obs = obs.astype(np.float32)
+        if not np.all(np.isfinite(obs)):  # beyond float32's range
+            obs = np.nan_to_num(obs, nan=0.0, posinf=1e6, neginf=-1e6)
+        return obs, (e_p, e_v, w, R_zz)
+
+    def step(self, action: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                                dict]:  # fmt: skip
+        """One control step of every environment.
+
+        Returns:
+            ``(obs (n, d) float32, reward (n,), terminated (n,), truncated (n,), info)``; info
+            holds per-environment arrays ``crashed``, ``fault``, ``out_of_bounds``, ``tilted``
+            (bool), ``pos_error`` [m] and ``time`` [s].
+        """
+        if self.compiled is not None:
+            return self.compiled.step(action)
+        from ...engines.sim import SimulationError
+
+        a = np.clip(np.asarray(action, dtype=np.float64).reshape(self.n, self.act_dim), -1, 1)
+        sim = self._sim
+        diverged = False
+        try:
+            if not self.level.inner_loop:
+                sim.rollout(self.level.command(a, None), record=False, steps=self.substeps)
+            else:
+                for _ in range(self.substeps):
+                    sim.step(self.level.command(a, sim.state))
+        except SimulationError:  # n == 1: the state is kept at its last good value
+            diverged = True
+        self._steps += 1
+        prev, self._last_action = self._last_action, a
+        obs, (e_p, e_v, w, R_zz) = self._observe()
+        status = sim.status
+        n = self.n
+        crashed = np.zeros(n, bool) if status is None else np.array(status.crashed, bool)
+        fault = np.full(n, diverged)
+        if status is not None:
+            fault |= np.asarray(status.fault_step) >= 0
+        reward, terminated, out, tilted, dist = outcome(
+            e_p, e_v, w, a, prev, crashed, fault, R_zz, self.weights, self.termination
+        )  # fmt: skip
+        if self.max_episode_steps is None:
+            truncated = np.zeros(n, bool)
+        else:
+            truncated = self._steps >= self.max_episode_steps
+        info = {"crashed": crashed, "fault": fault, "out_of_bounds": out, "tilted": tilted,
+                "pos_error": dist, "time": self._steps * self.control_dt}  # fmt: skip
+        return obs, reward, terminated, truncated, info

@@ -1,0 +1,252 @@
+"""``quadsim fly`` and ``quadsim recover``: a scenario file in, a directory of results out.
+
+Before anything is built, :mod:`quadsim.preflight` checks the output directory and what each
+requested output needs, refuses a run that would not fit in memory, and says when a run will be
+long or its step unsuited to the drone. During the flight every chunk of the log becomes a
+durable part file (:mod:`quadsim.io.parts`); at the end, or on SIGINT, SIGTERM or SIGHUP, the
+parts are merged into ``trajectory.parquet`` (and ``trajectory.csv``) while the summary is
+computed, ``summary.json`` is written, then the figures and the animation. After a hard kill the
+parts stay on disk and :func:`recover` does the same merge.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+__all__ = ["fly_scenario", "recover"]
+
+_OUTPUTS = (
+    "trajectory.parquet",
+    "trajectory.csv",
+    "summary.json",
+    "path_3d.png",
+    "states.png",
+    "rotors.png",
+    "tracking_error.png",
+    "flight.gif",
+    "flight.mp4",
+)
+
+
+def _progress_bar(total: int, enabled: bool) -> Any:
+    if not enabled:
+        return None, lambda done, total: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="step", desc="flying", leave=False, dynamic_ncols=True)
+
+    def update(done: int, total: int) -> None:
+        bar.update(done - bar.n)
+
+    return bar, update
+
+
+def default_out(scenario: str | os.PathLike[str]) -> Path:
+    """``runs/<scenario file name without its suffix>``."""
+    return Path("runs") / Path(scenario).stem
+
+
+def fly_scenario(
+    scenario: str | os.PathLike[str],
+    out_dir: str | os.PathLike[str] | None = None,
+    *,
+    csv: bool | None = None,
+    plots: bool | None = None,
+    animate: str | None = None,
+    progress: bool = True,
+    echo: Any = None,
+) -> dict:
+    """Run a scenario file and write its outputs.
+
+    Args:
+        scenario: Path of the scenario TOML file.
+        out_dir: Output directory (default :func:`default_out`); created if needed.
+        csv: Also write ``trajectory.csv`` (default: the scenario's ``output.csv``).
+        plots: Write the PNG figures (default: the scenario's ``output.plots``).
+        animate: ``None``, or ``"gif"`` / ``"mp4"`` for an animation of drone 0.
+        progress: Show a progress bar.
+        echo: Called with each notice before the run (estimates, advice); default: print to
+            stderr. ``lambda s: None`` silences them.
+
+    Returns:
+        The summary (also written to ``summary.json``), with ``"files"`` listing what was
+        written; ``"signal"`` names the signal that stopped an interrupted run.
+
+    Raises:
+        ValueError: Bad input: the scenario, the output directory, a missing prerequisite of a
+            requested output, or a run that would not fit in memory.
+    """
+    from ..loop.flight import flight_loop, fly
+    from . import preflight
+    from .io.parts import PARTS, PartWriter
+    from .scenario import build, load_scenario
+
+    echo = echo or (lambda s: print(s, file=sys.stderr))
+    with _echo_warnings(echo):
+        sc = load_scenario(scenario)
+    o = sc.values["output"]
+    csv = o["csv"] if csv is None else csv
+    plots = o["plots"] if plots is None else plots
+    out = Path(out_dir) if out_dir is not None else default_out(scenario)
+    preflight.check_out_dir(out)
+    preflight.check_outputs(plots=plots, animate=animate, csv=csv)
+    for notice in preflight.check_run(sc):
+        echo(notice)
+    for name in _OUTPUTS:  # a stale file from an earlier run must not pass for this one's
+        (out / name).unlink(missing_ok=True)
+
+    with _echo_warnings(echo):
+        objs = build(sc)
+    sim = objs.sim
+    total = max(1, round(objs.duration / sim.dt))
+    opts = {"csv": bool(csv), "plots": bool(plots), "animate": animate}
+    # the loop fly will run, in every part for `quadsim recover` (fly's meta corrects it at the
+    # end if tracing fell back to the per-step loop)
+    name, reason = flight_loop(sim, objs.control, objs.gains, imu=objs.imu, mocap=objs.mocap,
+                               seed=objs.seed)  # fmt: skip
+    loop = {"loop": name, "loop_reason": reason}
+    run_meta = objs.meta | {"output": objs.meta["output"] | opts} | loop
+    parts = PartWriter(out / PARTS, run_meta)
+    bar, update = _progress_bar(total, progress)
+    t0 = time.perf_counter()
+    try:
+        result = fly(
+            sim,
+            objs.trajectory,
+            objs.control,
+            objs.gains,
+            duration=objs.duration,
+            ref_offset=objs.ref_offset,
+            imu=objs.imu,
+            mocap=objs.mocap,
+            seed=objs.seed,
+            log_every=o["log_every"],
+            chunk_steps=o["chunk_steps"],
+            on_chunk=lambda chunk: parts.write(chunk, time.perf_counter() - t0),
+            progress=update,
+            keep_log=False,
+            meta=run_meta,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    return _finish(out, result.meta, result.wall_time, result.interrupted, result.signal)
+
+
+@contextlib.contextmanager
+def _echo_warnings(echo: Any) -> Any:
+    """Warnings raised inside the block are shown through ``echo`` (``quadsim: warning: ...``)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            for w in caught:
+                echo(f"quadsim: warning: {w.message}")
+
+
+def _finish(
+    out: Path, meta: dict, wall_time: float, interrupted: bool, signum: int | None
+) -> dict:
+    """Merge the parts, write the summary, then the figures (shared by fly and recover)."""
+    from . import io
+    from .io.parts import PARTS, merge_parts, part_files
+
+    opts = meta.get("output", {})
+    parquet = out / "trajectory.parquet"
+    csv = out / "trajectory.csv" if opts.get("csv") else None
+    want_head = opts.get("plots") or opts.get("animate")
+    keep = int(opts.get("plot_drones", 4)) if want_head else 0
+    files: list[Path] = []
+    head: dict = {}
+    if part_files(out / PARTS):
+        merged = merge_parts(
+            out / PARTS, parquet, csv, t_from=float(opts.get("settle", 0.0)), keep_drones=keep
+        )
+        summary = merged.summary.result(wall_time, interrupted)
+        head = merged.head
+        files += [parquet] + ([csv] if csv else [])
+    else:  # stopped before the first chunk was complete
+        import shutil
+
+        shutil.rmtree(out / PARTS, ignore_errors=True)
+        summary = io.SummaryAccumulator(meta).result(wall_time, interrupted)
+    for key in ("loop", "loop_reason"):  # what ran (the parts hold what was expected)
+        if key in meta:
+            summary[key] = meta[key]
+    if signum is not None:
+        summary["signal"] = signal.Signals(signum).name
+    summary_path = out / "summary.json"
+    files.append(summary_path)
+    summary["files"] = [str(f) for f in files]
+    io.write_summary(summary_path, summary)  # first, so a signal while plotting keeps it
+    if head and summary["n_samples"]:
+        from . import plotting
+
+        if opts.get("plots"):
+            files += plotting.plot_all(
+                head, meta, out, drones=range(head["pos"].shape[1]),
+                t_from=float(opts.get("settle", 0.0)),
+            )
+        if opts.get("animate"):
+            files.append(plotting.animate(head, meta, out / f"flight.{opts['animate']}"))
+        summary["files"] = [str(f) for f in files]
+        io.write_summary(summary_path, summary)
+    return summary
+
+
+def recover(out_dir: str | os.PathLike[str], plots: bool = True) -> dict | None:
+    """Rebuild ``trajectory.parquet`` and ``summary.json`` of a run that was killed.
+
+    Merges the complete part files a killed ``quadsim fly`` left in ``out_dir`` (the chunk in
+    flight when it died is lost) and writes the summary marked interrupted and recovered, and
+    the figures (``plots``) the run asked for.
+
+    Returns:
+        The summary, or ``None`` when the run had finished (nothing to recover).
+
+    Raises:
+        ValueError: If ``out_dir`` holds no quadsim run.
+    """
+    import json
+
+    from .io.log import _META_KEY
+    from .io.parts import PARTS, part_files
+
+    out = Path(out_dir)
+    if not out.is_dir():
+        raise ValueError(f"{out}: not a directory")
+    files = part_files(out / PARTS)
+    if not files:
+        if (out / "summary.json").is_file():
+            return None
+        raise ValueError(f"{out}: no quadsim run here (no {PARTS}/ and no summary.json)")
+    import pyarrow.parquet as pq
+
+    meta = json.loads(pq.read_schema(files[-1]).metadata[_META_KEY])["meta"]
+    if not plots:
+        meta["output"] = {**meta.get("output", {}), "plots": False, "animate": None}
+    record = json.loads(pq.read_schema(files[-1]).metadata[b"quadsim_part"])
+    summary = _finish(out, meta, float(record["wall_time_s"]), True, None)
+    summary["recovered"] = True
+    from . import io
+
+    io.write_summary(out / "summary.json", summary)
+    return summary
+
+
+def exit_code(summary: dict) -> int:
+    """0 completed, 1 a crash, 128 + signal number when a signal stopped the run."""
+    name = summary.get("signal")
+    if name:
+        return 128 + int(signal.Signals[name])
+    if summary.get("interrupted"):
+        return 128 + int(signal.SIGINT)
+    return 1 if summary.get("crash_count", 0) else 0

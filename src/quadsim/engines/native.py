@@ -1,0 +1,579 @@
+r"""Compiled rollouts: a CasADi step function turned into vectorised, multi-threaded C.
+
+A step ``x_{s+1} = f(x_s, u_s[, p])`` of one drone, given as a CasADi ``SX`` Function, is walked
+instruction by instruction and emitted as C that uses GCC/Clang vector extensions: every C variable
+is a vector of ``lanes`` drones (8 in float32, 4 in float64 with 32-byte vectors; twice that with
+64-byte vectors where the target has AVX-512), the state stays in
+registers over all steps, and OpenMP spreads blocks of drones over the cores. The library is
+compiled with the system C compiler, cached on disk, and loaded with :mod:`ctypes` (which releases
+the GIL during the call).
+
+The on-disk cache (``$QUADSIM_CACHE_DIR`` or ``~/.cache/quadsim/native``) holds two kinds of
+entry. A library is keyed by the CasADi serialisation of the (SX) step function, the dtype, this
+module's own source (the C generator), the CasADi version and the toolchain (compiler, flags and
+its identity), so a hit needs neither the C source (generated only on a miss) nor the compiler.
+The toolchain probe (which of ``-march=native`` and ``-fopenmp`` build and load) is keyed by the
+compiler's identity, ``--version`` and the target macros of ``-march=native``, which are still
+asked every process (milliseconds; a probe build is tens of them); a failed build drops it.
+
+Data are structure-of-arrays: the drone index is the *last* axis, ``x`` has shape
+``(n_state, N)``. Arithmetic follows IEEE rules except that it may be reassociated and fused
+(``-ffast-math`` without ``-ffinite-math-only``), so NaN and infinity still propagate. Nothing is
+imported or compiled at import time; CasADi is imported inside the functions that need it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import hashlib
+import json
+import math
+import os
+import shlex
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["NativeRollout", "available", "compile_rollout"]
+
+# -ffast-math minus -ffinite-math-only, so that NaN and infinity survive (divergence detection).
+_FLAGS = ["-O3", "-fno-math-errno", "-fno-trapping-math", "-fassociative-math",
+          "-fno-signed-zeros", "-freciprocal-math", "-ffp-contract=fast",
+          "-Werror=implicit-function-declaration", "-shared", "-fPIC"]  # fmt: skip
+_TEST_SRC = """#include <math.h>
+typedef double vd __attribute__((vector_size(32)));
+typedef long long vl __attribute__((vector_size(32)));
+double probe(double a) { vd v = (vd){} + a; vl m = v < 2.0; v[1] = sqrt(v[0]);
+  return v[1] + (double)m[0]; }
+"""
+# CasADi op name -> C expression over vector operands {0}, {1}; ("lane", f): scalar libm f per lane.
+# B(mask) turns an integer lane mask into 0.0/1.0 like CasADi's comparisons.
+_OPS: dict[str, Any] = {
+    "ADD": "{0}+{1}", "SUB": "{0}-{1}", "MUL": "{0}*{1}", "DIV": "{0}/{1}", "NEG": "-{0}",
+    "SQ": "{0}*{0}", "TWICE": "{0}+{0}", "INV": "ONE/{0}", "FABS": "(vf)((vi){0} & ABS_BITS)",
+    "LT": "B({0}<{1})", "LE": "B({0}<={1})", "EQ": "B({0}=={1})", "NE": "B({0}!={1})",
+    "NOT": "B({0}==ZERO)",
+    "AND": "B(({0}!=ZERO)&({1}!=ZERO))", "OR": "B(({0}!=ZERO)|({1}!=ZERO))",
+    "IF_ELSE_ZERO": "(vf)(({0}!=ZERO) & (vi){1})",
+    **{k: ("lane", k.lower()) for k in ["SQRT", "SIN", "COS", "TAN", "ASIN", "ACOS", "ATAN",
+       "SINH", "COSH", "TANH", "ASINH", "ACOSH", "ATANH", "EXP", "LOG", "EXPM1", "LOG1P",
+       "FLOOR", "CEIL", "ERF", "ATAN2", "POW", "FMIN", "FMAX", "FMOD", "REMAINDER", "COPYSIGN",
+       "HYPOT"]},
+    "CONSTPOW": ("lane", "pow"), "SIGN": ("lane", "sgn"),
+}  # fmt: skip
+_BINARY = {"ATAN2", "POW", "CONSTPOW", "FMIN", "FMAX", "FMOD", "REMAINDER", "COPYSIGN", "HYPOT"}
+_C_TYPES = {np.dtype(np.float32): ("float", "int32_t", "0x3f800000", "0x7fffffff", "f"),
+            np.dtype(np.float64): ("double", "int64_t", "0x3ff0000000000000LL",
+                                   "0x7fffffffffffffffLL", "")}  # fmt: skip
+
+
+_EXTRAS = (["-march=native", "-fopenmp"], ["-march=native"], ["-fopenmp"], [])
+
+
+def _cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    return Path(cache_dir or os.environ.get("QUADSIM_CACHE_DIR") or
+                Path.home() / ".cache" / "quadsim" / "native")  # fmt: skip
+
+
+def _ask(cc: list[str], *questions: list[str]) -> list[str | None]:
+    """Outputs of ``cc args`` for each ``args``, run side by side with stdin empty.
+
+    ``None`` where the command cannot run, times out or fails.
+    """
+    procs: list[Any] = []
+    for args in questions:
+        try:
+            procs.append(subprocess.Popen([*cc, *args], stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                          text=True))  # fmt: skip
+        except OSError:
+            procs.append(None)
+    out: list[str | None] = []
+    for p in procs:
+        if p is None:
+            out.append(None)
+            continue
+        try:
+            text = p.communicate(timeout=60)[0]
+        except subprocess.SubprocessError:
+            p.kill()
+            p.communicate()
+            text = None
+        out.append(text if p.returncode == 0 else None)
+    return out
+
+
+def _probe(cc: list[str], extra: list[str]) -> bool:
+    """Whether ``cc`` with the flags plus ``extra`` builds a probe library that loads."""
+    with tempfile.TemporaryDirectory() as tmp:
+        src, lib = Path(tmp, "probe.c"), Path(tmp, "probe.so")
+        src.write_text(_TEST_SRC)
+        try:
+            r = _run([*cc, *_FLAGS, *extra, str(src), "-o", str(lib), "-lm"], timeout=60)
+            return not r.returncode and bool(ctypes.CDLL(str(lib)).probe)
+        except (OSError, AttributeError, subprocess.SubprocessError):
+            return False
+
+
+def _toolchain_entry(cc: list[str], version: str, native: str | None) -> Path:
+    """Cache file of the probe result for this compiler (its identity) and these flags."""
+    key = "\0".join([shlex.join(cc), shlex.join(_FLAGS), _TEST_SRC, version, native or "-"])
+    return _cache_root() / f"toolchain_{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` under a temporary name, then rename; failures are ignored."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except OSError:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.remove(tmp)
+
+
+def _forget_toolchain() -> None:
+    """Drop the cached probe of the toolchain in use (a build failed: probe again next time)."""
+    tool = _toolchain()
+    if tool is not None and tool[3]:
+        with contextlib.suppress(OSError):
+            os.remove(tool[3])
+
+
+@functools.cache
+def _toolchain() -> tuple[tuple[str, ...], tuple[str, ...], str, str] | None:
+    """``(compiler, flags, identity, probe file or "")`` of the first compiler building a probe.
+
+    The identity (``--version`` and the target macros of the first extra flag) keys the
+    library cache; the probe's result is cached on disk under the compiler's version and
+    ``-march=native`` macros, so a process whose compiler answers as before skips the probe
+    builds (a cache write that fails is ignored).
+    """
+    env = os.environ.get("CC")
+    candidates = [shlex.split(env)] if env else [[c] for c in ("cc", "gcc") if shutil.which(c)]
+    for cc in candidates:
+        version, native = _ask(cc, ["--version"], ["-march=native", "-dM", "-E", "-x", "c", "-"])
+        # a compiler that does not say its version is probed every time (no cache entry)
+        entry = None if version is None else _toolchain_entry(cc, version, native)
+        extra = ident = None
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            doc = json.loads(entry.read_text()) if entry is not None else {}
+            if doc and doc["extra"] in _EXTRAS and isinstance(doc["ident"], str):
+                extra, ident = doc["extra"], doc["ident"]
+        if extra is None:
+            extra = next((e for e in _EXTRAS if _probe(cc, e)), None)
+            if extra is None:
+                continue
+            macros = native if extra[:1] == ["-march=native"] else _ask(
+                cc, [*extra[:1], "-dM", "-E", "-x", "c", "-"])[0]  # fmt: skip
+            ident = "\n".join([version or "", macros or ""])
+            if entry is not None:
+                _write_atomic(entry, json.dumps({"extra": extra, "ident": ident}))
+        return tuple(cc), (*_FLAGS, *extra), ident, "" if entry is None else str(entry)
+    return None
+
+
+@functools.cache
+def _generator_id() -> str | None:
+    """What the C depends on besides the Function: the generators' source and CasADi's version.
+
+    The generators are this module and :mod:`quadsim.noise` (its C twin). ``None`` when a source
+    cannot be read (then the library is keyed by the C source).
+    """
+    import casadi as cs
+
+    try:
+        noise = Path(__file__).parents[1] / "physics" / "noise.py"  # the C twin of the normals
+        own = Path(__file__).read_bytes() + noise.read_bytes()
+    except OSError:
+        return None
+    return hashlib.sha256(own + b"\0" + cs.__version__.encode()).hexdigest()
+
+
+@functools.cache
+def available() -> bool:
+    """Whether compiled rollouts work here: CasADi imports and a C compiler builds a probe.
+
+    The compiler is ``$CC`` if set, else ``cc`` or ``gcc``. The result is cached per process, and
+    the probe's on disk under the compiler's identity (see the module docstring).
+    """
+    try:
+        import casadi  # noqa: F401
+    except ImportError:
+        return False
+    return _toolchain() is not None
+
+
+def _run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, check=False, **kw)
+
+
+def _literal(c: float, suffix: str) -> str:
+    if math.isnan(c):
+        return "NAN"
+    if math.isinf(c):
+        return "INFINITY" if c > 0 else "-INFINITY"
+    return f"({c!r}{suffix})"
+
+
+def _vector_bytes(ident: str) -> int:
+    """Bytes per vector: 64 where the target has AVX-512 (``__AVX512F__`` among the macros of
+    the toolchain's identity), else 32; ``$QUADSIM_VECTOR_BYTES`` (32 or 64) overrides."""  # noqa: D205, D209
+    env = os.environ.get("QUADSIM_VECTOR_BYTES", "")
+    if env in ("32", "64"):
+        return int(env)
+    return 64 if "__AVX512F__" in ident else 32
+
+
+_OMP_WORK = 256 * 1500
+"""Threads only when blocks × steps × instructions reach this (a fork/join costs microseconds,
+and much more when another process holds a core): about 256 block-steps of the RK4 plant."""
+
+
+def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int = 32,
+              noise: tuple = ()) -> str:
+    """C source of ``quadsim_roll`` for the SX Function ``F`` (see :func:`compile_rollout`)."""
+    import casadi as cs
+
+    from ..physics.noise import STREAMS, c_source
+
+    T, Ti, one, absb, sfx = _C_TYPES[dtype]
+    lanes = vbytes // dtype.itemsize
+    names = {getattr(cs, "OP_" + k): k for k in [*_OPS, "CONST", "INPUT", "OUTPUT"]
+             if hasattr(cs, "OP_" + k)}  # fmt: skip
+    rows_in = [F.sparsity_in(i).find() for i in range(F.n_in())]
+    rows_out = F.sparsity_out(0).find()
+    body, used = [], set()
+    for k in range(F.n_instructions()):
+        op, i, o = F.instruction_id(k), F.instruction_input(k), F.instruction_output(k)
+        name = names.get(op)
+        if name is None:
+            all_ops = {getattr(cs, n): n for n in dir(cs) if n.startswith("OP_")}
+            raise NotImplementedError(f"CasADi operation {all_ops.get(op, op)} is not supported")
+        if name == "CONST":
+            rhs = f"((vf){{}} + {_literal(F.instruction_constant(k), sfx)})"
+        elif name == "INPUT":
+            rhs = f"{'xupz'[i[0]]}s[{rows_in[i[0]][i[1]]}]"
+        elif name == "OUTPUT":
+            body.append(f"xn[{rows_out[o[1]]}] = t{i[0]};")
+            continue
+        elif isinstance(_OPS[name], tuple):
+            used.add(name)
+            rhs = f"v_{name}({', '.join(f't{a}' for a in i)})"
+        else:
+            rhs = _OPS[name].format(*[f"t{a}" for a in i])
+        body.append(f"t{o[0]} = {rhs};")
+    body += [f"xn[{r}] = ZERO;" for r in sorted(set(range(sizes[0])) - set(rows_out))]
+    helpers = []
+    for name in sorted(used):
+        f = _OPS[name][1] + (sfx if _OPS[name][1] != "sgn" else "")
+        two = name in _BINARY
+        args, call = ("vf a, vf b", f"{f}(a[l], b[l])") if two else ("vf a", f"{f}(a[l])")
+        helpers.append(f"static inline vf v_{name}({args}) {{ vf r; "
+                       f"for (int l = 0; l < W; ++l) r[l] = {call}; return r; }}")  # fmt: skip
+    nx, nu, npar = sizes
+    nz = sum(count for _, count in noise)
+    draw = ""
+    if nz:  # the normals of each lane's drone at this step (quadsim.noise), then as vectors
+        calls, at = [], 0
+        for stream, count in noise:
+            calls.append(f"quadsim_normals(seed, {STREAMS[stream]}u, step0 + s, j + l, {count}, "
+                         f"zb + {at});")
+            at += count
+        draw = (f"for (int l = 0; l < W; ++l) {{ double zb[{nz}]; {' '.join(calls)} "
+                f"for (int k = 0; k < {nz}; ++k) zs[k][l] = (T)zb[k]; }}")
+    decl = "vf " + ", ".join(f"t{k}" for k in range(max(F.sz_w(), 1))) + ";"
+    load = "memcpy(&{0}[k], {1}, sizeof(vf));"
+    return f"""/* quadsim.native: generated from CasADi Function '{F.name()}' */
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+typedef {T} T;
+typedef T vf __attribute__((vector_size({vbytes})));
+typedef {Ti} vi __attribute__((vector_size({vbytes})));
+#define W {lanes}
+#define ZERO ((vf){{}})
+#define ONE ((vf){{}} + 1)
+#define ONE_BITS ((vi){{}} + {one})
+#define ABS_BITS ((vi){{}} + {absb})
+#define B(m) ((vf)((m) & ONE_BITS))
+static inline T sgn(T a) {{ return a < 0 ? -1 : (a > 0 ? 1 : a); }}
+{chr(10).join(helpers)}
+{c_source() if nz else ""}
+int quadsim_roll(T *restrict X, const T *restrict U, const T *restrict P, int64_t N,
+                 int64_t steps, int u_per_step, int p_per_drone, int64_t rec, T *restrict R,
+                 int threads, uint64_t seed, int64_t step0) {{
+  int nt = 1;
+#ifdef _OPENMP
+  nt = threads > 0 ? threads : omp_get_max_threads();
+#endif
+  (void)nt; (void)seed; (void)step0;
+  /* threads only pay off with two blocks or more and enough work: blocks x steps x the
+     {F.n_instructions()} instructions of a step (a fork/join costs ~us, more under load) */
+#pragma omp parallel for schedule(static) num_threads(nt) \
+    if(N / W >= 2 && (N / W) * steps * {F.n_instructions()} >= {_OMP_WORK})
+  for (int64_t j = 0; j < N; j += W) {{
+    vf xs[{max(nx, 1)}], xn[{max(nx, 1)}], us[{max(nu, 1)}], ps[{max(npar, 1)}], zs[{max(nz, 1)}];
+    {decl}
+    for (int k = 0; k < {nx}; ++k) {load.format("xs", "X + k * N + j")}
+    for (int k = 0; k < {nu}; ++k) {load.format("us", "U + k * N + j")}
+    for (int k = 0; k < {npar}; ++k) {{
+      if (p_per_drone) {load.format("ps", "P + k * N + j")} else ps[k] = ZERO + P[k];
+    }}
+    for (int64_t s = 0; s < steps;) {{
+      int64_t e = (rec > 0 && s + rec < steps) ? s + rec : steps;
+      for (; s < e; ++s) {{
+        if (u_per_step)
+          for (int k = 0; k < {nu}; ++k) {load.format("us", "U + (s * " + str(nu) + " + k) * N + j")}
+        {draw}
+        {chr(10).join("        " + b for b in body).lstrip()}
+        for (int k = 0; k < {nx}; ++k) xs[k] = xn[k];
+      }}
+      if (rec > 0 && s % rec == 0)
+        for (int k = 0; k < {nx}; ++k) memcpy(R + ((s / rec - 1) * {nx} + k) * N + j, &xs[k], sizeof(vf));
+    }}
+    for (int k = 0; k < {nx}; ++k) memcpy(X + k * N + j, &xs[k], sizeof(vf));
+  }}
+  return 0;
+}}
+"""  # noqa: E501
+
+
+class NativeRollout:
+    """A compiled rollout of a one-drone step function over many drones (see compile_rollout).
+
+    Attributes:
+        n_state: State size of one drone.
+        n_input: Input (command) size of one drone.
+        n_param: Parameter size of one drone (0 when the step takes no parameters).
+        dtype: Floating-point type of the computation (float32 or float64).
+        lanes: Drones per vector (8 for float32, 4 for float64; twice that with AVX-512).
+        threads: OpenMP threads (0: the OpenMP default).
+        path: The shared library on disk.
+        compiled: Whether this object invoked the compiler (False: loaded from the cache).
+        source: The generated C source (generated when first read after a cache hit).
+    """
+
+    def __init__(self, path: Path, sizes: tuple[int, int, int], dtype: np.dtype, threads: int,
+                 compiled: bool, source: str | Any, vbytes: int = 32,
+                 noise: tuple = ()) -> None:  # fmt: skip
+        self.n_state, self.n_input, self.n_param = sizes
+        self.noise = tuple(noise)
+        self.dtype, self.lanes, self.threads = dtype, vbytes // dtype.itemsize, threads
+        self.path, self.compiled, self._source = path, compiled, source
+        self._fn = ctypes.CDLL(str(path)).quadsim_roll
+        vp, i64, ci = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
+        self._fn.argtypes = [vp, vp, vp, i64, i64, ci, ci, i64, vp, ci, ctypes.c_uint64, i64]
+        self._fn.restype = ci
+
+    @property
+    def source(self) -> str:
+        """The generated C source of the library."""
+        if not isinstance(self._source, str):
+            self._source = self._source()
+        return self._source
+
+    def __repr__(self) -> str:
+        return (f"NativeRollout(n_state={self.n_state}, n_input={self.n_input}, "
+                f"n_param={self.n_param}, dtype={self.dtype}, lanes={self.lanes})")  # fmt: skip
+
+    def _pad(self, a: Any, n_pad: int, copy: bool = False) -> np.ndarray:
+        a = np.asarray(a)
+        if a.shape[-1] == n_pad:
+            return np.array(a, dtype=self.dtype, order="C", copy=True if copy else None)
+        out = np.empty((*a.shape[:-1], n_pad), self.dtype)
+        out[..., : a.shape[-1]], out[..., a.shape[-1] :] = a, a[..., -1:]
+        return out
+
+    def __call__(self, x0: Any, u: Any, params: Any = None, steps: int = 1,
+                 record_every: int = 0, seed: int = 0,
+                 step0: int = 0) -> tuple[np.ndarray, np.ndarray | None]:  # fmt: skip
+        """Advance ``N`` drones by ``steps`` steps.
+
+        Args:
+            x0: Initial states, shape ``(n_state, N)`` (drone index last), units of the step.
+            u: Inputs, shape ``(n_input, N)`` (held over all steps) or ``(steps, n_input, N)``
+                (one input per step).
+            params: Parameters, shape ``(n_param, N)`` (per drone) or ``(n_param,)`` (shared);
+                must be ``None`` when the step takes no parameters.
+            steps: Number of steps, ``>= 0``.
+            record_every: ``k > 0`` records the state after steps ``k, 2k, ...``.
+            seed: Key of the step's normals (a step with a noise input, :attr:`noise`): step
+                ``s`` of drone ``i`` draws :func:`quadsim.noise.normals` ``(seed, stream,
+                step0 + s, i, count)`` for each ``(stream, count)``.
+            step0: Step index of the first step (the counter of its normals).
+
+        Returns:
+            ``(x_final, record)``: final states ``(n_state, N)`` and, for ``k > 0``, the recorded
+            states ``(steps // k, n_state, N)``, else ``None``. The inputs are not modified.
+
+        Raises:
+            ValueError: If a shape, ``steps`` or ``record_every`` is invalid.
+        """
+        nx, nu, npar = self.n_state, self.n_input, self.n_param
+        x0, u = np.asarray(x0), np.asarray(u)
+        steps, k = int(steps), int(record_every)
+        if steps < 0 or k < 0:
+            raise ValueError(f"steps and record_every must be >= 0; got {steps}, {k}")
+        if x0.ndim != 2 or x0.shape[0] != nx or x0.shape[1] < 1:
+            raise ValueError(f"x0 must have shape (n_state, N) = ({nx}, N) with N >= 1; "
+                             f"got shape {x0.shape}")  # fmt: skip
+        n = x0.shape[1]
+        if u.shape not in ((nu, n), (steps, nu, n)):
+            raise ValueError(f"u must have shape (n_input, N) = {(nu, n)} or (steps, n_input, N) "
+                             f"= {(steps, nu, n)}; got shape {u.shape}")  # fmt: skip
+        if npar == 0 and params is not None:
+            raise ValueError("this step function takes no parameters; params must be None")
+        p = np.zeros((1,), self.dtype) if params is None and npar == 0 else np.asarray(params)
+        if npar and p.shape not in ((npar,), (npar, n)):
+            raise ValueError(f"params must have shape (n_param,) = ({npar},) or (n_param, N) = "
+                             f"{(npar, n)}; got shape {p.shape}")  # fmt: skip
+        n_pad = -(-n // self.lanes) * self.lanes
+        X = self._pad(x0, n_pad, copy=True)
+        U = self._pad(u, n_pad)
+        per_drone = npar > 0 and p.ndim == 2
+        P = self._pad(p, n_pad) if per_drone else np.ascontiguousarray(p, dtype=self.dtype)
+        R = np.empty((steps // k, nx, n_pad), self.dtype) if k else None
+        ptr = lambda a: None if a is None else a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
+        self._fn(ptr(X), ptr(U), ptr(P), n_pad, steps, int(u.ndim == 3), int(per_drone), k,
+                 ptr(R), self.threads, int(seed), int(step0))  # fmt: skip
+        if n_pad != n:
+            X = np.ascontiguousarray(X[:, :n])
+            R = None if R is None else np.ascontiguousarray(R[..., :n])
+        return X, R
+
+    def bind(self, X: np.ndarray, U: np.ndarray, P: np.ndarray | None = None) -> Any:
+        """Hot-loop entry: a function ``advance(steps=1)`` that updates ``X`` in place.
+
+        The buffers are checked once here and their addresses cached, so each call costs one
+        foreign-function call. The returned function keeps the arrays alive.
+
+        Args:
+            X: States ``(n_state, N_pad)``, C-contiguous, of :attr:`dtype`, ``N_pad`` a multiple of
+                :attr:`lanes`; overwritten by every call.
+            U: Inputs ``(n_input, N_pad)`` held over the steps (the caller may rewrite them between
+                calls), same layout.
+            P: Parameters ``(n_param,)`` (shared) or ``(n_param, N_pad)``, or ``None``.
+
+        Raises:
+            ValueError: If a buffer has the wrong shape, dtype or layout.
+        """
+        n_pad = X.shape[1] if X.ndim == 2 else -1
+        for name, a, rows in (("X", X, self.n_state), ("U", U, self.n_input)):
+            if (a.shape != (rows, n_pad) or a.dtype != self.dtype or not a.flags.c_contiguous
+                    or n_pad % self.lanes):  # fmt: skip
+                raise ValueError(f"{name} must be a C-contiguous {self.dtype} array of shape "
+                                 f"({rows}, N_pad), N_pad a multiple of {self.lanes}")  # fmt: skip
+        per_drone = int(P is not None and P.ndim == 2)
+        fn, px, pu = self._fn, X.ctypes.data, U.ctypes.data
+        pp = None if P is None else P.ctypes.data
+        threads, keep = self.threads, (X, U, P)
+
+        def advance(steps: int = 1) -> None:
+            fn(px, pu, pp, n_pad, steps, 0, per_drone, 0, None, threads, 0, 0)
+            return keep and None
+
+        return advance
+
+
+def compile_rollout(
+    step: Any,
+    dtype: Any = np.float32,
+    *,
+    cache_dir: str | os.PathLike | None = None,
+    threads: int | None = None,
+    noise: tuple = (),
+) -> NativeRollout:
+    """Compile a one-drone CasADi step function into a vectorised many-drone rollout.
+
+    Args:
+        step: CasADi Function ``(x[n_state], u[n_input]) -> x_next[n_state]`` or
+            ``(x, u, p[n_param]) -> x_next`` for one drone and one step (MX is expanded to SX).
+        dtype: ``np.float32`` (8 drones per vector) or ``np.float64`` (4 drones per vector).
+        cache_dir: Directory of compiled libraries; default ``$QUADSIM_CACHE_DIR`` or
+            ``~/.cache/quadsim/native``.
+        threads: OpenMP threads per call; ``None`` or 0 uses the OpenMP default.
+        noise: With a fourth input ``z`` (standard normals): its ``(stream, count)`` groups in
+            order (:mod:`quadsim.noise`), drawn in C for each drone and step.
+
+    Returns:
+        The callable :class:`NativeRollout`.
+
+    Raises:
+        RuntimeError: If no working C compiler is found, or compilation fails (with its stderr).
+        NotImplementedError: If ``step`` uses a CasADi operation without a C translation.
+        ValueError: If ``step`` has the wrong signature, free variables or sparse inputs.
+    """
+    import casadi as cs
+
+    dtype = np.dtype(dtype)
+    if dtype not in _C_TYPES:
+        raise ValueError(f"dtype must be float32 or float64; got {dtype}")
+    if not isinstance(step, cs.Function):
+        raise TypeError(f"step must be a casadi.Function; got {type(step).__name__}")
+    F = step if step.is_a("SXFunction") else step.expand()
+    if F.n_in() not in (2, 3, 4) or F.n_out() != 1:
+        raise ValueError(f"step must map (x, u[, p[, z]]) to x_next; got {F.n_in()} inputs and "
+                         f"{F.n_out()} outputs")  # fmt: skip
+    noise = tuple((str(s), int(c)) for s, c in noise)
+    if (F.numel_in(3) if F.n_in() == 4 else 0) != sum(c for _, c in noise):
+        raise ValueError(f"the noise groups {noise} do not fill the step's noise input")
+    if F.has_free():
+        raise ValueError(f"step has free variables: {F.get_free()}")
+    if not all(F.sparsity_in(i).is_dense() for i in range(F.n_in())):
+        raise ValueError("step inputs must be dense vectors")
+    sizes = (F.numel_in(0), F.numel_in(1), F.numel_in(2) if F.n_in() >= 3 else 0)
+    if F.numel_out(0) != sizes[0]:
+        raise ValueError(f"x_next has {F.numel_out(0)} entries but x has {sizes[0]}")
+    tool = _toolchain()
+    if tool is None:
+        raise RuntimeError("quadsim.native: no working C compiler ($CC, cc or gcc) found")
+    cc, flags, ident, _ = tool
+    vbytes = _vector_bytes(ident)
+
+    def source() -> str:
+        return _generate(F, dtype, sizes, vbytes, noise)
+
+    # Keyed by what determines the library (module docstring), not by the C source: serialising
+    # the Function costs a fifth of generating the source, which only a miss needs.
+    gen = _generator_id()
+    src: str | Any = source if gen is not None else source()
+    what = ([F.serialize(), str(dtype), repr(sizes), str(vbytes), repr(noise), gen]
+            if gen is not None else [src])  # fmt: skip
+    key = hashlib.sha256("\0".join([*what, shlex.join([*cc, *flags]), ident]).encode())
+    root = _cache_root(cache_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    lib, compiled = root / f"quadsim_{key.hexdigest()[:32]}.so", False
+    if not lib.exists():
+        src = src if isinstance(src, str) else src()
+        fd, tmp = tempfile.mkstemp(dir=root, suffix=".c")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(src)
+        tmp_so = tmp[:-2] + ".so"
+        try:
+            r = _run([*cc, *flags, tmp, "-o", tmp_so, "-lm"])
+            if r.returncode:
+                _forget_toolchain()  # the cached probe may be stale (e.g. OpenMP removed)
+                raise RuntimeError(f"quadsim.native: compiling {F.name()} failed "
+                                   f"({shlex.join(cc)}):\n{r.stderr[-3000:]}")  # fmt: skip
+            os.replace(tmp, lib.with_suffix(".c"))
+            os.replace(tmp_so, lib)
+            compiled = True
+        finally:
+            for t in (tmp, tmp_so):
+                if os.path.exists(t):
+                    os.remove(t)
+    return NativeRollout(lib, sizes, dtype, int(threads or 0), compiled, src, vbytes, noise)

@@ -1,0 +1,426 @@
+r"""The closed loop's per-step function: the one home of reference, sensors, controller, allocation.
+
+All three loops of :func:`quadsim.flight.fly` run this function: the per-step Python loop calls
+it (on NumPy, or jitted by JAX), the scan loop scans it (:mod:`quadsim.closed_loop_jax`) and the
+compiled loop traces it into C (:mod:`quadsim.closed_loop`); only the plant step around it
+differs (the engine's). At step ``k`` of the simulator, ``j`` steps into the flight, with the
+periods ``m_c, m_i, m_m`` [steps] of :class:`Periods`:
+
+.. math::
+
+    r_k &= \mathrm{traj}(k\,dt) + o && \text{every step (logged)} \\
+    (u, c) &\leftarrow \mathrm{control}(x_k, r_k, g, c),\;
+        Ω^{cmd} = \mathrm{allocate}(u) && \text{if } j \equiv 0 \pmod{m_c}\text{, else held} \\
+    a &= (v_k - v_{last}) / (m_i\,dt),\; (ω_m, a_m, b) = \mathrm{imu}(q_k, ω_k, a, b, z)
+        && \text{if } j \equiv 0 \pmod{m_i}\text{, else held} \\
+    p_m &= \mathrm{mocap}(\text{delay line} \leftarrow x_k, z) && \text{if }
+        j \equiv 0 \pmod{m_m}\text{, else held (the delay line moves every step)}
+
+The command ``Ω^{cmd}`` is held between controller updates (zero-order hold) and the plant is
+stepped with it every step. ``v_{last}`` is the velocity at the previous IMU sample, so the
+accelerometer reads the mean acceleration over its own period (exact at rest and for constant
+acceleration; ``0`` at the first sample). ``z`` are the step's standard normals (IMU 12, motion
+capture 6; :func:`quadsim.noise.normals` of ``(seed, stream, k, drone)``).
+
+Everything is array-API code over the batch (NumPy, JAX, or CasADi through
+:class:`~quadsim._array.SymArray`), and the "else held" is a ``where`` (both sides computed), so
+the function has no branches a tracer cannot follow. With every period 1 nothing is held and
+:class:`BrainState` carries no ``held`` record.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ..physics._array import namespace
+
+__all__ = [
+    "COMMANDS",
+    "BrainState",
+    "Held",
+    "Periods",
+    "brain_init",
+    "command_allocation",
+    "command_kind",
+    "ctrl_leaves",
+    "first_drone",
+    "initial_ctrl_state",
+    "loop_periods",
+    "make_brain",
+    "noise_groups",
+    "state_leaves",
+]
+
+COMMANDS = ("auto", "wrench", "rpm")
+"""What a controller's command may be declared as (``fly(command=...)``)."""
+
+
+class Periods(NamedTuple):
+    """Update periods in physics steps (integers >= 1), from :func:`loop_periods`.
+
+    Attributes:
+        control: Steps per controller update (the command is held in between).
+        imu: Steps per IMU sample.
+        mocap: Steps per motion-capture sample.
+        imu_dt: The IMU's sample period [s] (its noise is discretised at it): ``imu * dt``,
+            or ``dt`` for an IMU faster than the physics (its samples averaged over a step).
+    """
+
+    control: int = 1
+    imu: int = 1
+    mocap: int = 1
+    imu_dt: float | None = None
+
+
+def _steps_per(period: float, dt: float, what: str, faster_ok: bool) -> int:
+    """Whole physics steps per ``period``; 1 for a faster source whose rate is a multiple."""
+    ratio = period / dt
+    if not (math.isfinite(ratio) and ratio > 0):
+        raise ValueError(f"{what} has a period of {period:.9g} s; expected a finite period > 0")
+    m = round(ratio)
+    if m >= 1 and math.isclose(ratio, m, rel_tol=1e-9):
+        return int(m)
+    per = dt / period
+    if faster_ok and ratio < 1 and math.isclose(per, round(per), rel_tol=1e-9):
+        return 1
+    hint = ("a whole number of physics steps" if not faster_ok else
+            "a whole number of physics steps, or the physics step a whole number of periods")
+    raise ValueError(f"{what} has a period of {period:.9g} s, which is not {hint} "
+                     f"(dt = {dt:.9g} s)")  # fmt: skip
+
+
+def loop_periods(dt: float, gains: Any = None, imu: Any = None, mocap: Any = None) -> Periods:
+    """The loop's periods, validated once (issue 10: rates are integer multiples of ``dt``).
+
+    Args:
+        dt: Physics step [s].
+        gains: The controller's gains; its ``dt`` [s] (when it has one) is the control period,
+            a whole number of physics steps (the gains are designed for it).
+        imu: :class:`~quadsim.sensors.ImuParams` or ``None``; its period ``1/rate`` is a whole
+            number of steps, or a whole fraction of one (a faster IMU is read once per step,
+            its samples averaged: the noise is discretised at ``dt``).
+        mocap: :class:`~quadsim.sensors.MocapParams` or ``None``; the same rule as the IMU.
+
+    Raises:
+        ValueError: A period that fits neither rule, naming it and ``dt``.
+    """
+    dt = float(dt)
+    control = 1
+    g_dt = getattr(gains, "dt", None)
+    if g_dt is not None:
+        name = getattr(gains, "name", "")
+        what = f"the controller (gains {name})" if name else "the controller"
+        control = _steps_per(float(g_dt), dt, what, faster_ok=False)
+    m_i = m_m = 1
+    imu_dt = None
+    if imu is not None:
+        m_i = _steps_per(1.0 / float(imu.rate), dt, f"the IMU ({imu.rate:g} Hz)", True)
+        imu_dt = m_i * dt
+    if mocap is not None:
+        m_m = _steps_per(1.0 / float(mocap.rate), dt, f"motion capture ({mocap.rate:g} Hz)", True)
+    return Periods(control, m_i, m_m, imu_dt)
+
+
+def command_kind(size: int, n_rotors: int, command: str | None = None) -> str:
+    """``"wrench"`` or ``"rpm"``: what a controller command with last axis ``size`` is.
+
+    ``command`` ``None``/``"auto"`` decides by the size: 4 is a body wrench ``[F, τx, τy, τz]``,
+    ``n_rotors`` (when not 4) rotor speeds [RPM]; on a quadrotor a 4 is a wrench unless
+    ``command="rpm"`` says otherwise. ``"wrench"`` and ``"rpm"`` insist (and check the size).
+
+    Raises:
+        ValueError: ``command`` unknown, or ``size`` fits neither.
+    """
+    command = "auto" if command is None else command
+    if command not in COMMANDS:
+        raise ValueError(f"command must be one of {COMMANDS}; got {command!r}")
+    if command in ("auto", "wrench") and size == 4:
+        return "wrench"
+    if command in ("auto", "rpm") and size == n_rotors:
+        return "rpm"
+    want = {"auto": f"4 (a wrench) or {n_rotors} (rotor speeds)", "wrench": "4 (a wrench)",
+            "rpm": f"{n_rotors} (rotor speeds)"}[command]  # fmt: skip
+    raise ValueError(f"the controller's command has last axis {size}; expected {want}")
+
+
+def command_allocation(output: Any, allocator: Any, command: str | None = None) -> tuple:
+    """The logged command of a controller output: ``(cmd_wrench, Allocation)``.
+
+    A wrench ``(..., 4)`` goes through :func:`quadsim.rotors.allocate` (``cmd_wrench`` is the
+    wrench asked for). Rotor speeds ``(..., n_rotors)`` [RPM] bypass the allocation: they are
+    clipped to ``[rpm_min, rpm_max]`` (``saturated`` where a speed was outside), ``cmd_wrench``
+    and the allocation's ``wrench`` are the wrench those speeds produce
+    (:func:`quadsim.rotors.wrench_from_rpm`) and ``lost`` is zero. Array-API code, so it traces
+    with JAX and CasADi (:class:`~quadsim._array.SymArray`) like the controller.
+
+    Args:
+        output: The controller's command.
+        allocator: :class:`~quadsim.rotors.Allocator` of the drone.
+        command: ``None``/``"auto"``, ``"wrench"`` or ``"rpm"`` (:func:`command_kind`).
+    """
+    from ..physics.rotors import Allocation, allocate, wrench_from_rpm
+
+    n_rot = int(np.shape(allocator.mixing_matrix)[1])
+    if command_kind(int(output.shape[-1]), n_rot, command) == "wrench":
+        return output, allocate(output, allocator)
+    xp = namespace(output)
+    lo, hi = float(allocator.rpm_min), float(allocator.rpm_max)
+    rpm = xp.clip(output, lo, hi)
+    outside = (output < lo) | (output > hi)
+    saturated = outside[..., 0]
+    for i in range(1, n_rot):
+        saturated = saturated | outside[..., i]
+    wrench = wrench_from_rpm(rpm, allocator)
+    return wrench, Allocation(rpm, wrench, 0.0 * wrench, saturated)
+
+
+def initial_ctrl_state(control: Callable, gains: Any, ctrl_state: Any, n: int, xp: Any = None,
+                       dtype: Any = None) -> Any:  # fmt: skip
+    """The controller state a flight starts from (per drone, leading axis ``n``).
+
+    In this order: ``ctrl_state`` when given (as it is); ``control.init_state(gains, (n,), xp,
+    dtype)`` when the controller has such an attribute; :func:`quadsim.control.init_state` for
+    the built-in gains records; ``None`` otherwise (a stateless controller gets ``None`` and
+    what it returns as its state is handed back on the next step).
+    """
+    from . import control as control_module
+
+    if ctrl_state is not None:
+        return ctrl_state
+    init = getattr(control, "init_state", None)
+    if callable(init):
+        return init(gains, (n,), xp, dtype)
+    if isinstance(gains, control_module.GeometricGains | control_module.PidGains):
+        return control_module.init_state(gains, (n,), xp, dtype)
+    return None
+
+
+def ctrl_leaves(tree: Any, prefix: str = "ctrl") -> list[tuple[str, Any]]:
+    """``(row name, leaf)`` of a state record, depth first.
+
+    A state is ``None`` (no rows), an array or number (one leaf, ``prefix``), or a tuple or
+    NamedTuple of states (``prefix_<field>``, ``prefix_<index>`` for plain tuples); ``None``
+    fields hold no rows. The built-in controller states give ``ctrl_pos_int``,
+    ``ctrl_wrench_est``, ...
+
+    Raises:
+        TypeError: Another container (a dict, a list).
+    """
+    if tree is None:
+        return []
+    if isinstance(tree, tuple):
+        names = getattr(tree, "_fields", None) or [str(i) for i in range(len(tree))]
+        return [leaf for name, v in zip(names, tree, strict=True)
+                for leaf in ctrl_leaves(v, f"{prefix}_{name}")]  # fmt: skip
+    if isinstance(tree, dict | list):
+        raise TypeError(f"a controller state of NamedTuples, tuples and arrays is stored; "
+                        f"{prefix} is a {type(tree).__name__}")  # fmt: skip
+    return [(prefix, tree)]
+
+
+def tree_rebuild(tree: Any, leaves: Any) -> Any:
+    """``tree`` with its leaves replaced, in :func:`ctrl_leaves` order, from the iterator."""
+    if tree is None:
+        return None
+    if isinstance(tree, tuple):
+        items = [tree_rebuild(v, leaves) for v in tree]
+        return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
+    return next(leaves)
+
+
+class Held(NamedTuple):
+    """What is held between updates (``None`` for what updates every step)."""
+
+    cmd_rpm: Any = None
+    cmd_wrench: Any = None
+    lost_wrench: Any = None
+    saturated: Any = None
+    gyro: Any = None
+    accel: Any = None
+    mocap_pos: Any = None
+
+
+class BrainState(NamedTuple):
+    """The per-drone state of :func:`make_brain` (a pytree of arrays, leading axis ``n``).
+
+    Attributes:
+        j: Steps since the flight's start ``(n,)`` (float; selects the updates).
+        ctrl: The controller's state (any tree of arrays, or ``None``).
+        imu: :class:`~quadsim.sensors.ImuState` (in-run biases), or ``None``.
+        imu_vel: Velocity at the previous IMU sample ``(n, 3)`` [m/s], or ``None``.
+        mocap: :class:`~quadsim.sensors.MocapState` (delay line), or ``None``.
+        held: :class:`Held` outputs, or ``None`` when every period is 1.
+    """
+
+    j: Any
+    ctrl: Any
+    imu: Any
+    imu_vel: Any
+    mocap: Any
+    held: Any
+
+
+def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, imu: Any = None,
+               mocap: Any = None, dt: float, periods: Periods, seed: int = 0, k0: int = 0,
+               n_rotors: int = 4, xp: Any = np) -> BrainState:  # fmt: skip
+    """The brain state at a flight's start (step ``k0``): float64 arrays of ``xp``.
+
+    The IMU's turn-on biases are :func:`quadsim.sensors.imu_init` of the normals
+    ``(seed, "imu_init", k0, drone)``; the motion-capture delay line holds the start pose
+    (:func:`quadsim.sensors.mocap_init`); the held outputs start at zero (every update runs at
+    ``j = 0``).
+    """
+    from ..physics.noise import normals
+
+    f64 = xp.float64
+    pos, quat, vel = (xp.asarray(np.asarray(a, np.float64)) for a in (pos, quat, vel))
+    imu_s = imu_vel = mocap_s = held = None
+    if imu is not None:
+        from ..physics.sensors import imu_init
+
+        z = normals(seed, "imu_init", k0, np.arange(n), 6)
+        imu_s = imu_init(imu, (n,), z, xp=xp, dtype=f64)
+        imu_vel = vel
+    if mocap is not None:
+        from ..physics.sensors import mocap_init
+
+        mocap_s = mocap_init(pos, quat, mocap, dt)  # a delay line of physics steps
+    if max(periods[:3]) > 1:
+        three = None if imu is None else xp.zeros((n, 3), dtype=f64)
+        held = Held(xp.zeros((n, n_rotors), dtype=f64), xp.zeros((n, 4), dtype=f64),
+                    xp.zeros((n, 4), dtype=f64), xp.zeros((n,), dtype=xp.bool), three, three,
+                    None if mocap is None else xp.zeros((n, 3), dtype=f64))  # fmt: skip
+    return BrainState(xp.zeros((n,), dtype=f64), ctrl, imu_s, imu_vel, mocap_s, held)
+
+
+def noise_groups(imu: Any, mocap: Any) -> tuple[tuple[str, int], ...]:
+    """The ``(stream, count)`` groups of the brain's normals ``z`` (:mod:`quadsim.noise`)."""
+    return (*((("imu", 12),) if imu is not None else ()),
+            *((("mocap", 6),) if mocap is not None else ()))  # fmt: skip
+
+
+def first_drone(tree: Any) -> Any:
+    """The first drone's leaves of a per-drone state tree (a template of structure and shape)."""
+    from ..physics._array import to_numpy
+
+    def first(leaf: Any) -> np.ndarray:
+        a = np.asarray(to_numpy(leaf), np.float64)
+        return a if a.ndim == 0 else a[0]
+
+    return tree_rebuild(tree, iter([first(leaf) for _, leaf in ctrl_leaves(tree)]))
+
+
+def state_leaves(bstate: BrainState) -> list[tuple[str, Any]]:
+    """``(row name, leaf)`` of a brain state, field by field.
+
+    ``j``, ``ctrl_*``, ``imu_*``, ``imu_vel``, ``mocap_*``, ``held_*``: :func:`ctrl_leaves` of
+    each field, prefixed by its name.
+    """
+    return [leaf for name in BrainState._fields
+            for leaf in ctrl_leaves(getattr(bstate, name), name)]  # fmt: skip
+
+
+def _due(j: Any, m: int, xp: Any) -> Any:
+    """``j ≡ 0 (mod m)`` for float step counts ``j`` (exact for integers below 2^24 / 2^53)."""
+    return (j - m * xp.floor(j / m)) == 0
+
+
+def _pick(due: Any, new: Any, old: Any, xp: Any) -> Any:
+    """``new`` where ``due`` (per drone, ``(n,)``), else ``old``; over trees of arrays."""
+    if new is None:
+        return None
+    if isinstance(new, tuple):
+        items = [_pick(due, a, b, xp) for a, b in zip(new, old, strict=True)]
+        return type(new)(*items) if hasattr(new, "_fields") else tuple(items)
+    extra = len(np.shape(new)) - len(np.shape(due))
+    d = xp.reshape(due, (*np.shape(due), *([1] * extra))) if extra > 0 else due
+    return xp.where(d, new, old)
+
+
+def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: Any, imu: Any,
+               mocap: Any, g_vec: Any, dt: float, command: str | None = None,
+               periods: Periods | None = None) -> Callable:  # fmt: skip
+    """The per-step function ``brain(k, pos, quat, vel, ang_vel, offset, bstate, z)``.
+
+    It returns ``(out, bstate)`` (module docstring).
+
+    Args:
+        trajectory: ``t -> Reference``.
+        control: ``(state, ref, gains, cstate) -> (command, cstate)``.
+        gains: Its gains.
+        allocator: :class:`~quadsim.rotors.Allocator`.
+        imu: :class:`~quadsim.sensors.ImuParams` or ``None``.
+        mocap: :class:`~quadsim.sensors.MocapParams` or ``None``.
+        g_vec: Gravity [m/s²] ``(3,)``.
+        dt: Physics step [s].
+        command: What the controller's command is (:func:`command_kind`).
+        periods: :func:`loop_periods` (default: every period one step).
+
+    The function's ``out`` holds ``ref_pos``, ``ref_vel``, ``ref_yaw``, ``cmd_rpm`` (what the
+    plant gets), ``cmd_wrench``, ``lost_wrench``, ``saturated`` and, with sensors, ``gyro``,
+    ``accel``, ``mocap_pos``; ``k`` is the simulator's step (``t = k dt``), ``pos ... ang_vel``
+    the true state ``(n, .)``, ``offset`` the reference offsets ``(n, 3)``, ``z`` the normals
+    ``(n, n_z)`` (IMU 12, then motion capture 6; :func:`noise_groups`).
+    """
+    from ..engines.sim import State
+
+    periods = Periods() if periods is None else periods
+    m_c, m_i, m_m = periods.control, periods.imu, periods.mocap
+    imu_dt = periods.imu_dt or dt
+
+    def brain(k, pos, quat, vel, ang_vel, offset, bs, z):
+        xp = namespace(pos)
+        ref = trajectory(k * dt)
+        ref_pos = xp.asarray(ref.pos) + offset
+        ref = ref._replace(pos=ref_pos)
+        output, cstate = control(State(pos, quat, vel, ang_vel, None), ref, gains, bs.ctrl)
+        wrench, alloc = command_allocation(output, allocator, command)
+        out = {
+            "ref_pos": ref_pos,
+            "ref_vel": xp.broadcast_to(xp.asarray(ref.vel), pos.shape),
+            "ref_yaw": xp.broadcast_to(xp.asarray(ref.yaw), pos.shape[:-1]),
+            "cmd_rpm": alloc.rpm,
+            "cmd_wrench": wrench,
+            "lost_wrench": alloc.lost,
+            "saturated": alloc.saturated,
+        }
+        held = bs.held
+        j = bs.j
+        if m_c > 1:
+            due = _due(j, m_c, xp)
+            cstate = _pick(due, cstate, bs.ctrl, xp)
+            for key in ("cmd_rpm", "cmd_wrench", "lost_wrench", "saturated"):
+                out[key] = _pick(due, out[key], getattr(held, key), xp)
+        imu_s, imu_vel, mocap_s = bs.imu, bs.imu_vel, bs.mocap
+        if imu is not None:
+            from ..physics.sensors import imu_measure
+
+            acc = (vel - bs.imu_vel) / imu_dt
+            reading, imu_new = imu_measure(quat, ang_vel, acc, g_vec, imu, bs.imu, imu_dt,
+                                           z[..., :12])  # fmt: skip
+            gyro, accel, imu_s, imu_vel = reading.gyro, reading.accel, imu_new, vel
+            if m_i > 1:
+                due = _due(j, m_i, xp)
+                gyro, accel = _pick(due, gyro, held.gyro, xp), _pick(due, accel, held.accel, xp)
+                imu_s = _pick(due, imu_new, bs.imu, xp)
+                imu_vel = _pick(due, vel, bs.imu_vel, xp)
+            out["gyro"], out["accel"] = gyro, accel
+        if mocap is not None:
+            from ..physics.sensors import mocap_measure
+
+            at = 12 if imu is not None else 0
+            reading, mocap_s = mocap_measure(pos, quat, mocap, bs.mocap, z[..., at:at + 6])
+            p_m = reading.pos
+            if m_m > 1:
+                p_m = _pick(_due(j, m_m, xp), p_m, held.mocap_pos, xp)
+            out["mocap_pos"] = p_m
+        if held is not None:
+            held = Held(**{key: (out.get(key) if getattr(held, key) is not None else None)
+                           for key in Held._fields})  # fmt: skip
+        return out, BrainState(j + 1, cstate, imu_s, imu_vel, mocap_s, held)
+
+    return brain

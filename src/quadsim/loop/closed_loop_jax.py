@@ -1,0 +1,273 @@
+r"""The closed loop on JAX: :func:`quadsim.flight.fly`'s ``"scan"`` loop, one ``lax.scan`` per call.
+
+One step ``k`` of every drone is the Python loop's, fused into one XLA program:
+
+.. math::
+
+    (\mathrm{out}_k, s_{k+1}) = \mathrm{brain}(k, x_k, o, s_k, z_k), \quad
+    x_{k+1} = \mathrm{plant}(x_k, Ω^{cmd}_k, w_k),
+
+where ``brain`` is the very per-step function of the Python loop (:func:`quadsim.brain.make_brain`:
+reference, controller, allocation or rotor command, IMU and motion capture, each at its period;
+float64), ``s`` its state (:class:`~quadsim.brain.BrainState`), ``plant`` the simulator's step
+(:func:`quadsim.sim.make_step` of its model, parameters, integrator and world, in its dtype, as
+its :class:`~quadsim.sim.ArrayEngine` builds it), and ``z_k`` (sensor normals) and ``w_k`` (mean
+wind plus Dryden gust) the random inputs: counter-based (:mod:`quadsim.noise`), made on the host
+per call (:class:`quadsim.flight._Draws`) and scanned in; so the scan logs the Python loop's
+samples (to rounding: about 1e-15 relative in float64), for any chunking.
+
+A call runs ``S`` sampling periods of ``L = log_every`` steps (``S L`` steps; the first step of
+each period is recorded) as a ``lax.scan`` over periods around a ``lax.scan`` over steps; steps
+past the call's ``steps`` are skipped by ``lax.cond``, so every call has the same shapes and the
+program (one copy of the step) compiles once per flight. The end sample of a flight (at ``t =
+duration``: the brain without the plant step) is a call of one step whose carry is dropped. The
+carry holds the plant state and world flags in the simulator's dtype (cast back after every
+step, so the brain's float64 never widens them), the step index and the brain's state.
+
+Compilation (XLA, before the flight's clock starts) costs about as much as the per-step loop's
+two programs (brain and plant step): several seconds for the first-principles model with RK4 on
+CPU, most of it the plant's. JAX's persistent compilation cache
+(``jax.config.update("jax_compilation_cache_dir", ...)``) makes later runs of the same flight
+configuration start at once.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ScanLoop", "fly_scan"]
+
+
+class ScanLoop:
+    """The compiled scan of :mod:`quadsim.closed_loop_jax` for one flight's shapes.
+
+    Args:
+        sim: The JAX :class:`~quadsim.sim.Simulator` (its model, parameters, integrator, world,
+            dtype and wind).
+        brain: The Python loop's per-step function (:func:`quadsim.brain.make_brain` on
+            ``jax.numpy``).
+        n_noise: Sensor normals per drone and step (0, 12 or 18).
+        gusty: The wind is per step (Dryden turbulence) rather than held.
+        every: ``L``, steps per sampling period.
+        periods: ``S``, sampling periods per call.
+    """
+
+    def __init__(self, sim: Any, brain: Callable, n_noise: int, gusty: bool, every: int,
+                 periods: int) -> None:  # fmt: skip
+        import jax
+        import jax.numpy as jnp
+
+        from ..engines.sim import _from_comps, _to_comps, make_step
+        from ..physics._array import unstack
+        from ..physics.systems import Env
+
+        self.n, self.n_noise, self.gusty = sim.n, n_noise, gusty
+        self.every, self.periods = every, periods
+        self.dtype, self.dt, self.world = sim.dtype, float(sim.dt), sim.world is not None
+        system, dt, dtype = sim.system, float(sim.dt), sim.dtype
+        # the simulator's step (on JAX the world's checks sit behind a fusion boundary)
+        plant = make_step(system, sim.model_params, dt, sim.integrator, sim.world, xp=jnp,
+                          like=jnp.zeros((), dtype=dtype))  # fmt: skip
+
+        mean = getattr(sim, "_mean_wind", None)
+        held = None if mean is None or gusty else np.asarray(mean, np.float64)
+        f64 = jnp.float64
+
+        def think(carry, z, offset):
+            """The brain at the carry's state: ``(out, record, brain states)``."""
+            state, status, k, bstate = carry
+            pos, quat, vel, ang_vel = (a.astype(f64) for a in state[:4])
+            out, bstate = brain(k.astype(f64), pos, quat, vel, ang_vel, offset, bstate, z)
+            rotor = out["cmd_rpm"] if state.rotor_vel is None else state.rotor_vel.astype(f64)
+            none = jnp.zeros((self.n,), dtype=jnp.bool_)
+            flags = {name: none if status is None else getattr(status, name)
+                     for name in ("crashed", "landed")}  # fmt: skip
+            rec = {key: out[key] for key in sorted(out)}
+            rec.update(pos=pos, quat=quat, vel=vel, ang_vel=ang_vel, rotor_rpm=rotor, **flags)
+            return out, rec, bstate
+
+        def step(carry, inp, offset):
+            """One closed-loop step: ``(carry, record of the state before it)``."""
+            z, w = inp
+            state, status, k = carry[:3]
+            out, rec, bstate = think(carry, z, offset)
+            u = unstack(out["cmd_rpm"].astype(dtype))
+            wind = w if w is not None else (None if held is None else jnp.asarray(held))
+            env = Env(None if wind is None else unstack(wind.astype(dtype)), None, None)
+            # the plant behind a fusion fence too (the brain's outputs materialised once)
+            x, status = jax.lax.cond(k >= 0, lambda x, u, s: plant(x, u, s, k, env),
+                                     lambda x, u, s: (x, s), _to_comps(state), u,
+                                     status)  # fmt: skip
+            new = (_from_comps(x, system, jnp, state.pos), status, k + 1, bstate)
+            # the carry keeps its types (the brain may hand back weakly typed or wider values)
+            new = jax.tree.map(lambda a, b: jnp.asarray(a).astype(b.dtype), new, carry)
+            return new, rec
+
+        def chunk(carry, offset, z, w, n_steps):
+            """``S`` periods of ``L`` steps, the first ``n_steps`` of them run."""
+            S, L = self.periods, self.every
+            idx = jnp.arange(S * L).reshape(S, L)
+            first = (z[0, 0], None if w is None else w[0, 0])
+            rec0 = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype),
+                                jax.eval_shape(lambda c, i: step(c, i, offset)[1], carry, first))
+
+            def inner(state, inp):
+                c, rbuf = state
+                zi, wi, i, j = inp
+                c, rec = jax.lax.cond(i < n_steps, lambda c, a, r: step(c, a, offset),
+                                      lambda c, a, r: (c, r), c, (zi, wi), rbuf)  # fmt: skip
+                rbuf = jax.tree.map(lambda a, b: jnp.where(j == 0, a, b), rec, rbuf)
+                return (c, rbuf), None
+
+            def period(c, inp):
+                zp, wp, ip = inp
+                (c, rbuf), _ = jax.lax.scan(inner, (c, rec0), (zp, wp, ip, jnp.arange(L)))
+                return c, rbuf
+
+            return jax.lax.scan(period, carry, (z, w, idx))
+
+        self._chunk = jax.jit(chunk)
+        self._compiled = None
+
+    def inputs(self, z: np.ndarray | None, wind: np.ndarray | None) -> tuple:
+        """Per-step inputs of a call (its first steps), padded to ``S L`` steps."""
+        S, L, n = self.periods, self.every, self.n
+        zz = np.zeros((S * L, n, self.n_noise))
+        if z is not None and self.n_noise:
+            zz[: len(z)] = z
+        ww = None
+        if self.gusty:
+            ww = np.zeros((S * L, n, 3))
+            if wind is not None:
+                ww[: len(wind)] = wind
+            ww = ww.reshape(S, L, n, 3)
+        return zz.reshape(S, L, n, self.n_noise), ww
+
+    def compile(self, carry: Any, offset: np.ndarray) -> None:
+        """Trace and compile for these shapes (raises whatever tracing the controller raises)."""
+        z, w = self.inputs(None, None)
+        self._compiled = self._chunk.lower(carry, offset, z, w, np.int64(0)).compile()
+
+    def __call__(self, carry: Any, offset: np.ndarray, z: np.ndarray | None,
+                 wind: np.ndarray | None, steps: int) -> tuple:  # fmt: skip
+        """Run ``1 <= steps <= S L`` steps: ``(carry, records)``.
+
+        ``z`` and ``wind`` hold the inputs of the steps; ``records`` (a dict of NumPy arrays)
+        has the sample of each started period, ``(ceil(steps / L), n, ...)``.
+        """
+        import jax
+
+        zz, ww = self.inputs(z, wind)
+        with jax.enable_x64(True):  # the program's int64 and float64 (only around the call)
+            carry, recs = self._compiled(carry, offset, zz, ww, np.int64(steps))
+        m = -(-steps // self.every)
+        recs = jax.device_get(recs)
+        return carry, {key: np.asarray(v[:m]) for key, v in recs.items()}
+
+
+def initial_carry(sim: Any, bstate: Any) -> tuple:
+    """The scan's carry at the simulator's current state (JAX arrays).
+
+    ``(state, status, k, brain state)`` (:class:`quadsim.brain.BrainState`).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    tree = (sim.state, sim.status, jnp.asarray(sim.k, dtype=jnp.int64), bstate)
+    return jax.tree.map(jnp.asarray, tree)
+
+
+def fly_scan(
+    sim: Any, loop: ScanLoop, carry: Any, offset: np.ndarray, total: int, log_every: int,
+    chunk_steps: int, on_chunk: Callable | None, progress: Callable | None, keep_log: bool,
+    draws: Any,
+) -> tuple[list[dict], int, bool, int | None]:  # fmt: skip
+    """:func:`quadsim.flight.fly`'s loop on the scan: ``(chunks, steps, interrupted, signal)``.
+
+    Each chunk is run in calls of at most ``S L`` steps with the draws of those steps
+    (``draws(a, b)``, :class:`quadsim.flight._Draws`; the flight's last call also draws for the
+    end sample). After the flight (or a ``KeyboardInterrupt``) ``sim`` holds the state, flags and
+    clock of the last completed call (as the compiled loop leaves it).
+    """
+    from ..engines.sim import SimulationError, State
+    from ..physics.world import FAULT_NAMES, Status
+    from . import flight
+
+    n, dt = sim.n, float(sim.dt)
+    k_sim0 = int(sim.k)
+    per_call = loop.periods * loop.every
+    chunks: list[dict] = []
+    k = 0
+    interrupted, stop_signal = False, None
+    latest = [carry, 0]
+
+    def load_back() -> None:
+        c, steps = latest
+        state, status = c[0], c[1]
+        sim.k = k_sim0 + steps
+        sim.state = State(*state)
+        if status is not None:
+            sim.status = Status(*status)
+
+    def check_fault(c: Any) -> None:
+        """Raise as ``Simulator.step`` does for a single drone that diverged."""
+        if n != 1 or c[1] is None:
+            return
+        step = int(np.asarray(c[1].fault_step).reshape(-1)[0])
+        if step >= 0:
+            code = int(np.asarray(c[1].fault_code).reshape(-1)[0])
+            raise SimulationError(
+                f"drone diverged: {FAULT_NAMES[code]} at step {step} "
+                f"(t = {(step + 1) * dt:.6g} s); the state was kept at its last good value"
+            )
+
+    try:
+        while k < total:
+            n_chunk = min(chunk_steps, total - k)
+            last = k + n_chunk == total
+            parts = []
+            done = 0
+            while done < n_chunk:
+                s = min(per_call, n_chunk - done)
+                a = k + done
+                end = last and done + s == n_chunk
+                z = w = None
+                if loop.n_noise or loop.gusty:
+                    z, w = draws(a, a + s - 1 + end)
+                carry, rec = loop(carry, offset, None if z is None else z[:s],
+                                  None if w is None else w[:s], s)  # fmt: skip
+                parts.append(rec)
+                done += s
+                if end:  # the end sample: one more step, recorded, its carry discarded
+                    zs = None if z is None else z[s:]
+                    parts.append(loop(carry, offset, zs, None if w is None else w[s:], 1)[1])
+            latest = [carry, k + n_chunk]
+            check_fault(carry)
+            idx = k + log_every * np.arange(-(-n_chunk // log_every))
+            if last:
+                idx = np.r_[idx, total]
+            chunk = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+            chunk = _log_order(chunk, (k_sim0 + idx) * dt)
+            with flight._interrupt_after():  # the chunk reaches the writer and the log
+                k += n_chunk
+                flight._hand_over(chunk, on_chunk, keep_log, chunks)
+            if progress is not None:
+                progress(k, total)
+    except KeyboardInterrupt as e:
+        interrupted, stop_signal = True, getattr(e, "signum", int(signal.SIGINT))
+    finally:
+        load_back()
+    return chunks, k, interrupted, stop_signal
+
+
+def _log_order(rec: dict, times: np.ndarray) -> dict:
+    """The Python loop's keys and order: the brain's (sorted), then time, state and flags."""
+    state_keys = ("pos", "quat", "vel", "ang_vel", "rotor_rpm", "crashed", "landed")
+    out = {key: rec[key] for key in rec if key not in state_keys}
+    out["time"] = np.asarray(times, np.float64)
+    out.update({key: rec[key] for key in state_keys})
+    return out

@@ -1,0 +1,182 @@
+r"""IMU presets and TOML files: loading, unit conversion to SI, bias instability to bias walk.
+
+Presets live in ``quadsim/physics/presets/sensors/*.toml`` (found with :mod:`importlib.resources`).
+Values are converted to SI; ``N`` is a noise density and ``K`` a bias random walk density as in
+:mod:`quadsim.sensors.imu`, whose Allan variance is ``σ²(τ) = N²/τ + K² τ/3``.
+
+**Bias instability.** Data sheets quote the in-run bias stability ``B`` (the minimum of the Allan
+deviation, a flicker-noise floor) rather than ``K``. :func:`load_imu` replaces the flicker floor
+by the random walk whose Allan curve has the same minimum together with the white noise ``N``:
+``min_τ σ²(τ) = 2 N K/√3`` at ``τ* = √3 N/K``, hence ``K = √3 B²/(2 N)``. This is a modelling
+assumption (the model has no flicker term); ``docs/sensors.md`` lists the resulting values.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._toml import read_entry
+from ._validate import _vec3
+from .imu import ImuParams, check_imu_params
+
+G_N = 9.80665  # standard gravity [m/s^2], defines the unit g (µg, mg) of data sheets
+
+_D2R = math.pi / 180.0
+_U_GYRO_DENS = {
+    "rad/s/sqrt(Hz)": 1.0,
+    "deg/s/sqrt(Hz)": _D2R,
+    "deg/sqrt(hr)": _D2R / 60.0,
+    "rad/sqrt(s)": 1.0,
+}
+_U_GYRO_WALK = {"rad/s^2/sqrt(Hz)": 1.0, "deg/s^2/sqrt(Hz)": _D2R, "deg/hr/sqrt(hr)": _D2R / 216e3}
+_U_GYRO = {"rad/s": 1.0, "deg/s": _D2R, "deg/hr": _D2R / 3600.0}
+_U_ACC_DENS = {
+    "m/s^2/sqrt(Hz)": 1.0,
+    "ug/sqrt(Hz)": G_N * 1e-6,
+    "mg/sqrt(Hz)": G_N * 1e-3,
+    "m/s/sqrt(hr)": 1.0 / 60.0,
+}
+_U_ACC_WALK = {"m/s^3/sqrt(Hz)": 1.0, "ug/s/sqrt(Hz)": G_N * 1e-6, "m/s^2/sqrt(hr)": 1.0 / 60.0}
+_U_ACC = {"m/s^2": 1.0, "mg": G_N * 1e-3, "ug": G_N * 1e-6}
+_REQ = object()
+# key -> (accepted units {unit: factor to SI}, default)
+_IMU_KEYS: dict[str, tuple[dict[str, float], Any]] = {
+    "rate": ({"Hz": 1.0}, _REQ),
+    "gyro_noise_density": (_U_GYRO_DENS, _REQ),
+    "gyro_bias_walk": (_U_GYRO_WALK, None),
+    "gyro_bias_instability": (_U_GYRO, None),
+    "gyro_bias": (_U_GYRO, 0.0),
+    "gyro_bias_std": (_U_GYRO, 0.0),
+    "gyro_scale": ({"1": 1.0}, 1.0),
+    "accel_noise_density": (_U_ACC_DENS, _REQ),
+    "accel_bias_walk": (_U_ACC_WALK, None),
+    "accel_bias_instability": (_U_ACC, None),
+    "accel_bias": (_U_ACC, 0.0),
+    "accel_bias_std": (_U_ACC, 0.0),
+    "accel_scale": ({"1": 1.0}, 1.0),
+}
+_TEXT_KEYS = ("name", "description")
+
+
+def _norm_unit(unit: str) -> str:
+    """Canonical spelling: no spaces, ° -> deg, µ/μ -> u, √X -> sqrt(X), ² ³ -> ^2 ^3."""
+    s = "".join(str(unit).split())
+    for a, b in (("°", "deg"), ("µ", "u"), ("μ", "u"), ("²", "^2"), ("³", "^3"), ("sec", "s")):
+        s = s.replace(a, b)
+    return re.sub(r"√\(?([A-Za-z]+)\)?", r"sqrt(\1)", s)
+
+
+def bias_walk_from_instability(instability: Any, noise_density: Any) -> np.ndarray:
+    """Bias random walk ``K = √3 B²/(2 N)`` whose Allan minimum with ``N`` equals ``B``.
+
+    The model ``σ²(τ) = N²/τ + K² τ/3`` has its minimum ``2 N K/√3`` at ``τ* = √3 N/K``; setting
+    it to ``B²`` gives ``K``. An assumption standing in for the flicker floor a data sheet's
+    in-run bias stability describes.
+
+    Args:
+        instability: ``B`` [unit], scalar or ``(3,)``, >= 0.
+        noise_density: ``N`` [unit/√Hz], scalar or ``(3,)``; > 0 where ``B > 0``.
+
+    Returns:
+        ``K`` [unit/s/√Hz], float64 ``(3,)``.
+    """
+    B = _vec3(instability, "bias_instability", nonneg=True)
+    N = _vec3(noise_density, "noise_density", nonneg=True)
+    if np.any((B > 0.0) & (N <= 0.0)):
+        raise ValueError("noise_density must be > 0 to convert a bias instability to a bias walk")
+    return np.where(B > 0.0, math.sqrt(3.0) * B * B / (2.0 * np.where(N > 0.0, N, 1.0)), 0.0)
+
+
+def _preset_root() -> Any:
+    return resources.files("quadsim.physics") / "presets" / "sensors"
+
+
+def list_imu_presets() -> list[str]:
+    """Sorted names of the packaged IMU presets (``quadsim/physics/presets/sensors/*.toml``)."""
+    return sorted(p.name[:-5] for p in _preset_root().iterdir() if p.name.endswith(".toml"))
+
+
+def load_imu(name_or_path: str | os.PathLike[str]) -> ImuParams:
+    """Load an IMU from a preset name (``"adis16470"``, ``"bmi088"``) or a TOML file path.
+
+    Every value is an inline table ``{ value, unit, source, note }`` (presets must give ``unit``
+    and ``source``; a user file may give a bare number in the first listed unit); units are
+    converted to SI here. Give at most one of ``*_bias_walk`` and ``*_bias_instability`` per
+    sensor; an instability ``B`` becomes ``K = √3 B²/(2 N)`` (:func:`bias_walk_from_instability`);
+    neither means no bias walk. See ``docs/sensors.md``.
+
+    Raises:
+        ValueError: Naming the file (or preset) and the key: unknown key or unit, bad shape,
+            missing required value, negative density, both walk and instability given.
+        FileNotFoundError: A path that does not exist.
+    """
+    is_path = not isinstance(name_or_path, str) or name_or_path.endswith(".toml")
+    if is_path or any(s in name_or_path for s in {os.sep, os.altsep or "/", "/"}):
+        path = Path(name_or_path)
+        where, stem, preset, raw = str(path), path.stem, False, path.read_bytes()
+    else:
+        names = list_imu_presets()
+        if name_or_path not in names:
+            raise ValueError(f"unknown IMU preset {name_or_path!r}; available presets: {names}")
+        where, stem, preset = f"IMU preset {name_or_path!r}", name_or_path, True
+        raw = (_preset_root() / f"{name_or_path}.toml").read_bytes()
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{where}: malformed TOML: {e}") from e
+
+    def fail(key: str, msg: str) -> ValueError:
+        return ValueError(f"{where}: key {key!r}: {msg}")
+
+    allowed = [*_TEXT_KEYS, *_IMU_KEYS]
+    for key in doc:
+        if key not in allowed:
+            raise fail(key, f"unknown key; allowed: {allowed}")
+    for key in _TEXT_KEYS:
+        if not isinstance(doc.get(key, ""), str):
+            raise fail(key, f"must be a string; got {doc.get(key)!r}")
+    v = {k: _entry(doc, k, preset, fail) for k in _IMU_KEYS}
+    for s in ("gyro", "accel"):
+        walk, inst = v.pop(f"{s}_bias_walk"), v.pop(f"{s}_bias_instability")
+        if walk is not None and inst is not None:
+            raise fail(f"{s}_bias_walk", f"give at most one of it and '{s}_bias_instability'")
+        dens = v[f"{s}_noise_density"]
+        if inst is not None:
+            if np.any(inst < 0.0) or np.any(dens < 0.0):
+                raise fail(f"{s}_bias_instability", "instability and noise density must be >= 0")
+            try:
+                walk = bias_walk_from_instability(inst, dens)
+            except ValueError as e:
+                raise fail(f"{s}_bias_instability", str(e)) from e
+        v[f"{s}_bias_walk"] = 0.0 if walk is None else walk
+    v["rate"] = float(v["rate"]) if v["rate"].ndim == 0 else v["rate"]
+    try:
+        return check_imu_params(ImuParams(**v, name=doc.get("name", stem)))
+    except ValueError as e:
+        key = str(e).split(" ", 1)[0]
+        raise fail(key, str(e)) from e
+
+
+def _entry(doc: dict[str, Any], key: str, preset: bool, fail: Any) -> Any:
+    """The value of ``key`` in SI units (float64 array), its default, or None."""
+    units, default = _IMU_KEYS[key]
+    if key not in doc:
+        if default is _REQ:
+            raise fail(key, "required key is missing")
+        return None if default is None else np.asarray(default, dtype=np.float64)
+    a, factor = read_entry(doc, key, units, packaged=preset, packaged_name="presets",
+                           normalize=_norm_unit, fail=fail)  # fmt: skip
+    shapes = ((),) if key == "rate" else ((), (3,))
+    if a.shape not in shapes:
+        raise fail(key, f"wrong shape {a.shape}; expected one of {list(shapes)}")
+    if not np.all(np.isfinite(a)):
+        raise fail(key, f"must be finite; got {a.tolist()!r}")
+    return a * factor
