@@ -344,12 +344,14 @@ def _pick(due: Any, new: Any, old: Any, xp: Any) -> Any:
 def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: Any, imu: Any,
                mocap: Any, g_vec: Any, dt: float, command: str | None = None,
                periods: Periods | None = None) -> Callable:  # fmt: skip
-    """The per-step function ``brain(k, pos, quat, vel, ang_vel, offset, bstate, z)``.
+    """The per-step function ``brain(k, pos, quat, vel, ang_vel, offset, bstate, z, ref=None)``.
 
     It returns ``(out, bstate)`` (module docstring).
 
     Args:
-        trajectory: ``t -> Reference``.
+        trajectory: ``t -> Reference``; or ``None``: the controller's reference is the
+            function's ``ref`` argument, a set point given each step (the Gymnasium action
+            levels give the agent's action to their inner loop), and ``out`` has no ``ref_*``.
         control: ``(state, ref, gains, cstate) -> (command, cstate)``.
         gains: Its gains.
         allocator: :class:`~quadsim.rotors.Allocator`.
@@ -364,7 +366,9 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
     plant gets), ``cmd_wrench``, ``lost_wrench``, ``saturated`` and, with sensors, ``gyro``,
     ``accel``, ``mocap_pos``; ``k`` is the simulator's step (``t = k dt``), ``pos ... ang_vel``
     the true state ``(n, .)``, ``offset`` the reference offsets ``(n, 3)``, ``z`` the normals
-    ``(n, n_z)`` (IMU 12, then motion capture 6; :func:`noise_groups`).
+    ``(n, n_z)`` (IMU 12, then motion capture 6; :func:`noise_groups`). Without a trajectory
+    and sensors, ``pos``, ``vel`` and ``offset`` may be ``None`` (a controller that reads only
+    the attitude and the body rates).
     """
     from ..engines.sim import State
 
@@ -372,22 +376,20 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
     m_c, m_i, m_m = periods.control, periods.imu, periods.mocap
     imu_dt = periods.imu_dt or dt
 
-    def brain(k, pos, quat, vel, ang_vel, offset, bs, z):
-        xp = namespace(pos)
-        ref = trajectory(k * dt)
-        ref_pos = xp.asarray(ref.pos) + offset
-        ref = ref._replace(pos=ref_pos)
+    def brain(k, pos, quat, vel, ang_vel, offset, bs, z, ref=None):
+        xp = namespace(quat)
+        out = {}
+        if trajectory is not None:
+            ref = trajectory(k * dt)
+            ref_pos = xp.asarray(ref.pos) + offset
+            ref = ref._replace(pos=ref_pos)
+            out["ref_pos"] = ref_pos
+            out["ref_vel"] = xp.broadcast_to(xp.asarray(ref.vel), pos.shape)
+            out["ref_yaw"] = xp.broadcast_to(xp.asarray(ref.yaw), pos.shape[:-1])
         output, cstate = control(State(pos, quat, vel, ang_vel, None), ref, gains, bs.ctrl)
         wrench, alloc = command_allocation(output, allocator, command)
-        out = {
-            "ref_pos": ref_pos,
-            "ref_vel": xp.broadcast_to(xp.asarray(ref.vel), pos.shape),
-            "ref_yaw": xp.broadcast_to(xp.asarray(ref.yaw), pos.shape[:-1]),
-            "cmd_rpm": alloc.rpm,
-            "cmd_wrench": wrench,
-            "lost_wrench": alloc.lost,
-            "saturated": alloc.saturated,
-        }
+        out |= {"cmd_rpm": alloc.rpm, "cmd_wrench": wrench, "lost_wrench": alloc.lost,
+                "saturated": alloc.saturated}  # fmt: skip
         held = bs.held
         j = bs.j
         if m_c > 1:

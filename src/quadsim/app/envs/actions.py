@@ -16,7 +16,9 @@ physics rate, the policy at the control rate). All maps are affine in ``a``:
 
 The classes hold NumPy arrays with a leading batch axis ``n`` (one row per environment); the
 inner loop itself is one pure array-API function, :func:`inner_loop`, which the classes call and
-the compiled env step (:mod:`quadsim.envs.compiled`) traces.
+the compiled env step (:mod:`quadsim.envs.compiled`) traces: the closed loop's per-step function
+of ``fly`` (:func:`quadsim.brain.make_brain`) with the inner stages (:func:`inner_control`) as
+its controller and the action as its reference.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ __all__ = [
     "ThrustRates",
     "default_gains",
     "init_inner",
+    "inner_control",
     "inner_loop",
     "make_action_level",
     "rotor_time_constant",
@@ -177,21 +180,13 @@ def init_inner(batch_shape: tuple[int, ...] = (), xp: Any = None, dtype: Any = N
 def inner_loop(
     action: Any, state: Any, inner: InnerState, c: InnerConsts
 ) -> tuple[Any, InnerState]:
-    r"""One physics substep of the inner loops: actions to rotor speeds (pure, array API).
+    """One physics substep of the inner loops: actions to rotor speeds (pure, array API).
 
-    The one implementation of the ``thrust_rates`` and ``thrust_attitude`` levels: the NumPy
-    classes below call it on arrays with a batch axis, and the compiled env step
-    (:mod:`quadsim.envs.compiled`) traces it on :class:`quadsim._array.SymArray` for one drone.
-
-    1. thrust ``F = f_lo + (a_0 + 1)/2 (f_hi - f_lo)``;
-    2. body-rate set points: ``thrust_rates`` ``ω_d = a_{1:4} ∘ rate_limit``; ``thrust_attitude``
-       integrates the yaw set point ``ψ_d ← ψ + clip(wrap(ψ_d + r dt - ψ), ±0.5)`` (``ψ_d = ψ``
-       at the first substep, ``r = a_3 yaw_rate_limit``; kept as ``(cos ψ_d, sin ψ_d)``, which
-       needs no ``atan2``) and runs :func:`quadsim.control.pid.attitude_control` on
-       ``q(a_1 θ_max, a_2 θ_max, ψ_d)`` with feed-forward ``r``;
-    3. :func:`quadsim.control.pid.rate_control` gives ``(F, τ)``; the lead
-       ``τ_xy + lead (τ_xy - τ_xy,prev)`` (after the first substep) on roll and pitch;
-    4. :func:`quadsim.rotors.allocate` with saturation.
+    The closed loop's per-step function (:func:`quadsim.brain.make_brain`, the one ``fly``
+    runs) with :func:`inner_control` as its controller and the action as its reference: the
+    controller, then the allocation with its saturation priority. The NumPy classes below call
+    it on arrays with a batch axis, and the compiled env step (:mod:`quadsim.envs.compiled`)
+    traces it on :class:`quadsim._array.SymArray` for one drone.
 
     Args:
         action: Actions ``(..., 4)`` in ``[-1, 1]`` (already clipped).
@@ -202,9 +197,42 @@ def inner_loop(
     Returns:
         ``(rpm (..., N), inner)``.
     """
+    from ...loop.brain import BrainState, make_brain
+
+    brain = make_brain(None, inner_control, c, c.alloc, None, None, None, c.dt, "wrench")
+    out, bs = brain(0.0, None, state.quat, None, state.ang_vel, None,
+                    BrainState(0.0, inner, None, None, None, None), None, ref=action)  # fmt: skip
+    return out["cmd_rpm"], bs.ctrl
+
+
+def inner_control(state: Any, action: Any, c: InnerConsts, inner: InnerState) -> tuple[Any, Any]:
+    r"""The inner loops of ``thrust_rates`` and ``thrust_attitude`` as a controller.
+
+    ``(state, reference, gains, controller state) -> (wrench, controller state)`` like
+    :mod:`quadsim.control`'s, with the action as the reference and :class:`InnerConsts` as the
+    gains; :func:`inner_loop` runs it through the closed loop's per-step function.
+
+    1. thrust ``F = f_lo + (a_0 + 1)/2 (f_hi - f_lo)``;
+    2. body-rate set points: ``thrust_rates`` ``ω_d = a_{1:4} ∘ rate_limit``; ``thrust_attitude``
+       integrates the yaw set point ``ψ_d ← ψ + clip(wrap(ψ_d + r dt - ψ), ±0.5)`` (``ψ_d = ψ``
+       at the first substep, ``r = a_3 yaw_rate_limit``; kept as ``(cos ψ_d, sin ψ_d)``, which
+       needs no ``atan2``) and runs :func:`quadsim.control.pid.attitude_control` on
+       ``q(a_1 θ_max, a_2 θ_max, ψ_d)`` with feed-forward ``r``;
+    3. :func:`quadsim.control.pid.rate_control` gives ``(F, τ)``; the lead
+       ``τ_xy + lead (τ_xy - τ_xy,prev)`` (after the first substep) on roll and pitch: the
+       wrench command (allocated by the loop with saturation, :func:`quadsim.rotors.allocate`).
+
+    Args:
+        state: Anything with ``quat`` ``(..., 4)`` and ``ang_vel`` ``(..., 3)`` [rad/s].
+        action: Actions ``(..., 4)`` in ``[-1, 1]`` (already clipped).
+        c: :class:`InnerConsts`.
+        inner: :class:`InnerState`.
+
+    Returns:
+        ``(wrench (..., 4), inner)``.
+    """
     from ...loop.control import pid
     from ...physics._array import as_like, namespace
-    from ...physics.rotors import allocate
 
     xp = namespace(action, state.quat, state.ang_vel)
     started = inner.started
@@ -224,8 +252,7 @@ def inner_loop(
     tau = wrench[..., 1:3]  # roll and pitch: yaw responds at once (rotor reaction torque)
     lead = (c.lead * started)[..., None] * (tau - inner.prev_tau)
     cmd = xp.concat([wrench[..., 0:1], tau + lead, wrench[..., 3:4]], axis=-1)
-    rpm = allocate(cmd, c.alloc).rpm
-    return rpm, InnerState(cs1.rate_int, cs1.prev_ang_vel, tau, yaw_sp, xp.ones_like(started))
+    return cmd, InnerState(cs1.rate_int, cs1.prev_ang_vel, tau, yaw_sp, xp.ones_like(started))
 
 
 _COS_MAX, _SIN_MAX = math.cos(0.5), math.sin(0.5)  # the yaw set point stays within 0.5 rad
