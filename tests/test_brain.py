@@ -8,6 +8,7 @@ import pytest
 from quadsim.brain import Periods, loop_periods
 from quadsim.control import control, load_gains
 from quadsim.flight import fly
+from quadsim.params import load_params
 from quadsim.sensors import MocapParams, imu_discrete_std, load_imu
 from quadsim.sim import Simulator
 from quadsim.trajectories import Circle, Hover
@@ -118,3 +119,41 @@ def test_a_slower_imu_averages_over_its_longer_period():
     for got, want in stds:
         np.testing.assert_allclose(got, want, rtol=0.1)
     assert stds[1][1][0] / stds[0][1][0] == pytest.approx(1 / np.sqrt(2), rel=1e-9)
+
+
+def test_the_estimator_slot_feeds_the_controller():
+    """The controller reads what the estimator gives (default: the truth), which sees the
+    step's sensor readings; the slot the estimation issue fills."""
+    from quadsim.brain import brain_init, make_brain
+    from quadsim.rotors import make_allocator
+
+    gains = load_gains("cf2x_L250_geometric", dt=DT)
+    alloc = make_allocator(load_params("cf2x_L250"))
+    imu = load_imu("bmi088")
+    n, hover = 3, Hover(pos=(0.0, 0.0, 1.0))
+    pos = np.array([[0.0, 0.0, 1.0]] * n)
+    quat, vel, w = np.array([[0.0, 0.0, 0.0, 1.0]] * n), np.zeros((n, 3)), np.zeros((n, 3))
+    seen = {}
+
+    def biased(k, truth, readings, est):
+        seen.update(readings)
+        return truth._replace(pos=truth.pos + 0.1), est
+
+    def run(estimator, p):
+        brain = make_brain(hover, control, gains, alloc, imu, None, np.array([0, 0, -9.81]), DT,
+                           estimator=estimator)  # fmt: skip
+        bs = brain_init(n, _pid_zero(gains, n), p, quat, vel,
+                        imu=imu, dt=DT, periods=Periods())  # fmt: skip
+        return brain(0, p, quat, vel, w, np.zeros((n, 3)), bs, np.zeros((n, 12)))[0]
+
+    truth, est = run(None, pos), run(biased, pos)
+    assert np.abs(truth["cmd_wrench"] - est["cmd_wrench"]).max() > 1e-3
+    np.testing.assert_allclose(est["cmd_wrench"], run(None, pos + 0.1)["cmd_wrench"], rtol=1e-12)
+    np.testing.assert_array_equal(est["gyro"], truth["gyro"])  # the sensors read the truth
+    assert set(seen) == {"gyro", "accel", "imu_fresh"}
+
+
+def _pid_zero(gains, n):
+    from quadsim.control import init_state
+
+    return init_state(gains, (n,))

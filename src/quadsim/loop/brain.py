@@ -254,6 +254,7 @@ class BrainState(NamedTuple):
         imu_vel: Velocity at the previous IMU sample ``(n, 3)`` [m/s], or ``None``.
         mocap: :class:`~quadsim.sensors.MocapState` (delay line), or ``None``.
         held: :class:`Held` outputs, or ``None`` when every period is 1.
+        est: The estimator's state (``make_brain(estimator=...)``), or ``None``.
     """
 
     j: Any
@@ -262,6 +263,7 @@ class BrainState(NamedTuple):
     imu_vel: Any
     mocap: Any
     held: Any
+    est: Any = None
 
 
 def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, imu: Any = None,
@@ -343,7 +345,8 @@ def _pick(due: Any, new: Any, old: Any, xp: Any) -> Any:
 
 def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: Any, imu: Any,
                mocap: Any, g_vec: Any, dt: float, command: str | None = None,
-               periods: Periods | None = None) -> Callable:  # fmt: skip
+               periods: Periods | None = None,
+               estimator: Callable | None = None) -> Callable:  # fmt: skip
     """The per-step function ``brain(k, pos, quat, vel, ang_vel, offset, bstate, z, ref=None)``.
 
     It returns ``(out, bstate)`` (module docstring).
@@ -361,6 +364,12 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
         dt: Physics step [s].
         command: What the controller's command is (:func:`command_kind`).
         periods: :func:`loop_periods` (default: every period one step).
+        estimator: The estimator slot: ``(k, truth, readings, est_state) -> (state, est_state)``
+            gives the state the controller reads, from the true state (a
+            :class:`~quadsim.sim.State`), this step's ``readings`` (``gyro``, ``accel``,
+            ``mocap_pos`` as present, and ``imu_fresh``, ``mocap_fresh``: whether the reading
+            was taken at this step) and its own state (:attr:`BrainState.est`). ``None``: the
+            truth (the controller reads the true state; no estimator state).
 
     The function's ``out`` holds ``ref_pos``, ``ref_vel``, ``ref_yaw``, ``cmd_rpm`` (what the
     plant gets), ``cmd_wrench``, ``lost_wrench``, ``saturated`` and, with sensors, ``gyro``,
@@ -378,25 +387,9 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
 
     def brain(k, pos, quat, vel, ang_vel, offset, bs, z, ref=None):
         xp = namespace(quat)
-        out = {}
-        if trajectory is not None:
-            ref = trajectory(k * dt)
-            ref_pos = xp.asarray(ref.pos) + offset
-            ref = ref._replace(pos=ref_pos)
-            out["ref_pos"] = ref_pos
-            out["ref_vel"] = xp.broadcast_to(xp.asarray(ref.vel), pos.shape)
-            out["ref_yaw"] = xp.broadcast_to(xp.asarray(ref.yaw), pos.shape[:-1])
-        output, cstate = control(State(pos, quat, vel, ang_vel, None), ref, gains, bs.ctrl)
-        wrench, alloc = command_allocation(output, allocator, command)
-        out |= {"cmd_rpm": alloc.rpm, "cmd_wrench": wrench, "lost_wrench": alloc.lost,
-                "saturated": alloc.saturated}  # fmt: skip
-        held = bs.held
-        j = bs.j
-        if m_c > 1:
-            due = _due(j, m_c, xp)
-            cstate = _pick(due, cstate, bs.ctrl, xp)
-            for key in ("cmd_rpm", "cmd_wrench", "lost_wrench", "saturated"):
-                out[key] = _pick(due, out[key], getattr(held, key), xp)
+        out, readings = {}, {}
+        held, j = bs.held, bs.j
+        # 1. sensors, each at its period (they read the true state x_k)
         imu_s, imu_vel, mocap_s = bs.imu, bs.imu_vel, bs.mocap
         if imu is not None:
             from ..physics.sensors import imu_measure
@@ -405,24 +398,50 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
             reading, imu_new = imu_measure(quat, ang_vel, acc, g_vec, imu, bs.imu, imu_dt,
                                            z[..., :12])  # fmt: skip
             gyro, accel, imu_s, imu_vel = reading.gyro, reading.accel, imu_new, vel
+            fresh = True
             if m_i > 1:
-                due = _due(j, m_i, xp)
-                gyro, accel = _pick(due, gyro, held.gyro, xp), _pick(due, accel, held.accel, xp)
-                imu_s = _pick(due, imu_new, bs.imu, xp)
-                imu_vel = _pick(due, vel, bs.imu_vel, xp)
+                fresh = _due(j, m_i, xp)
+                gyro = _pick(fresh, gyro, held.gyro, xp)
+                accel = _pick(fresh, accel, held.accel, xp)
+                imu_s = _pick(fresh, imu_new, bs.imu, xp)
+                imu_vel = _pick(fresh, vel, bs.imu_vel, xp)
             out["gyro"], out["accel"] = gyro, accel
+            readings |= {"gyro": gyro, "accel": accel, "imu_fresh": fresh}
         if mocap is not None:
             from ..physics.sensors import mocap_measure
 
             at = 12 if imu is not None else 0
             reading, mocap_s = mocap_measure(pos, quat, mocap, bs.mocap, z[..., at:at + 6])
-            p_m = reading.pos
+            p_m, fresh = reading.pos, True
             if m_m > 1:
-                p_m = _pick(_due(j, m_m, xp), p_m, held.mocap_pos, xp)
+                fresh = _due(j, m_m, xp)
+                p_m = _pick(fresh, p_m, held.mocap_pos, xp)
             out["mocap_pos"] = p_m
+            readings |= {"mocap_pos": p_m, "mocap_fresh": fresh}
+        # 2. the estimator slot: the state the controller reads
+        state, est = State(pos, quat, vel, ang_vel, None), bs.est
+        if estimator is not None:
+            state, est = estimator(k, state, readings, est)
+        # 3. reference, controller (at its period) and allocation
+        if trajectory is not None:
+            ref = trajectory(k * dt)
+            ref_pos = xp.asarray(ref.pos) + offset
+            ref = ref._replace(pos=ref_pos)
+            out["ref_pos"] = ref_pos
+            out["ref_vel"] = xp.broadcast_to(xp.asarray(ref.vel), pos.shape)
+            out["ref_yaw"] = xp.broadcast_to(xp.asarray(ref.yaw), pos.shape[:-1])
+        output, cstate = control(state, ref, gains, bs.ctrl)
+        wrench, alloc = command_allocation(output, allocator, command)
+        out |= {"cmd_rpm": alloc.rpm, "cmd_wrench": wrench, "lost_wrench": alloc.lost,
+                "saturated": alloc.saturated}  # fmt: skip
+        if m_c > 1:
+            due = _due(j, m_c, xp)
+            cstate = _pick(due, cstate, bs.ctrl, xp)
+            for key in ("cmd_rpm", "cmd_wrench", "lost_wrench", "saturated"):
+                out[key] = _pick(due, out[key], getattr(held, key), xp)
         if held is not None:
             held = Held(**{key: (out.get(key) if getattr(held, key) is not None else None)
                            for key in Held._fields})  # fmt: skip
-        return out, BrainState(j + 1, cstate, imu_s, imu_vel, mocap_s, held)
+        return out, BrainState(j + 1, cstate, imu_s, imu_vel, mocap_s, held, est)
 
     return brain
