@@ -937,7 +937,7 @@ def _check_gains(v: dict, drone: Any, fail: Any) -> Any:
         from ..loop.brain import loop_periods
 
         try:
-            loop_periods(v["sim"]["dt"], type("G", (), {"dt": dt, "name": ""})())
+            loop_periods(v["sim"]["dt"], control_dt=dt)
         except ValueError as e:
             raise fail("controller", "rate", f"{rate:g} Hz: {e}") from None
     try:

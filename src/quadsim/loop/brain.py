@@ -93,7 +93,8 @@ def _steps_per(period: float, dt: float, what: str, faster_ok: bool) -> int:
                      f"(dt = {dt:.9g} s)")  # fmt: skip
 
 
-def loop_periods(dt: float, gains: Any = None, imu: Any = None, mocap: Any = None) -> Periods:
+def loop_periods(dt: float, gains: Any = None, imu: Any = None, mocap: Any = None, *,
+                 control_dt: float | None = None) -> Periods:
     """The loop's periods, validated once (issue 10: rates are integer multiples of ``dt``).
 
     Args:
@@ -104,13 +105,15 @@ def loop_periods(dt: float, gains: Any = None, imu: Any = None, mocap: Any = Non
             number of steps, or a whole fraction of one (a faster IMU is read once per step,
             its samples averaged: the noise is discretised at ``dt``).
         mocap: :class:`~quadsim.sensors.MocapParams` or ``None``; the same rule as the IMU.
+        control_dt: The control period [s] when there are no gains yet (a scenario's
+            ``controller.rate``); ``gains.dt`` otherwise.
 
     Raises:
         ValueError: A period that fits neither rule, naming it and ``dt``.
     """
     dt = float(dt)
     control = 1
-    g_dt = getattr(gains, "dt", None)
+    g_dt = getattr(gains, "dt", control_dt)
     if g_dt is not None:
         name = getattr(gains, "name", "")
         what = f"the controller (gains {name})" if name else "the controller"
