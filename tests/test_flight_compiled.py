@@ -331,8 +331,9 @@ def test_chunk_size_does_not_change_the_compiled_log(chunk_steps):
     _assert_logs_equal(comp.log, py.log)
 
 
-def test_rollout_calls_split_under_the_memory_cap(monkeypatch):
-    """Per-step inputs of a chunk past CHUNK_BYTES: several rollout calls, the same log."""
+def test_turbulence_and_sensors_run_in_the_step_one_call_per_chunk(monkeypatch):
+    """Dryden gusts and sensor noise are drawn in C: a gusty flight hands the rollout only the
+    held mean wind, one call per chunk (plus the priming step), whatever the memory cap."""
     from quadsim.closed_loop import ClosedLoop
 
     from quadsim import flight
@@ -341,17 +342,15 @@ def test_rollout_calls_split_under_the_memory_cap(monkeypatch):
     run = ClosedLoop.run
 
     def counting(self, x0, steps, *a, **kw):
-        calls.append(steps)
+        calls.append((steps, np.shape(kw.get("wind"))))
         return run(self, x0, steps, *a, **kw)
 
-    # 4 drones: a logged sample ~1792 bytes (two per chunk of 20 steps logged every 10), wind
-    # and gust noise 256 bytes per step (sensor normals are drawn in C): calls of 10 steps
-    monkeypatch.setattr(flight, "CHUNK_BYTES", 1792 * 2)
+    monkeypatch.setattr(flight, "CHUNK_BYTES", 1792 * 2)  # chunks of 20 steps of 4 drones
     monkeypatch.setattr(ClosedLoop, "run", counting)
     (_, cc, sim_c, _), (_, pc, sim_p, _) = _fly_pair("imu_mocap_dryden_sim_seed", steps=60,
                                                      chunk_steps=20, log_every=10)  # fmt: skip
-    assert calls[0] == 1 and max(calls) == 10 and len(calls) > len(cc) + 1
-    assert len(cc) == len(pc)
+    assert [c[0] for c in calls] == [1, 20, 20, 20] and {c[1] for c in calls} == {(4, 3)}
+    assert len(cc) == len(pc) == 3
     for c, p in zip(cc, pc, strict=True):
         _assert_logs_equal(c, p)
     _assert_sims_alike(sim_c, sim_p)

@@ -282,13 +282,13 @@ def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int 
         helpers.append(f"static inline vf v_{name}({args}) {{ vf r; "
                        f"for (int l = 0; l < W; ++l) r[l] = {call}; return r; }}")  # fmt: skip
     nx, nu, npar = sizes
-    nz = sum(count for _, count in noise)
+    nz = sum(g[1] for g in noise)
     draw = ""
     if nz:  # the normals of each lane's drone at this step (quadsim.noise), then as vectors
         calls, at = [], 0
-        for stream, count in noise:
-            calls.append(f"quadsim_normals(seed, {STREAMS[stream]}u, step0 + s, j + l, {count}, "
-                         f"zb + {at});")
+        for stream, count, key in noise:
+            calls.append(f"quadsim_normals({('seed', 'seed2')[key]}, {STREAMS[stream]}u, "
+                         f"step0 + s, j + l, {count}, zb + {at});")
             at += count
         draw = (f"for (int l = 0; l < W; ++l) {{ double zb[{nz}]; {' '.join(calls)} "
                 f"for (int k = 0; k < {nz}; ++k) zs[k][l] = (T)zb[k]; }}")
@@ -315,12 +315,12 @@ static inline T sgn(T a) {{ return a < 0 ? -1 : (a > 0 ? 1 : a); }}
 {c_source() if nz else ""}
 int quadsim_roll(T *restrict X, const T *restrict U, const T *restrict P, int64_t N,
                  int64_t steps, int u_per_step, int p_per_drone, int64_t rec, T *restrict R,
-                 int threads, uint64_t seed, int64_t step0) {{
+                 int threads, uint64_t seed, int64_t step0, uint64_t seed2) {{
   int nt = 1;
 #ifdef _OPENMP
   nt = threads > 0 ? threads : omp_get_max_threads();
 #endif
-  (void)nt; (void)seed; (void)step0;
+  (void)nt; (void)seed; (void)step0; (void)seed2;
   /* threads only pay off with two blocks or more and enough work: blocks x steps x the
      {F.n_instructions()} instructions of a step (a fork/join costs ~us, more under load) */
 #pragma omp parallel for schedule(static) num_threads(nt) \
@@ -376,7 +376,8 @@ class NativeRollout:
         self.path, self.compiled, self._source = path, compiled, source
         self._fn = ctypes.CDLL(str(path)).quadsim_roll
         vp, i64, ci = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
-        self._fn.argtypes = [vp, vp, vp, i64, i64, ci, ci, i64, vp, ci, ctypes.c_uint64, i64]
+        self._fn.argtypes = [vp, vp, vp, i64, i64, ci, ci, i64, vp, ci, ctypes.c_uint64, i64,
+                             ctypes.c_uint64]
         self._fn.restype = ci
 
     @property
@@ -399,8 +400,8 @@ class NativeRollout:
         return out
 
     def __call__(self, x0: Any, u: Any, params: Any = None, steps: int = 1,
-                 record_every: int = 0, seed: int = 0,
-                 step0: int = 0) -> tuple[np.ndarray, np.ndarray | None]:  # fmt: skip
+                 record_every: int = 0, seed: int = 0, step0: int = 0,
+                 seed2: int = 0) -> tuple[np.ndarray, np.ndarray | None]:  # fmt: skip
         """Advance ``N`` drones by ``steps`` steps.
 
         Args:
@@ -413,8 +414,9 @@ class NativeRollout:
             record_every: ``k > 0`` records the state after steps ``k, 2k, ...``.
             seed: Key of the step's normals (a step with a noise input, :attr:`noise`): step
                 ``s`` of drone ``i`` draws :func:`quadsim.noise.normals` ``(seed, stream,
-                step0 + s, i, count)`` for each ``(stream, count)``.
+                step0 + s, i, count)`` for each group ``(stream, count, 0)``.
             step0: Step index of the first step (the counter of its normals).
+            seed2: Key of the groups ``(stream, count, 1)``.
 
         Returns:
             ``(x_final, record)``: final states ``(n_state, N)`` and, for ``k > 0``, the recorded
@@ -449,7 +451,7 @@ class NativeRollout:
         R = np.empty((steps // k, nx, n_pad), self.dtype) if k else None
         ptr = lambda a: None if a is None else a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
         self._fn(ptr(X), ptr(U), ptr(P), n_pad, steps, int(u.ndim == 3), int(per_drone), k,
-                 ptr(R), self.threads, int(seed), int(step0))  # fmt: skip
+                 ptr(R), self.threads, int(seed), int(step0), int(seed2))  # fmt: skip
         if n_pad != n:
             X = np.ascontiguousarray(X[:, :n])
             R = None if R is None else np.ascontiguousarray(R[..., :n])
@@ -483,7 +485,7 @@ class NativeRollout:
         threads, keep = self.threads, (X, U, P)
 
         def advance(steps: int = 1) -> None:
-            fn(px, pu, pp, n_pad, steps, 0, per_drone, 0, None, threads, 0, 0)
+            fn(px, pu, pp, n_pad, steps, 0, per_drone, 0, None, threads, 0, 0, 0)
             return keep and None
 
         return advance
@@ -506,8 +508,9 @@ def compile_rollout(
         cache_dir: Directory of compiled libraries; default ``$QUADSIM_CACHE_DIR`` or
             ``~/.cache/quadsim/native``.
         threads: OpenMP threads per call; ``None`` or 0 uses the OpenMP default.
-        noise: With a fourth input ``z`` (standard normals): its ``(stream, count)`` groups in
-            order (:mod:`quadsim.noise`), drawn in C for each drone and step.
+        noise: With a fourth input ``z`` (standard normals): its groups in order, ``(stream,
+            count)`` or ``(stream, count, key)`` (:mod:`quadsim.noise`; ``key`` 0 draws with the
+            call's ``seed``, 1 with its ``seed2``), drawn in C for each drone and step.
 
     Returns:
         The callable :class:`NativeRollout`.
@@ -528,8 +531,8 @@ def compile_rollout(
     if F.n_in() not in (2, 3, 4) or F.n_out() != 1:
         raise ValueError(f"step must map (x, u[, p[, z]]) to x_next; got {F.n_in()} inputs and "
                          f"{F.n_out()} outputs")  # fmt: skip
-    noise = tuple((str(s), int(c)) for s, c in noise)
-    if (F.numel_in(3) if F.n_in() == 4 else 0) != sum(c for _, c in noise):
+    noise = tuple((str(g[0]), int(g[1]), int(g[2]) if len(g) > 2 else 0) for g in noise)
+    if (F.numel_in(3) if F.n_in() == 4 else 0) != sum(g[1] for g in noise):
         raise ValueError(f"the noise groups {noise} do not fill the step's noise input")
     if F.has_free():
         raise ValueError(f"step has free variables: {F.get_free()}")

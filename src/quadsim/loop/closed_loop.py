@@ -49,9 +49,11 @@ offset (:func:`per_drone_params` lists them, ``quadsim.sim_native`` does the sam
 alone). The controller gains and the allocator stay the nominal drone's, as in
 :func:`quadsim.flight.fly`'s Python loop.
 
-**Wind.** Dryden gusts do not depend on the drone's state (they are rotated to the world frame
-by the mean wind's direction only), so the caller generates them with the Simulator's own code
-and passes mean + gust as the per-step wind ``u`` (``ClosedLoop.run(wind=(steps, N, 3))``).
+**Wind.** ``u`` is the mean wind (held over a call, per drone). With the Simulator's Dryden
+turbulence (:func:`compile_for_simulator`), the step carries the gust state (5) and advances it
+by :func:`quadsim.wind.dryden_step` on the normals ``(Simulator seed, "dryden", s, drone)``
+drawn in C, adding the gust, turned to the world along the mean's direction, to ``u``: the
+Simulator's own process, so a gusty flight passes no per-step input.
 
 **Sensors** are read inside the step by the brain (:func:`quadsim.sensors.imu_measure`,
 :func:`quadsim.sensors.mocap_measure`, traced), from the normals ``z`` of
@@ -130,7 +132,7 @@ def closed_loop_step(
     allocator: Any, dt: float, integrator: Callable, dtype: Any = np.float64,
     world: Any = None, sample: bool = False, *, imu: Any = None, mocap: Any = None,
     gravity_vec: Any = (0.0, 0.0, -9.81), ctrl_state: Any = _INIT, brain_state: Any = None,
-    command: str | None = None, periods: Any = None,
+    command: str | None = None, periods: Any = None, dryden: Any = None,
 ) -> tuple[Any, dict[str, slice], Any]:  # fmt: skip
     """The one-drone closed-loop step as a CasADi ``SX`` Function (see the module docstring).
 
@@ -169,6 +171,11 @@ def closed_loop_step(
         command: What the controller's command is (:func:`quadsim.brain.command_kind`).
         periods: :class:`~quadsim.brain.Periods`; default :func:`~quadsim.brain.loop_periods`
             of ``dt``, the gains and the sensors.
+        dryden: :class:`~quadsim.wind.DrydenDiscrete` at ``dt`` for Dryden turbulence in the
+            step: the state ``gust_state`` (5) advances by :func:`quadsim.wind.dryden_step` on
+            the normals ``(plant seed, "dryden", s, drone)`` (noise group key 1) and the gust,
+            turned to the world by :func:`quadsim.wind.gust_to_world` along the mean wind ``u``
+            (``+x`` when calm), is added to it; with ``sample``, output ``prev_gust_state``.
 
     Returns:
         ``(F, rows, template)``: ``F(x, u, p[, z]) -> x_next`` (``z`` with a sensor, its groups
@@ -207,6 +214,8 @@ def closed_loop_step(
         rows[name], at = slice(at, at + size), at + size
     for name in Status._fields if world is not None else ():
         rows[name], at = slice(at, at + 1), at + 1
+    if dryden is not None:
+        rows["gust_state"], at = slice(at, at + 5), at + 5
     for name, shape in bfields:
         size = math.prod(shape)
         rows[name], at = slice(at, at + size), at + size
@@ -216,6 +225,8 @@ def closed_loop_step(
         outputs += [("prev_" + name, size) for name, size in system.fields]
         outputs += [("prev_" + name, 1) for name in Status._fields if world is not None]
         outputs += [("ref_pos", 3), ("ref_vel", 3), ("ref_yaw", 1), ("lost_wrench", 4)]
+        if dryden is not None:
+            outputs.append(("prev_gust_state", 5))
     if imu is not None:
         outputs += [("gyro", 3), ("accel", 3)]
     if mocap is not None:
@@ -227,7 +238,8 @@ def closed_loop_step(
     varying, _ = per_drone_params(system, params)
     X, U = cs.SX.sym("x", n_x), cs.SX.sym("u", 3)
     P = cs.SX.sym("p", 3 + len(varying))
-    n_z = sum(count for _, count in noise_groups(imu, mocap))
+    n_s = sum(count for _, count in noise_groups(imu, mocap))
+    n_z = n_s + (5 if dryden is not None else 0)
     Z = cs.SX.sym("z", n_z)
     xs = [X[i] for i in range(n_x)]
 
@@ -241,7 +253,7 @@ def closed_loop_step(
                        np.asarray(gravity_vec, np.float64), dt, command, periods)  # fmt: skip
     out, bs1 = brain(SymArray(k, dtype), sym("pos"), sym("quat"), sym("vel"), sym("ang_vel"),
                      symbolic([P[0], P[1], P[2]], dtype), bs,
-                     symbolic([Z[i] for i in range(n_z)], dtype))  # fmt: skip
+                     symbolic([Z[i] for i in range(n_s)], dtype))  # fmt: skip
     got = [(name, tuple(np.shape(getattr(v, "a", v)))) for name, v in state_leaves(bs1)]
     if got != bfields:
         raise ValueError(f"the controller returned a state of another structure: "
@@ -252,7 +264,11 @@ def closed_loop_step(
     from ..engines.sim_native import _symbolic_params
 
     p = _symbolic_params(system, params, varying, [P[3 + i] for i in range(len(varying))])
-    env = Env(wind=(U[0], U[1], U[2]), dist_f=None, dist_t=None)
+    wind, gust1 = (U[0], U[1], U[2]), []
+    if dryden is not None:  # the Simulator's Dryden process, one step (its state before it)
+        wind, gust1 = _gusty_wind(U, sym("gust_state"), [Z[n_s + i] for i in range(5)], dryden,
+                                  dtype)  # fmt: skip
+    env = Env(wind=wind, dist_f=None, dist_t=None)
     x0 = tuple(xs[:nx])
     x1 = integrator(lambda y: system.deriv(y, tuple(rpm), p, CASADI_OPS, env), x0, dt, system,
                     CASADI_OPS)  # fmt: skip
@@ -262,18 +278,40 @@ def closed_loop_step(
         x1, st = world_apply(x0, x1, st, k, (k + 1) * dt, world, system.slices(), CASADI_OPS)
         flags = list(st)
     b1 = [e for _, f in state_leaves(bs1) for e in _entries(f, dtype)]
-    extra = []
+    extra = []  # the outputs after the command, in the order of ``rows``
     if sample:
         n_flags = len(Status._fields) if world is not None else 0
         extra = [*x0, *xs[nx:nx + n_flags]]  # fmt: skip
         extra += [e for key in ("ref_pos", "ref_vel", "ref_yaw", "lost_wrench")
                   for e in _entries(out[key], dtype)]  # fmt: skip
+        if dryden is not None:
+            extra += xs[rows["gust_state"]]
     extra += [e for key in ("gyro", "accel", "mocap_pos") if key in out
               for e in _entries(out[key], dtype)]  # fmt: skip
     head = [e for key in ("cmd_wrench", "saturated") for e in _entries(out[key], dtype)]
-    outv = cs.vertcat(*x1, *flags, *b1, k + 1, *rpm, *head, *extra)
+    outv = cs.vertcat(*x1, *flags, *gust1, *b1, k + 1, *rpm, *head, *extra)
     F = cs.Function("quadsim_closed_loop", [X, U, P, *([Z] if n_z else [])], [outv])
     return F, rows, brain_state
+
+
+def _gusty_wind(U: Any, state: SymArray, noise: list, disc: Any, dtype: Any) -> tuple:
+    """World wind of one step with Dryden turbulence: ``(wind (3 SX), next gust state (5 SX))``.
+
+    The mean wind ``U`` plus the gust of :func:`quadsim.wind.dryden_step` rotated by
+    :func:`quadsim.wind.gust_to_world` along the mean's horizontal direction (``+x`` when calm,
+    as the Simulator sets it up).
+    """
+    import casadi as cs
+
+    from ..physics.wind import dryden_step, gust_to_world
+
+    x1, gust = dryden_step(state, symbolic(noise, dtype), disc)
+    norm = cs.sqrt(U[0] * U[0] + U[1] * U[1])
+    calm = norm < 1e-9
+    safe = cs.if_else(calm, 1.0, norm)
+    d = symbolic([cs.if_else(calm, 1.0, U[0] / safe), cs.if_else(calm, 0.0, U[1] / safe)], dtype)
+    g = gust_to_world(gust, d, unit=True).entries()
+    return (U[0] + g[0], U[1] + g[1], U[2] + g[2]), x1.entries()
 
 
 def _entries(a: Any, dtype: Any) -> list[Any]:
@@ -369,7 +407,7 @@ class ClosedLoop:
         return X.astype(self.dtype)
 
     def run(self, x0: np.ndarray, steps: int, record_every: int = 1, wind: Any = None,
-            offset: Any = None, seed: int = 0) -> ClosedLoopRun:  # fmt: skip
+            offset: Any = None, seed: int = 0, plant_seed: int = 0) -> ClosedLoopRun:  # fmt: skip
         """Advance ``steps`` closed-loop steps of every drone in one call into the C rollout.
 
         Args:
@@ -377,8 +415,10 @@ class ClosedLoop:
             steps: Steps to run.
             record_every: ``k > 0`` records after steps ``k, 2k, ...``; 0 records nothing.
             wind: World wind [m/s], ``(3,)``, ``(N, 3)`` (held) or ``(steps, N, 3)``; default 0.
+                With Dryden turbulence in the step, the mean wind (held), to which it adds gusts.
             offset: Reference offsets [m], ``(3,)`` (shared) or ``(N, 3)``; default 0.
             seed: Key of the sensor noise (:mod:`quadsim.noise`); the step counter is ``s``.
+            plant_seed: Key of the turbulence in the step (the Simulator's ``seed``).
 
         Returns:
             :class:`ClosedLoopRun`.
@@ -403,7 +443,7 @@ class ClosedLoop:
             p = np.concatenate([np.broadcast_to(p.reshape(3, -1), (3, n)), self.params])
         k0 = float(x0[self.rows["step"].start, 0])
         x, rec = self.rollout(x0, u, p, steps=steps, record_every=record_every, seed=seed,
-                              step0=round(k0))  # fmt: skip
+                              step0=round(k0), seed2=plant_seed)  # fmt: skip
         if rec is None:
             return ClosedLoopRun(x, np.zeros(0), {})
         time = (k0 + record_every * np.arange(1, rec.shape[0] + 1)) * self.dt
@@ -484,9 +524,10 @@ def compile_for_simulator(
 
     The plant is the simulator's: its model (``sim.system``), model parameters
     (``sim.model_params``; per-drone ones become inputs, :func:`per_drone_params`), integrator,
-    world, step and dtype; the allocator is the default one of the nominal ``sim.drone`` and the
-    gains are used as given, as in the Python loop. Eligibility (a quaternion rotor-level model,
-    ...) is checked by :func:`quadsim.flight.compiled_path_reason`, not here.
+    world, Dryden turbulence (in the step, :func:`closed_loop_step`'s ``dryden``), step and dtype;
+    the allocator is the default one of the nominal ``sim.drone`` and the gains are used as given,
+    as in the Python loop. Eligibility (a quaternion rotor-level model, ...) is checked by
+    :func:`quadsim.flight.compiled_path_reason`, not here.
 
     Args:
         sim: The simulator.
@@ -517,9 +558,10 @@ def compile_for_simulator(
         sim.integrator, np.dtype(sim.dtype), sim.world, sample, imu=imu, mocap=mocap,
         gravity_vec=np.asarray(sim.drone.gravity_vec, np.float64), ctrl_state=ctrl_state,
         brain_state=brain_state, command=command, periods=periods,
+        dryden=getattr(sim, "_dryden", None),
     )  # fmt: skip
-    rollout = compile_rollout(F, np.dtype(sim.dtype), threads=threads,
-                              noise=noise_groups(imu, mocap))  # fmt: skip
+    groups = noise_groups(imu, mocap) + ((("dryden", 5, 1),) if "gust_state" in rows else ())
+    rollout = compile_rollout(F, np.dtype(sim.dtype), threads=threads, noise=groups)
     hover = envelope(sim.drone).hover_rpm
     values = per_drone_params(system, params)[1]
     if periods is None:

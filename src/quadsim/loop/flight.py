@@ -19,9 +19,9 @@ Three loops log the same samples (``meta["loop"]`` says which ran, ``meta["loop_
 not a faster one). The **compiled loop** (``"compiled"``, the default on the ``native`` backend,
 :func:`compiled_path_reason`) runs reference, controller, allocation, plant and world of every
 drone as one C step (:mod:`quadsim.closed_loop`), a chunk per call; per-drone model parameters
-are inputs of that step, Dryden gusts are computed per chunk with the Simulator's own functions
-and passed as the per-step wind, and the sensors are read inside the C step with the sensor
-functions themselves, traced, their noise drawn in C. The **scan loop** (``"scan"``, the
+are inputs of that step, and the Dryden turbulence (the Simulator's discretisation and gust
+state) and the sensors run inside the C step with the functions themselves, traced, their
+normals drawn in C. The **scan loop** (``"scan"``, the
 default on the ``jax`` backend, :func:`scan_path_reason`) runs the same per-step function as the
 Python loop and the simulator's plant step as one ``jax.lax.scan`` per chunk
 (:mod:`quadsim.closed_loop_jax`), with the sensor noise and the gusts made per chunk and passed
@@ -425,10 +425,9 @@ def _fly_compiled(
     the samples handed over: one priming step records sample 0, each chunk's call records the
     samples ``k + L, k + 2L, ...`` (the last one waits for the next chunk), and the end sample
     at ``t = duration`` is read from the state one step past the end, whose plant step is
-    discarded. The sensors are read inside the C step (their noise drawn there); the Dryden
-    gusts are the Simulator's, passed as per-step wind (:class:`_Draws`). A call whose per-step
-    inputs would pass :data:`CHUNK_BYTES` is split into several rollout calls of whole sampling
-    periods.
+    discarded. The sensors and the Dryden turbulence run inside the C step (their normals drawn
+    there, the turbulence from the Simulator's gust state and seed, which it gets back), so a
+    call has no per-step inputs: one rollout call per chunk.
     """
     from ..engines.sim import SimulationError, State
     from ..physics.world import FAULT_NAMES, Status
@@ -446,16 +445,19 @@ def _fly_compiled(
         for name, value in zip(Status._fields, status0, strict=True):
             x[rows[name]] = to_numpy(value).astype(np.float64)[None]
     x[rows["step"]] = k_sim0
+    if "gust_state" in rows:  # the turbulence runs in the step, from the Simulator's state
+        gust = sim._gust_state
+        if gust is None:  # stationary start, drawn as the Simulator draws it at its first step
+            from ..physics.noise import normals
+            from ..physics.wind import dryden_init
+
+            gust = dryden_init(sim._dryden, normals(sim.seed, "dryden_init", k_sim0,
+                                                    np.arange(n), 5))  # fmt: skip
+        x[rows["gust_state"]] = np.asarray(gust, np.float64).T
     x = x.astype(loop.dtype)
-    draws = _Draws(sim, seed, imu, mocap, total)
-    per_step = draws.gusty
     wind = getattr(sim, "wind", None)
-    held = None if wind is None else np.broadcast_to(np.asarray(wind.mean, np.float64), (n, 3))
-    seg_max = chunk_steps
-    if per_step:  # the per-step wind of one rollout call stays under CHUNK_BYTES
-        per = max(1, CHUNK_BYTES // (8 * n * (3 + 5)))
-        seg_max = max(log_every, per - per % log_every)
-    done = [0]  # steps handed to the rollout so far (relative to the flight's start)
+    held = None if wind is None else np.broadcast_to(np.asarray(sim._mean_wind, np.float64),
+                                                     (n, 3))  # fmt: skip
 
     def run(x: np.ndarray, steps: int, every: int) -> tuple[np.ndarray, dict, dict]:
         """``steps`` steps from ``x``: ``(x, records, final)``.
@@ -463,23 +465,9 @@ def _fly_compiled(
         ``records`` holds the samples recorded every ``every`` steps, ``final`` the sample of
         the state reached (both dicts of ``(m, n, ...)`` fields).
         """
-        recs, final = [], {}
-        left = steps
-        while left:
-            s = min(seg_max, left)
-            a = done[0]
-            w = draws(a, a + s - 1, sensors=False)[1] if per_step else None
-            out = loop.run(x, s, record_every=every, wind=held if w is None else w,
-                           offset=offset, seed=seed)  # fmt: skip
-            x, rec = out.x, out.fields
-            done[0] += s
-            left -= s
-            if rec:
-                recs.append(rec)
-            if not left:
-                final = as_record(x)
-        rec = {key: np.concatenate([r[key] for r in recs]) for key in recs[0]} if recs else {}
-        return x, rec, final
+        out = loop.run(x, steps, record_every=every, wind=held, offset=offset, seed=seed,
+                       plant_seed=sim.seed)  # fmt: skip
+        return out.x, out.fields, as_record(out.x)
 
     brain_keys = sorted(["ref_pos", "ref_vel", "ref_yaw", "cmd_rpm", "cmd_wrench", "lost_wrench",
                          "saturated", *(["gyro", "accel"] if imu is not None else []),
@@ -526,6 +514,8 @@ def _fly_compiled(
                 np.asarray(rec["prev_" + name][-1]).reshape(n).astype(to_numpy(old).dtype)
                 for name, old in zip(Status._fields, status0, strict=True)
             ))  # fmt: skip
+        if "prev_gust_state" in rec:  # the gust state after the steps flown, as the Simulator's
+            sim._gust_state = np.asarray(rec["prev_gust_state"][-1], np.float64)
 
     def check_fault(rec: dict) -> None:
         """Raise as ``Simulator.step`` does for a single drone that diverged."""
