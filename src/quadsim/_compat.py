@@ -18,8 +18,9 @@ import sys
 from typing import Any
 
 LAYERS = {
-    "physics": ("_array", "_toml", "bind", "envelope", "integrators", "models", "noise", "params",
-                "presets", "rotation", "rotors", "sensors", "systems", "wind", "world"),
+    "physics": ("_array", "_toml", "bind", "commands", "envelope", "integrators", "models",
+                "noise", "params", "presets", "rotation", "rotors", "sensors", "systems", "wind",
+                "world"),
     "engines": ("native", "sim", "sim_native"),
     "loop": ("brain", "closed_loop", "closed_loop_jax", "control", "flight", "initial",
              "trajectories"),

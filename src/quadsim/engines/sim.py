@@ -794,8 +794,9 @@ class Simulator:
     ) -> Any:
         """Advance by ``dt`` with a body wrench ``(n, 4)`` = ``[F (N), τx, τy, τz (N m)]``.
 
-        The wrench becomes desired rotor speeds through :func:`quadsim.rotors.allocate`
-        (saturation priorities: collective thrust and roll/pitch before yaw); the rotors then
+        The wrench becomes desired rotor speeds as in the closed loop
+        (:func:`quadsim.physics.commands.command_allocation`: :func:`quadsim.rotors.allocate`,
+        saturation priorities: collective thrust and roll/pitch before yaw); the rotors then
         follow their own dynamics, so the wrench the body feels comes from the actual rotor
         speeds. The allocation of this step is kept in :attr:`last_allocation` (``lost`` says
         what saturation cost). For the ``wrench`` model the wrench is applied directly.
@@ -805,11 +806,14 @@ class Simulator:
             raise ValueError(f"wrench must have shape (n, 4); got {w.shape}")
         if self.system.model == "wrench":
             return self.step(w, wind, dist_f, dist_t)
-        from ..physics import rotors
+        from ..physics.commands import command_allocation
+        from ..physics.rotors import make_allocator
 
         if getattr(self, "_allocator", None) is None:
-            self._allocator = rotors.make_allocator(self.drone)
-        self.last_allocation = rotors.allocate(np.broadcast_to(w, (self.n, 4)), self._allocator)
+            self._allocator = make_allocator(self.drone)
+        # the closed loop's own step from a command to rotor speeds (quadsim.physics.commands)
+        _, self.last_allocation = command_allocation(np.broadcast_to(w, (self.n, 4)),
+                                                     self._allocator, "wrench")  # fmt: skip
         return self.step(self.last_allocation.rpm, wind, dist_f, dist_t)
 
     def rollout(self, cmds: Any, record: bool = True, steps: int | None = None) -> Any:
