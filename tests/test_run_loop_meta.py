@@ -39,6 +39,9 @@ def test_the_showcase_runs_compiled_and_says_so(tmp_path):
     _, meta = io.read_log(out / "trajectory.parquet")
     assert meta["loop"] == "compiled" and meta["loop_reason"] is None
     assert list(summary).index("loop") == list(summary).index("model") + 1
+    # the loop's rates: the showcase's BMI088 (1 kHz) is averaged to the 500 Hz physics step
+    want = {"physics": 500.0, "control": 500.0, "imu": 500.0}
+    assert summary["rates_hz"] == pytest.approx(want) and meta["rates_hz"] == pytest.approx(want)
 
 
 def test_a_python_loop_run_says_why(tmp_path):

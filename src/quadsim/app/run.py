@@ -111,7 +111,11 @@ def fly_scenario(
     # end if tracing fell back to the per-step loop)
     name, reason = flight_loop(sim, objs.control, objs.gains, imu=objs.imu, mocap=objs.mocap,
                                seed=objs.seed)  # fmt: skip
-    loop = {"loop": name, "loop_reason": reason}
+    from ..loop.brain import loop_periods, rates_hz
+
+    periods = loop_periods(sim.dt, objs.gains, objs.imu, objs.mocap)
+    loop = {"loop": name, "loop_reason": reason,
+            "rates_hz": rates_hz(sim.dt, periods, objs.imu, objs.mocap)}  # fmt: skip
     run_meta = objs.meta | {"output": objs.meta["output"] | opts} | loop
     parts = PartWriter(out / PARTS, run_meta)
     bar, update = _progress_bar(total, progress)
@@ -178,7 +182,7 @@ def _finish(
 
         shutil.rmtree(out / PARTS, ignore_errors=True)
         summary = io.SummaryAccumulator(meta).result(wall_time, interrupted)
-    for key in ("loop", "loop_reason"):  # what ran (the parts hold what was expected)
+    for key in ("loop", "loop_reason", "rates_hz"):  # what ran (the parts: what was expected)
         if key in meta:
             summary[key] = meta[key]
     if signum is not None:

@@ -53,6 +53,7 @@ __all__ = [
     "loop_periods",
     "make_brain",
     "noise_groups",
+    "rates_hz",
     "state_leaves",
 ]
 
@@ -124,6 +125,20 @@ def loop_periods(dt: float, gains: Any = None, imu: Any = None, mocap: Any = Non
     if mocap is not None:
         m_m = _steps_per(1.0 / float(mocap.rate), dt, f"motion capture ({mocap.rate:g} Hz)", True)
     return Periods(control, m_i, m_m, imu_dt)
+
+
+def rates_hz(dt: float, periods: Periods, imu: Any = None, mocap: Any = None) -> dict:
+    """The loop's rates [Hz] as a run reports them (``meta`` and ``summary.json``).
+
+    ``physics``, ``control``, and ``imu`` (its sample rate: the physics rate for an IMU averaged
+    over each step) and ``mocap`` when present.
+    """
+    rates = {"physics": 1.0 / dt, "control": 1.0 / (periods.control * dt)}
+    if imu is not None:
+        rates["imu"] = 1.0 / (periods.imu_dt or dt)
+    if mocap is not None:
+        rates["mocap"] = 1.0 / (periods.mocap * dt)
+    return rates
 
 
 def initial_ctrl_state(control: Callable, gains: Any, ctrl_state: Any, n: int, xp: Any = None,

@@ -757,12 +757,10 @@ def fly(
         chunks, k, interrupted, stop_signal = run()
     wall = time.perf_counter() - t0
     log = {key: np.concatenate([c[key] for c in chunks]) for key in chunks[0]} if chunks else {}
-    rates = {"physics": 1.0 / dt, "control": 1.0 / (periods.control * dt)}
-    if imu is not None:
-        rates["imu"] = 1.0 / (periods.imu_dt or dt)
-    if mocap is not None:
-        rates["mocap"] = 1.0 / (periods.mocap * dt)
-    meta_out = run_meta(sim, total * dt, meta) | loop_meta | {"rates_hz": rates}
+    from .brain import rates_hz
+
+    rates = {"rates_hz": rates_hz(dt, periods, imu, mocap)}
+    meta_out = run_meta(sim, total * dt, meta) | loop_meta | rates
     return FlightResult(log, meta_out, k, interrupted, wall, stop_signal)
 
 

@@ -212,6 +212,7 @@ class SummaryAccumulator:
             "model": meta.get("model"),
             "loop": meta.get("loop"),
             "loop_reason": meta.get("loop_reason"),
+            "rates_hz": meta.get("rates_hz"),
             "n_drones": int(N),
             "n_samples": int(T),
             "sim_time_s": sim_time,
@@ -257,7 +258,8 @@ def summarize(
     Returns:
         A JSON-able dict: ``interrupted``, ``drone``, ``scenario``, ``backend``, ``model``,
         ``loop`` and ``loop_reason`` (from ``meta``: the flight loop that ran, ``"compiled"``,
-        ``"scan"`` or ``"python"``, and why the backend's fast loop did not run), ``n_drones``,
+        ``"scan"`` or ``"python"``, and why the backend's fast loop did not run), ``rates_hz``
+        (the loop's rates, :func:`quadsim.brain.rates_hz`), ``n_drones``,
         ``n_samples``, ``sim_time_s``,
         ``wall_time_s``, ``real_time_factor``, ``drone_seconds_per_wall_second``, ``t_from_s``,
         ``tracking_rms_m``, ``tracking_max_m``, ``max_tilt_deg``, ``saturation_time_s`` (worst
