@@ -151,7 +151,7 @@ class CompiledStep:
 
         sizes = list(self.system.fields)
         if self.world is not None:
-            sizes += [(name, 1) for name in Status._fields]
+            sizes += [("status_" + name, 1) for name in Status._fields]  # not the outcome flags
         sizes.append(("clock", 1))
         if self.core.level.inner_loop:
             sizes += list(_INNER)
@@ -209,7 +209,8 @@ class CompiledStep:
             return [cs.if_else(hold, b, e) for e, b in zip(new, old, strict=True)]
 
         x0 = tuple(xs[:nx])
-        st0 = Status(*(xs[rows[f].start] for f in Status._fields)) if self.world else None
+        world_rows = [xs[rows["status_" + f].start] for f in Status._fields]
+        st0 = Status(*world_rows) if self.world else None
         x, st, k = x0, st0, xs[rows["clock"].start]
         level = core.level
         if level.inner_loop:
@@ -264,7 +265,8 @@ class CompiledStep:
         if "rotor_vel" in self.rows:
             col[self.rows["rotor_vel"]] = sim.hover_rpm
         if self.world is not None:
-            col[self.rows["crash_time"]], col[self.rows["fault_step"]] = math.nan, -1.0
+            col[self.rows["status_crash_time"]] = math.nan
+            col[self.rows["status_fault_step"]] = -1.0
         return col
 
     def _take_state(self, sim: Any) -> None:
@@ -276,7 +278,7 @@ class CompiledStep:
         status = sim.status
         if self.world is not None and status is not None:
             for name, v in zip(status._fields, status, strict=True):
-                X[rows[name], :n] = np.asarray(v, np.float64)
+                X[rows["status_" + name], :n] = np.asarray(v, np.float64)
         self._clock = int(sim.k)
         X[rows["clock"], :n] = self._clock
         X[:, n:] = X[:, n - 1 : n]
@@ -343,7 +345,7 @@ class CompiledStep:
         sim.k = self._clock
         sim.state = type(sim.state)(**fields)
         if self.world is not None:
-            f = {name: X[rows[name].start, :n] for name in Status._fields}
+            f = {name: X[rows["status_" + name].start, :n] for name in Status._fields}
             sim.status = Status(landed=f["landed"] > 0.5, crashed=f["crashed"] > 0.5,
                                 crash_time=f["crash_time"].astype(np.float64),
                                 fault_step=f["fault_step"].astype(np.int32),
