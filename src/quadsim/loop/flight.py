@@ -378,7 +378,7 @@ def _sensor_noise(seed: int, imu: Any, mocap: Any, steps: Any, n: int) -> np.nda
 
 
 class _Draws:
-    """The per-step random inputs of :func:`fly`'s loops for a range of steps.
+    """The per-step random inputs of the scan loop for a range of steps.
 
     Counter-based (:mod:`quadsim.noise`), so a range is a pure function of its steps: the
     sensor normals of sample ``j`` (:func:`_sensor_noise`) and the world wind of step ``j``
@@ -392,16 +392,16 @@ class _Draws:
         self.k0, self.n = int(sim.k), sim.n
         self.gusty = getattr(sim, "_dryden", None) is not None
 
-    def __call__(self, a: int, b: int, sensors: bool = True) -> tuple[Any, Any]:
+    def __call__(self, a: int, b: int) -> tuple[Any, Any]:
         """Draws of steps ``a..b`` (inclusive, relative to the flight's start).
 
         Returns:
-            ``(z (m, n, n_noise) or None without sensors (or sensors=False), wind (m, n, 3) or
-            None without turbulence)``.
+            ``(z (m, n, n_noise) or None without sensors, wind (m, n, 3) or None without
+            turbulence)``.
         """
         sim, n, m = self.sim, self.n, b - a + 1
         z = None
-        if sensors and (self.imu is not None or self.mocap is not None):
+        if self.imu is not None or self.mocap is not None:
             z = _sensor_noise(self.seed, self.imu, self.mocap, self.k0 + np.arange(a, b + 1), n)
         if not self.gusty:
             return z, None
