@@ -85,8 +85,9 @@ class Wind(NamedTuple):
     Attributes:
         mean: World-frame mean wind [m/s], shape ``(3,)`` or ``(n, 3)`` (per drone).
         turbulence: :class:`~quadsim.wind.DrydenParams` or ``None``. Gusts are generated in the
-            turbulence axes (``u`` along the horizontal mean wind, or +x when calm) with noise
-            drawn from the simulator's own generator, and added to the mean.
+            turbulence axes (``u`` along the horizontal mean wind, or +x when calm) with the
+            counter-based normals of the simulator's seed (:mod:`quadsim.noise`), and added to
+            the mean.
     """
 
     mean: Any = (0.0, 0.0, 0.0)
