@@ -339,6 +339,56 @@ def test_nan_semantics_match_casadi(cache):
     np.testing.assert_array_equal(got, np.asarray(F.map(4)(X, np.zeros((1, 4)))))
 
 
+def test_vector_math_special_values_match_numpy(cache):
+    """The libm functions with vector variants (libmvec, where linked) keep libm's answers at
+    the edges: NaN outside the domain, infinities, signed limits."""  # noqa: D205, D209
+    x, u = cs.SX.sym("x", 11), cs.SX.sym("u", 0)
+    v = x[0]
+    y = cs.vertcat(cs.sin(v), cs.cos(v), cs.asin(v), cs.acos(v), cs.atan(v), cs.exp(v),
+                   cs.log(v), cs.tanh(v), cs.atan2(v, 1 - v), v**2.5, cs.erf(v))  # fmt: skip
+    F = cs.Function("edges", [x, u], [y])
+    X = np.zeros((11, 16))
+    X[0] = [0.0, 0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 800.0, -800.0, np.inf, -np.inf, np.nan, 1e-300,
+            3.0, -3.0, 0.25]
+    with np.errstate(all="ignore"):
+        v = X[0]
+        want = np.stack([np.sin(v), np.cos(v), np.arcsin(v), np.arccos(v), np.arctan(v),
+                         np.exp(v), np.log(v), np.tanh(v), np.arctan2(v, 1 - v), v**2.5,
+                         _erf(v)])  # fmt: skip
+    got, _ = native.compile_rollout(F, np.float64, cache_dir=cache)(X, np.zeros((0, 16)))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-300)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    import math
+
+    return np.array([math.erf(v) if not np.isnan(v) else np.nan for v in x])
+
+
+def test_vector_math_is_declared_and_linked_as_probed(cache, monkeypatch):
+    """Each libm function the toolchain links with a vector variant (``_simd``) is declared
+    ``simd`` in the generated C; ``QUADSIM_NO_MVEC`` builds the scalar form, equal to 1e-13."""  # noqa: D205, D209
+    names = native._simd(native._vector_bytes(native._toolchain()[2]))
+    assert names in (*native._MVEC_TIERS, ())
+    if CI and os.uname().sysname == "Linux" and os.uname().machine == "x86_64":
+        assert names, "glibc's libmvec is expected on the Linux x86-64 CI machine"
+    F = all_ops_function()
+    roll = native.compile_rollout(F, np.float64, cache_dir=cache)
+    for f in names:
+        assert f'double {f}(double' in roll.source and 'simd("notinbranch")' in roll.source
+    X = op_inputs(40, np.random.default_rng(7))
+    vec, _ = roll(X, np.zeros((0, 40)))
+    monkeypatch.setenv("QUADSIM_NO_MVEC", "1")
+    native._simd.cache_clear()
+    try:
+        scalar = native.compile_rollout(F, np.float64, cache_dir=cache)
+        assert "simd" not in scalar.source and (scalar.path != roll.path or not names)
+        np.testing.assert_allclose(scalar(X, np.zeros((0, 40)))[0], vec, rtol=1e-13, atol=1e-14)
+    finally:
+        native._simd.cache_clear()
+
+
 def test_unknown_op_raises(cache):
     x, u = cs.SX.sym("x", 1), cs.SX.sym("u", 1)
     with pytest.raises(NotImplementedError, match="OP_ERFINV"):

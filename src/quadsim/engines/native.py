@@ -4,7 +4,11 @@ A step ``x_{s+1} = f(x_s, u_s[, p])`` of one drone, given as a CasADi ``SX`` Fun
 instruction by instruction and emitted as C that uses GCC/Clang vector extensions: every C variable
 is a vector of ``lanes`` drones (8 in float32, 4 in float64 with 32-byte vectors; twice that with
 64-byte vectors where the target has AVX-512), the state stays in
-registers over all steps, and OpenMP spreads blocks of drones over the cores. The library is
+registers over all steps, and OpenMP spreads blocks of drones over the cores. Transcendental
+functions are libm's, called once per lane, except where the C library has vector variants of
+them (glibc's libmvec, probed once and cached like the toolchain): those are declared ``simd``
+and called once per vector (``sin``, ``asin``, ``atan2``, ``exp``, ...; within libmvec's 4 ulp
+of libm). The library is
 compiled with the system C compiler, cached on disk, and loaded with :mod:`ctypes` (which releases
 the GIL during the call).
 
@@ -127,6 +131,85 @@ def _toolchain_entry(cc: list[str], version: str, native: str | None) -> Path:
     return _cache_root() / f"toolchain_{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
 
 
+# libm functions with vector variants in glibc's libmvec (``_ZGV...``): the set of glibc 2.35,
+# then that of 2.22; the generator declares the ones the toolchain links as ``simd``, so GCC
+# calls one vector function per block instead of the scalar function once per lane.
+_MVEC_TIERS = (
+    ("sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh",
+     "acosh", "atanh", "exp", "expm1", "log", "log1p", "pow", "erf", "hypot"),
+    ("sin", "cos", "exp", "log", "pow"),
+)
+_MVEC_BINARY = {"atan2", "pow", "hypot"}
+
+
+def _simd_decls(names: Any, ctype: str) -> str:
+    """Declarations of the libm functions ``names`` of ``ctype`` as having vector variants."""
+    sfx = "f" if ctype == "float" else ""
+    return "".join(
+        f"{ctype} {f}{sfx}({ctype}{', ' + ctype if f in _MVEC_BINARY else ''}) "
+        f'__attribute__((simd("notinbranch")));\n' for f in names
+    )
+
+
+def _simd_probe(cc: tuple, flags: tuple, names: tuple, vbytes: int) -> bool:
+    """Whether the vector variants of ``names`` link, load and give libm's values (1e-5)."""
+    parts = ["#include <math.h>\n"]
+    for ctype, tag in (("float", "f"), ("double", "d")):
+        sfx, w = ("f" if ctype == "float" else ""), vbytes // (4 if ctype == "float" else 8)
+        parts += [f"typedef {ctype} v{tag} __attribute__((vector_size({vbytes})));\n",
+                  _simd_decls(names, ctype)]  # fmt: skip
+        for i, f in enumerate(names):
+            args = "a[l], a[l]" if f in _MVEC_BINARY else "a[l]"
+            parts.append(
+                f"static v{tag} {tag}_{f}(v{tag} a) {{ v{tag} r; for (int l = 0; l < {w}; ++l) "
+                f"r[l] = {f}{sfx}({args}); return r; }}\n"
+            )
+    body = []
+    for i, f in enumerate(names):
+        body.append(f"vf f{i} = f_{f}((vf){{}} + (float)x[{i}]); "
+                    f"vd d{i} = d_{f}((vd){{}} + x[{i}]); "
+                    f"out[{2 * i}] = f{i}[1]; out[{2 * i + 1}] = d{i}[1];")  # fmt: skip
+    parts.append("void probe(const double *x, double *out) {\n" + "\n".join(body) + "\n}\n")
+    x = [1.5 if f == "acosh" else 0.5 for f in names]
+    want = [getattr(math, f)(v, v) if f in _MVEC_BINARY else getattr(math, f)(v)
+            for f, v in zip(names, x, strict=True)]  # fmt: skip
+    with tempfile.TemporaryDirectory() as tmp:
+        src, lib = Path(tmp, "simd.c"), Path(tmp, "simd.so")
+        src.write_text("".join(parts))
+        try:
+            r = _run([*cc, *flags, str(src), "-o", str(lib), "-lmvec", "-lm"], timeout=60)
+            if r.returncode:
+                return False
+            fn = ctypes.CDLL(str(lib)).probe
+            xs, out = (ctypes.c_double * len(x))(*x), (ctypes.c_double * (2 * len(x)))()
+            fn(xs, out)
+        except (OSError, AttributeError, subprocess.SubprocessError):
+            return False
+    return all(math.isclose(out[2 * i + j], v, rel_tol=1e-5, abs_tol=1e-6)
+               for i, v in enumerate(want) for j in (0, 1))  # fmt: skip
+
+
+@functools.cache
+def _simd(vbytes: int) -> tuple[str, ...]:
+    """The libm functions (double names) whose libmvec vector variants the toolchain links here
+    for ``vbytes``-byte vectors: the first of :data:`_MVEC_TIERS` whose probe builds, loads and
+    agrees with :mod:`math`, else none (no glibc libmvec, another C library, another compiler).
+    ``$QUADSIM_NO_MVEC`` turns them off. Cached on disk beside the toolchain's probe."""  # noqa: D205, D209
+    tool = _toolchain()
+    if tool is None or os.environ.get("QUADSIM_NO_MVEC"):
+        return ()
+    cc, flags, ident, _ = tool
+    key = "\0".join([shlex.join([*cc, *flags]), ident, str(vbytes), repr(_MVEC_TIERS)])
+    entry = _cache_root() / f"simd_{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        names = tuple(json.loads(entry.read_text())["simd"])
+        if names in (*_MVEC_TIERS, ()):
+            return names
+    names = next((t for t in _MVEC_TIERS if _simd_probe(cc, flags, t, vbytes)), ())
+    _write_atomic(entry, json.dumps({"simd": list(names)}))
+    return names
+
+
 def _write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` under a temporary name, then rename; failures are ignored."""
     tmp = None
@@ -241,7 +324,7 @@ and much more when another process holds a core): about 256 block-steps of the R
 
 
 def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int = 32,
-              noise: tuple = ()) -> str:
+              noise: tuple = (), simd: tuple = ()) -> str:
     """C source of ``quadsim_roll`` for the SX Function ``F`` (see :func:`compile_rollout`)."""
     import casadi as cs
 
@@ -274,7 +357,7 @@ def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int 
             rhs = _OPS[name].format(*[f"t{a}" for a in i])
         body.append(f"t{o[0]} = {rhs};")
     body += [f"xn[{r}] = ZERO;" for r in sorted(set(range(sizes[0])) - set(rows_out))]
-    helpers = []
+    helpers = [_simd_decls(sorted({_OPS[k][1] for k in used} & set(simd)), T)]
     for name in sorted(used):
         f = _OPS[name][1] + (sfx if _OPS[name][1] != "sgn" else "")
         two = name in _BINARY
@@ -546,9 +629,10 @@ def compile_rollout(
         raise RuntimeError("quadsim.native: no working C compiler ($CC, cc or gcc) found")
     cc, flags, ident, _ = tool
     vbytes = _vector_bytes(ident)
+    simd = _simd(vbytes)
 
     def source() -> str:
-        return _generate(F, dtype, sizes, vbytes, noise)
+        return _generate(F, dtype, sizes, vbytes, noise, simd)
 
     # Keyed by what determines the library (module docstring), not by the C source: serialising
     # the Function costs a fifth of generating the source, which only a miss needs.
@@ -556,7 +640,8 @@ def compile_rollout(
     src: str | Any = source if gen is not None else source()
     what = ([F.serialize(), str(dtype), repr(sizes), str(vbytes), repr(noise), gen]
             if gen is not None else [src])  # fmt: skip
-    key = hashlib.sha256("\0".join([*what, shlex.join([*cc, *flags]), ident]).encode())
+    key = hashlib.sha256("\0".join([*what, shlex.join([*cc, *flags]), ident,
+                                     repr(simd)]).encode())  # fmt: skip
     root = _cache_root(cache_dir)
     root.mkdir(parents=True, exist_ok=True)
     lib, compiled = root / f"quadsim_{key.hexdigest()[:32]}.so", False
@@ -567,7 +652,7 @@ def compile_rollout(
             fh.write(src)
         tmp_so = tmp[:-2] + ".so"
         try:
-            r = _run([*cc, *flags, tmp, "-o", tmp_so, "-lm"])
+            r = _run([*cc, *flags, tmp, "-o", tmp_so, *(["-lmvec"] if simd else []), "-lm"])
             if r.returncode:
                 _forget_toolchain()  # the cached probe may be stale (e.g. OpenMP removed)
                 raise RuntimeError(f"quadsim.native: compiling {F.name()} failed "
