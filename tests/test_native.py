@@ -341,7 +341,7 @@ def test_nan_semantics_match_casadi(cache):
 
 def test_vector_math_special_values_match_numpy(cache):
     """The libm functions with vector variants (libmvec, where linked) keep libm's answers at
-    the edges: NaN outside the domain, infinities, signed limits."""  # noqa: D205, D209
+    the edges: NaN outside the domain, infinities, signed limits."""
     x, u = cs.SX.sym("x", 11), cs.SX.sym("u", 0)
     v = x[0]
     y = cs.vertcat(cs.sin(v), cs.cos(v), cs.asin(v), cs.acos(v), cs.atan(v), cs.exp(v),
@@ -368,7 +368,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 def test_vector_math_is_declared_and_linked_as_probed(cache, monkeypatch):
     """Each libm function the toolchain links with a vector variant (``_simd``) is declared
-    ``simd`` in the generated C; ``QUADSIM_NO_MVEC`` builds the scalar form, equal to 1e-13."""  # noqa: D205, D209
+    ``simd`` in the generated C; ``QUADSIM_NO_MVEC`` builds the scalar form (equal to 1e-13)."""
     names = native._simd(native._vector_bytes(native._toolchain()[2]))
     assert names in (*native._MVEC_TIERS, ())
     if CI and os.uname().sysname == "Linux" and os.uname().machine == "x86_64":

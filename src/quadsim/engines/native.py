@@ -158,7 +158,7 @@ def _simd_probe(cc: tuple, flags: tuple, names: tuple, vbytes: int) -> bool:
         sfx, w = ("f" if ctype == "float" else ""), vbytes // (4 if ctype == "float" else 8)
         parts += [f"typedef {ctype} v{tag} __attribute__((vector_size({vbytes})));\n",
                   _simd_decls(names, ctype)]  # fmt: skip
-        for i, f in enumerate(names):
+        for f in names:
             args = "a[l], a[l]" if f in _MVEC_BINARY else "a[l]"
             parts.append(
                 f"static v{tag} {tag}_{f}(v{tag} a) {{ v{tag} r; for (int l = 0; l < {w}; ++l) "

@@ -25,14 +25,18 @@ Compiled state of one environment (structure of arrays, environment index last, 
          levels: rate_int 3, prev_ang_vel 3, prev_tau 2, yaw_sp 2, started) | steps |
          last_action (k) | obs (d) | reward | terminated, truncated, crashed, fault,
          out_of_bounds, tilted | pos_error]
-    u = [action (k), unclipped | hold]    p = per-drone model parameters (if any)
+    u = [action (k), unclipped | fresh | start deviations: pos, vel, rpy, ang_vel (3 each)]
+    p = per-drone model parameters (if any)
 
-The rows from ``obs`` on are outputs of the step. ``hold = 1`` keeps an environment as it is
-(the ``NEXT_STEP`` autoreset: it was just reset and returns its first observation, reward 0,
-no flags). A second compiled function recomputes only ``obs`` from the state (after other
-resets). Python writes the actions, makes one call, and copies the outputs out; resets write
-the drawn starts into the selected columns. Where the time goes (float32, 1024 envs, one core):
-the call itself is all but some 25 µs of a step; see docs/envs.md.
+The rows from ``obs`` on are outputs of the step. ``fresh = 1`` starts a new episode instead of
+stepping (the ``NEXT_STEP`` autoreset): the state becomes
+:func:`quadsim.envs.core.start_state` of the task's reference at ``t = 0`` plus the drawn
+deviations, with hover rotor speeds, clear flags and inner memory, and the environment returns
+its first observation, reward 0 and no flags. A second compiled function recomputes only ``obs``
+from the state (after other resets, which write their starts into the selected columns).
+Python writes the actions (and the deviations of the environments starting anew), makes one
+call, and copies the outputs out. Where the time goes (float32, 1024 envs, one core): the call
+itself is all but some 25 µs of a step; see docs/envs.md.
 """
 
 from __future__ import annotations
@@ -44,13 +48,15 @@ import numpy as np
 
 from ...physics._array import CASADI_OPS, SymArray, SymbolicNamespace, symbolic
 from .actions import InnerState, _Attitude, inner_loop
-from .core import observation, outcome
+from .core import observation, outcome, start_state
 
 __all__ = ["CompiledStep"]
 
 _INNER = (("rate_int", 3), ("prev_ang_vel", 3), ("prev_tau", 2), ("yaw_sp", 2), ("started", 1))
 FLAGS = ("terminated", "truncated", "crashed", "fault", "out_of_bounds", "tilted")
 """Boolean output rows, in this order (contiguous)."""
+START = ("pos", "vel", "rpy", "ang_vel")
+"""The start deviations among the inputs (3 rows each, after ``fresh``), in this order."""
 
 
 def _cse(expr: Any) -> Any:
@@ -121,9 +127,10 @@ class CompiledStep:
         params = sim.model_params
         per_drone = tuple(k for k in params if np.ndim(params[k]) > len(system.param_spec[k]))
         varying = _varying(system, params, per_drone)
-        key = tuple((name, idx) for name, idx, _ in varying)
         self.rows = self._layout()
         self.n_x = max(s.stop for s in self.rows.values())
+        self._template = self._fresh_column(sim)
+        key = (tuple((name, idx) for name, idx, _ in varying), self._template.tobytes())
         if cache is not None and cache._key == key:
             self._step_fn, self._obs_fn = cache._step_fn, cache._obs_fn
         else:
@@ -132,7 +139,7 @@ class CompiledStep:
         n, lanes = self.n, self._step_fn.lanes
         self.n_pad = -(-n // lanes) * lanes
         self._X = np.zeros((self.n_x, self.n_pad), self.dtype)
-        self._U = np.zeros((self.k_act + 1, self.n_pad), self.dtype)  # actions, hold
+        self._U = np.zeros((self.k_act + 1 + 3 * len(START), self.n_pad), self.dtype)
         P = None
         if varying:
             P = np.empty((len(varying), self.n_pad), self.dtype)
@@ -141,8 +148,7 @@ class CompiledStep:
         self._P = P
         self._advance = self._step_fn.bind(self._X, self._U, P)
         self._refresh = self._obs_fn.bind(self._X, self._U, P)
-        self._template = self._fresh_column(sim)
-        self._holding = False
+        self._fresh = False
         self._take_state(sim)
 
     # -- layout and tracing -----------------------------------------------------------------------
@@ -174,7 +180,7 @@ class CompiledStep:
         core, system, rows, dtype = self.core, self.system, self.rows, self.dtype
         xp = SymbolicNamespace.of(dtype)
         nx, sl = system.size, system.slices()
-        X, U = cs.SX.sym("x", self.n_x), cs.SX.sym("u", self.k_act + 1)
+        X, U = cs.SX.sym("x", self.n_x), cs.SX.sym("u", self.k_act + 1 + 3 * len(START))
         P = cs.SX.sym("p", len(varying))
         xs = [X[i] for i in range(self.n_x)]
         inputs = [X, U, P] if varying else [X, U]
@@ -198,15 +204,17 @@ class CompiledStep:
         out0[rows["obs"]] = _flat(obs0, dtype)
         G = cs.Function("quadsim_env_observe", inputs, [_cse(cs.vertcat(*out0))])
 
-        # the control step; an environment with hold = 1 (just reset: NEXT_STEP autoreset)
-        # keeps its state and returns its first observation with reward 0 and no flags
+        # the control step; an environment with fresh = 1 (NEXT_STEP autoreset) starts anew
+        # instead: its start state, first observation, reward 0 and no flags
         p = _symbolic_params(system, sim.model_params, varying, P)
         step = make_step(system, p, sim.dt, sim.integrator, sim.world, xp=CASADI_OPS)
-        a = xp.clip(symbolic([U[i] for i in range(self.k_act)], dtype), -1.0, 1.0)
-        hold = U[self.k_act] > 0.5
+        ku = self.k_act
+        a = xp.clip(symbolic([U[i] for i in range(ku)], dtype), -1.0, 1.0)
+        fresh = U[ku] > 0.5
+        new = self._start_column(core, xp, [U[ku + 1 + i] for i in range(3 * len(START))])
 
-        def keep(new: list, old: list) -> list:
-            return [cs.if_else(hold, b, e) for e, b in zip(new, old, strict=True)]
+        def keep(stepped: list, rows: slice) -> list:
+            return [cs.if_else(fresh, b, e) for e, b in zip(stepped, new[rows], strict=True)]
 
         x0 = tuple(xs[:nx])
         world_rows = [xs[rows["status_" + f].start] for f in Status._fields]
@@ -229,18 +237,18 @@ class CompiledStep:
                 u = held
             x, st = step(x, u, st, k, env)
             k = k + 1
-        x = tuple(keep(list(x), list(x0)))
+        x = tuple(keep(list(x), slice(0, nx)))
         out = [*x]
         if st is not None:
-            st = Status(*keep(list(st), list(st0)))
+            first = rows["status_" + Status._fields[0]].start
+            st = Status(*keep(list(st), slice(first, first + len(Status._fields))))
             out += list(st)
         out.append(k)
         if level.inner_loop:
             flat = lambda s: [e for f in s for e in _flat(f, dtype)]  # noqa: E731
-            out += keep(flat(inner), flat(inner0))
-        steps0 = xs[rows["steps"].start]
-        steps = cs.if_else(hold, steps0, steps0 + 1)
-        last = symbolic(keep(_flat(a, dtype), xs[rows["last_action"]]), dtype)
+            out += keep(flat(inner), slice(rows[_INNER[0][0]].start, rows["started"].stop))
+        steps = cs.if_else(fresh, 0.0, xs[rows["steps"].start] + 1)
+        last = symbolic(keep(_flat(a, dtype), rows["last_action"]), dtype)
         obs, e_p, e_v, R_zz = observe(x, steps, last)
         never = xp.zeros(()) > 0.0
         crashed = never if st is None else SymArray(st.crashed, dtype) > 0.5
@@ -253,10 +261,26 @@ class CompiledStep:
         trunc = never if mx is None else SymArray(steps, dtype) >= float(mx)
         out += [steps, *last.entries(), *_flat(obs, dtype)]
         for f in (reward, term, trunc, crashed, fault, oob, tilted):
-            out += keep(_flat(f, dtype), [0.0])
+            out += [cs.if_else(fresh, 0.0, e) for e in _flat(f, dtype)]
         out += _flat(dist, dtype)
         F = cs.Function("quadsim_env_step", inputs, [_cse(cs.vertcat(*out))])
         return compile_rollout(F, dtype), compile_rollout(G, dtype)
+
+    def _start_column(self, core: Any, xp: Any, dev: list) -> list:
+        """The compiled state of a new episode (up to ``steps``) from the traced deviations
+        ``dev`` (:data:`START`), around the task's reference at ``t = 0``."""  # noqa: D205, D209
+        import casadi as cs
+
+        dtype, rows = self.dtype, self.rows
+        d = {name: symbolic(dev[3 * i : 3 * i + 3], dtype) for i, name in enumerate(START)}
+        ref_pos, ref_vel = (np.asarray(r, np.float64).reshape(-1, 3)[0]
+                            for r in core.task.reference(np.zeros(1)))  # fmt: skip
+        state = start_state(d["pos"] + ref_pos, d["rpy"], d["vel"] + ref_vel, d["ang_vel"],
+                            core.floor)  # fmt: skip
+        col: list = [cs.SX(float(v)) for v in self._template]
+        for name, value in zip(("pos", "quat", "vel", "ang_vel"), state, strict=True):
+            col[rows[name]] = _flat(value, dtype)
+        return col
 
     # -- state ------------------------------------------------------------------------------------
     def _fresh_column(self, sim: Any) -> np.ndarray:
@@ -360,26 +384,32 @@ class CompiledStep:
             self._stale = False
         return np.ascontiguousarray(self._X[self.rows["obs"], : self.n].T, dtype=np.float32)
 
-    def step(self, action: Any, hold: np.ndarray | None = None) -> tuple[
+    def step(self, action: Any, fresh: np.ndarray | None = None, start: Any = None) -> tuple[
             np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:  # fmt: skip
         """One control step of every environment (:meth:`quadsim.envs.core.QuadCore.step`).
 
         Args:
             action: Actions ``(n, k)``.
-            hold: Boolean mask ``(n,)`` of environments that do not step (just reset: they
-                return their first observation, reward 0 and all flags false), or ``None``.
+            fresh: Boolean mask ``(n,)`` of environments that start a new episode instead
+                (they return their first observation, reward 0 and all flags false), or
+                ``None``.
+            start: Their drawn deviations from the reference at ``t = 0``
+                (:class:`quadsim.initial.Start` with ``pos``, ``vel``, ``rpy``, ``ang_vel``,
+                each ``(m, 3)``, ``m`` the number of ``fresh`` environments).
         """
-        n, rows, X, U = self.n, self.rows, self._X, self._U
+        n, rows, X, U, k = self.n, self.rows, self._X, self._U, self.k_act
         a = np.asarray(action)
-        if a.shape != (n, self.k_act):
-            a = a.reshape(n, self.k_act)
-        U[:-1, :n] = a.T
-        if hold is not None:
-            U[-1, :n] = hold
-            self._holding = True
-        elif self._holding:
-            U[-1] = 0.0
-            self._holding = False
+        if a.shape != (n, k):
+            a = a.reshape(n, k)
+        U[:k, :n] = a.T
+        if fresh is not None:
+            idx = np.flatnonzero(fresh)
+            U[k, :n] = fresh
+            U[k + 1 :, idx] = np.concatenate([getattr(start, f) for f in START], axis=1).T
+            self._fresh = True
+        elif self._fresh:
+            U[k] = 0.0
+            self._fresh = False
         self._advance()
         self._clock += self.substeps
         self._stale, self._dirty = False, True

@@ -46,6 +46,7 @@ __all__ = [
     "observation",
     "outcome",
     "resolve_backend",
+    "start_state",
 ]
 
 ENV_WORLD = World(ground=Ground(height=0.0, crash_speed=0.0))
@@ -162,6 +163,28 @@ class HoverTask(TrackTask):
             raise ValueError(f"target must be a finite (3,) position [m]; got {target!r}")
         super().__init__(make_trajectory("hover", center=tuple(target.tolist())), future=())
         self.target = target
+
+
+def start_state(pos: Any, rpy: Any, vel: Any, ang_vel: Any, floor: float | None) -> tuple:
+    """The plant state of new episodes (pure, array API; the compiled step traces it).
+
+    Args:
+        pos: Drawn positions ``(..., 3)`` [m].
+        rpy: Drawn roll, pitch, yaw ``(..., 3)`` [rad] (ZYX Euler).
+        vel: Drawn velocities ``(..., 3)`` [m/s].
+        ang_vel: Drawn body rates ``(..., 3)`` [rad/s].
+        floor: Lowest start height [m] (the ground's height plus 5 cm), or ``None``.
+
+    Returns:
+        ``(pos, quat, vel, ang_vel)``: ``pos`` with ``z`` raised to ``floor`` where below it,
+        ``quat`` ``(..., 4)`` (xyzw) of ``rpy``.
+    """
+    xp = namespace(pos, rpy)
+    quat = xp.stack(_kfrom_euler(xp, (rpy[..., 0], rpy[..., 1], rpy[..., 2])), axis=-1)
+    if floor is not None:
+        z = xp.maximum(pos[..., 2], floor)
+        pos = xp.stack([pos[..., 0], pos[..., 1], z], axis=-1)
+    return pos, quat, vel, ang_vel
 
 
 def observation(
@@ -375,6 +398,13 @@ class QuadCore:
                              f"({self.compiled_reason})")  # fmt: skip
 
     @property
+    def floor(self) -> float | None:
+        """Lowest start height [m]: 5 cm above the world's ground, ``None`` without one."""
+        if self.world is None or self.world.ground is None:
+            return None
+        return self.world.ground.height + 0.05
+
+    @property
     def sim(self) -> Any:
         """The :class:`~quadsim.sim.Simulator` (on the compiled path: brought up to date with the
         compiled states when read; changes made to it are not seen by the environments)."""  # noqa: D205, D209
@@ -425,10 +455,8 @@ class QuadCore:
             return
         ref_pos, ref_vel = self.task.reference(np.zeros(m))
         start = sample_start(rng, m, pos=ref_pos, vel=ref_vel, spread=self._spread)
-        pos, vel, ang_vel = start.pos, start.vel, start.ang_vel
-        quat = np.stack(_kfrom_euler(np, tuple(start.rpy.T)), axis=-1)  # from_euler, NumPy
-        if self.world is not None and self.world.ground is not None:
-            pos[:, 2] = np.maximum(pos[:, 2], self.world.ground.height + 0.05)
+        pos, quat, vel, ang_vel = start_state(start.pos, start.rpy, start.vel, start.ang_vel,
+                                              self.floor)  # fmt: skip
         state = dict(state or {})
         unknown = set(state) - {"pos", "attitude", "vel", "ang_vel"}
         if unknown:
@@ -460,12 +488,13 @@ class QuadCore:
         The Gymnasium ``NEXT_STEP`` autoreset: the environments of the mask ``done`` ignore their
         action, draw a new start (:meth:`reset`) and return its observation with reward 0, both
         flags false, ``time`` 0 and ``pos_error`` the norm of the observed position error. The
-        compiled path resets them first and holds them during its one call; the reference path
-        steps everyone, then resets and observes (the same draws and results).
+        compiled path draws the deviations and builds the new starts inside its one call
+        (:func:`start_state` on the reference at ``t = 0``); the reference path steps everyone,
+        then resets and observes (the same draws and results).
         """
-        if self.compiled is not None:
-            self.reset(done, rng)
-            obs, reward, terminated, truncated, info = self.compiled.step(action, hold=done)
+        if self.compiled is not None:  # the new starts are built inside the compiled step
+            start = sample_start(rng, int(np.count_nonzero(done)), spread=self._spread)
+            obs, reward, terminated, truncated, info = self.compiled.step(action, done, start)
         else:
             obs, reward, terminated, truncated, info = self.step(action)
             self.reset(done, rng)
