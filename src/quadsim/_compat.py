@@ -22,8 +22,8 @@ LAYERS = {
                 "noise", "params", "presets", "rotation", "rotors", "sensors", "systems", "wind",
                 "world"),
     "engines": ("native", "sim", "sim_native"),
-    "loop": ("brain", "closed_loop", "closed_loop_jax", "control", "flight", "initial",
-             "trajectories"),
+    "loop": ("brain", "closed_loop", "closed_loop_jax", "control", "estimation", "flight",
+             "initial", "trajectories"),
     "app": ("bench", "bench_closed_loop", "bench_peers", "cli", "envs", "io", "plotting",
             "preflight", "run", "scenario"),
 }  # fmt: skip

@@ -470,6 +470,9 @@ class SymbolicNamespace:
     def reshape(self, x: Any, shape: Any, copy: Any = None) -> SymArray:
         return self._wrap(np.reshape(_raw(self.asarray(x)), shape))
 
+    def matrix_transpose(self, x: Any) -> SymArray:
+        return self._wrap(np.swapaxes(_raw(self.asarray(x)), -1, -2))
+
     def expand_dims(self, x: Any, axis: int = 0) -> SymArray:
         return self._wrap(np.expand_dims(_raw(self.asarray(x)), axis))
 

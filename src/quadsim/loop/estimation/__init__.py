@@ -1,0 +1,13 @@
+"""State estimation in the closed loop: estimators fed by the simulated sensors.
+
+Submodules:
+
+* :mod:`quadsim.estimation.eskf`: the error-state (multiplicative) extended Kalman filter on
+  position, velocity, attitude and the IMU biases, with delayed fusion for late measurements;
+* :mod:`quadsim.estimation.complementary`: the complementary (Mahony) filter, the cheap case;
+* :mod:`quadsim.estimation.metrics`: errors against the truth (RMSE, NEES, absolute and
+  relative trajectory errors).
+
+Every estimator is pure array-API code over a batch of drones (NumPy, JAX, or CasADi through
+:class:`~quadsim._array.SymArray`, so the compiled closed loop traces it).
+"""
