@@ -45,6 +45,7 @@ __all__ = [
     "Held",
     "Periods",
     "brain_init",
+    "brain_outputs",
     "command_allocation",
     "command_kind",
     "ctrl_leaves",
@@ -231,13 +232,14 @@ class BrainState(NamedTuple):
 
 def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, imu: Any = None,
                mocap: Any = None, dt: float, periods: Periods, seed: int = 0, k0: int = 0,
-               n_rotors: int = 4, xp: Any = np) -> BrainState:  # fmt: skip
+               n_rotors: int = 4, xp: Any = np, estimator: Any = None) -> BrainState:  # fmt: skip
     """The brain state at a flight's start (step ``k0``): float64 arrays of ``xp``.
 
     The IMU's turn-on biases are :func:`quadsim.sensors.imu_init` of the normals
     ``(seed, "imu_init", k0, drone)``; the motion-capture delay line holds the start pose
     (:func:`quadsim.sensors.mocap_init`); the held outputs start at zero (every update runs at
-    ``j = 0``).
+    ``j = 0``); an estimator with an ``init`` method starts from ``estimator.init(n, pos, vel,
+    quat, seed=, k0=, xp=)``.
     """
     from ..physics.noise import normals
 
@@ -259,7 +261,21 @@ def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, imu: Any = N
         held = Held(xp.zeros((n, n_rotors), dtype=f64), xp.zeros((n, 4), dtype=f64),
                     xp.zeros((n, 4), dtype=f64), xp.zeros((n,), dtype=xp.bool), three, three,
                     None if mocap is None else xp.zeros((n, 3), dtype=f64))  # fmt: skip
-    return BrainState(xp.zeros((n,), dtype=f64), ctrl, imu_s, imu_vel, mocap_s, held)
+    est = None
+    if estimator is not None and hasattr(estimator, "init"):
+        est = estimator.init(n, np.asarray(pos), np.asarray(vel), np.asarray(quat), seed=seed,
+                             k0=k0, xp=xp)  # fmt: skip
+    return BrainState(xp.zeros((n,), dtype=f64), ctrl, imu_s, imu_vel, mocap_s, held, est)
+
+
+def brain_outputs(imu: Any, mocap: Any, estimator: Any = None) -> list[tuple[str, int]]:
+    """``(name, size)`` of the brain's outputs besides the reference and the command, in the
+    order every loop logs them: the sensor readings (``gyro``, ``accel`` with an IMU,
+    ``mocap_pos`` with motion capture), then the estimator's ``outputs``."""  # noqa: D205, D209
+    out = [("gyro", 3), ("accel", 3)] if imu is not None else []
+    if mocap is not None:
+        out.append(("mocap_pos", 3))
+    return out + list(getattr(estimator, "outputs", None) or [])
 
 
 def noise_groups(imu: Any, mocap: Any) -> tuple[tuple[str, int], ...]:
@@ -330,9 +346,12 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
         estimator: The estimator slot: ``(k, truth, readings, est_state) -> (state, est_state)``
             gives the state the controller reads, from the true state (a
             :class:`~quadsim.sim.State`), this step's ``readings`` (``gyro``, ``accel``,
-            ``mocap_pos`` as present, and ``imu_fresh``, ``mocap_fresh``: whether the reading
-            was taken at this step) and its own state (:attr:`BrainState.est`). ``None``: the
-            truth (the controller reads the true state; no estimator state).
+            ``mocap_pos``, ``mocap_quat`` as present, and ``imu_fresh``, ``mocap_fresh``:
+            whether the reading was taken at this step) and its own state
+            (:attr:`BrainState.est`). ``None``: the truth (the controller reads the true state;
+            no estimator state). An estimator with a ``log(est)`` method adds what it returns
+            to ``out`` (its ``outputs``, :func:`brain_outputs`); one with ``init`` gets its
+            state from :func:`brain_init`.
 
     The function's ``out`` holds ``ref_pos``, ``ref_vel``, ``ref_yaw``, ``cmd_rpm`` (what the
     plant gets), ``cmd_wrench``, ``lost_wrench``, ``saturated`` and, with sensors, ``gyro``,
@@ -375,16 +394,18 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
 
             at = 12 if imu is not None else 0
             reading, mocap_s = mocap_measure(pos, quat, mocap, bs.mocap, z[..., at:at + 6])
-            p_m, fresh = reading.pos, True
+            p_m, q_m, fresh = reading.pos, reading.quat, True
             if m_m > 1:
                 fresh = _due(j, m_m, xp)
-                p_m = _pick(fresh, p_m, held.mocap_pos, xp)
+                p_m = _pick(fresh, p_m, held.mocap_pos, xp)  # (the held attitude is not used)
             out["mocap_pos"] = p_m
-            readings |= {"mocap_pos": p_m, "mocap_fresh": fresh}
+            readings |= {"mocap_pos": p_m, "mocap_quat": q_m, "mocap_fresh": fresh}
         # 2. the estimator slot: the state the controller reads
         state, est = State(pos, quat, vel, ang_vel, None), bs.est
         if estimator is not None:
             state, est = estimator(k, state, readings, est)
+            if hasattr(estimator, "log"):
+                out |= estimator.log(est)
         # 3. reference, controller (at its period) and allocation
         if trajectory is not None:
             ref = trajectory(k * dt)

@@ -24,7 +24,8 @@ Compiled state of one drone (structure of arrays, drone index last, see :attr:`C
          ``imu_vel``, ``mocap_pos_buf``, ``mocap_quat_buf``, ``mocap_count``, ``held_<output>``,
          as present) | s | cmd_rpm (n_rotors) | cmd_wrench (4) | saturated | sample outputs
          (``sample=True``) | gyro, accel (3 + 3, with an IMU) | mocap_pos (3, with motion
-         capture)]
+         capture) | the estimator's outputs (``est_*``, with an estimator;
+         :func:`quadsim.brain.brain_outputs`)]
     u = wind [m/s], world frame (3)          held over a call, or one per step
     p = [reference offset o [m] (3) | per-drone model parameters (n_var)]
                                               shared (3 + n_var,) or per drone (3 + n_var, N)
@@ -132,7 +133,7 @@ def closed_loop_step(
     allocator: Any, dt: float, integrator: Callable, dtype: Any = np.float64,
     world: Any = None, sample: bool = False, *, imu: Any = None, mocap: Any = None,
     gravity_vec: Any = (0.0, 0.0, -9.81), ctrl_state: Any = _INIT, brain_state: Any = None,
-    command: str | None = None, periods: Any = None, dryden: Any = None,
+    command: str | None = None, periods: Any = None, dryden: Any = None, estimator: Any = None,
 ) -> tuple[Any, dict[str, slice], Any]:  # fmt: skip
     """The one-drone closed-loop step as a CasADi ``SX`` Function (see the module docstring).
 
@@ -176,6 +177,9 @@ def closed_loop_step(
             the normals ``(plant seed, "dryden", s, drone)`` (noise group key 1) and the gust,
             turned to the world by :func:`quadsim.wind.gust_to_world` along the mean wind ``u``
             (``+x`` when calm), is added to it; with ``sample``, output ``prev_gust_state``.
+        estimator: The brain's estimator (:func:`quadsim.brain.make_brain`), traced too: its
+            state joins the brain state's rows (``est_*``) and its outputs follow the
+            sensors' (needs ``sample``).
 
     Returns:
         ``(F, rows, template)``: ``F(x, u, p[, z]) -> x_next`` (``z`` with a sensor, its groups
@@ -193,11 +197,20 @@ def closed_loop_step(
     from ..physics.systems import Env
     from ..physics.world import Status
     from ..physics.world import apply as world_apply
-    from .brain import brain_init, first_drone, loop_periods, make_brain, state_leaves, tree_rebuild
+    from .brain import (
+        brain_init,
+        brain_outputs,
+        first_drone,
+        loop_periods,
+        make_brain,
+        state_leaves,
+        tree_rebuild,
+    )
     from .control import init_state
 
-    if (imu is not None or mocap is not None) and not sample:
-        raise ValueError("imu and mocap need sample=True (they read the sample's rows)")
+    if (imu is not None or mocap is not None or estimator is not None) and not sample:
+        raise ValueError("imu, mocap and an estimator need sample=True (they read the sample's "
+                         "rows)")  # fmt: skip
     periods = loop_periods(dt, gains, imu, mocap) if periods is None else periods
     nx, nc = system.size, system.n_cmd
     if brain_state is None:
@@ -206,7 +219,8 @@ def closed_loop_step(
         ctrl = tree_rebuild(cstate0, iter(lead))
         brain_state = first_drone(brain_init(
             1, ctrl, np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]), np.zeros((1, 3)),
-            imu=imu, mocap=mocap, dt=dt, periods=periods, n_rotors=nc))  # fmt: skip
+            imu=imu, mocap=mocap, dt=dt, periods=periods, n_rotors=nc,
+            estimator=estimator))  # fmt: skip
     bfields = [(name, tuple(np.shape(v))) for name, v in state_leaves(brain_state)]
     rows: dict[str, slice] = {}
     at = 0
@@ -227,10 +241,8 @@ def closed_loop_step(
         outputs += [("ref_pos", 3), ("ref_vel", 3), ("ref_yaw", 1), ("lost_wrench", 4)]
         if dryden is not None:
             outputs.append(("prev_gust_state", 5))
-    if imu is not None:
-        outputs += [("gyro", 3), ("accel", 3)]
-    if mocap is not None:
-        outputs.append(("mocap_pos", 3))
+    sensed = brain_outputs(imu, mocap, estimator)
+    outputs += sensed
     for name, size in outputs:
         rows[name], at = slice(at, at + size), at + size
     n_x = at
@@ -250,7 +262,8 @@ def closed_loop_step(
     k = xs[rows["step"].start]
     bs = tree_rebuild(brain_state, iter([sym(name, shape) for name, shape in bfields]))
     brain = make_brain(trajectory, control, gains, allocator, imu, mocap,
-                       np.asarray(gravity_vec, np.float64), dt, command, periods)  # fmt: skip
+                       np.asarray(gravity_vec, np.float64), dt, command, periods,
+                       estimator)  # fmt: skip
     out, bs1 = brain(SymArray(k, dtype), sym("pos"), sym("quat"), sym("vel"), sym("ang_vel"),
                      symbolic([P[0], P[1], P[2]], dtype), bs,
                      symbolic([Z[i] for i in range(n_s)], dtype))  # fmt: skip
@@ -286,8 +299,7 @@ def closed_loop_step(
                   for e in _entries(out[key], dtype)]  # fmt: skip
         if dryden is not None:
             extra += xs[rows["gust_state"]]
-    extra += [e for key in ("gyro", "accel", "mocap_pos") if key in out
-              for e in _entries(out[key], dtype)]  # fmt: skip
+    extra += [e for key, _ in sensed for e in _entries(out[key], dtype)]
     head = [e for key in ("cmd_wrench", "saturated") for e in _entries(out[key], dtype)]
     outv = cs.vertcat(*x1, *flags, *gust1, *b1, k + 1, *rpm, *head, *extra)
     F = cs.Function("quadsim_closed_loop", [X, U, P, *([Z] if n_z else [])], [outv])
@@ -338,13 +350,15 @@ class ClosedLoop:
 
     def __init__(self, rollout: Any, rows: dict, template: Any, system: Any, dt: float,
                  hover_rpm: float, params: np.ndarray | None = None, imu: Any = None,
-                 mocap: Any = None, periods: Any = None) -> None:  # fmt: skip
+                 mocap: Any = None, periods: Any = None,
+                 estimator: Any = None) -> None:  # fmt: skip
         from .brain import Periods
 
         self.rollout, self.rows, self.system, self.dt = rollout, rows, system, dt
         self.dtype, self.n_x = rollout.dtype, rollout.n_state
         self._template, self._hover = template, hover_rpm
         self._sensors = (imu, mocap, Periods() if periods is None else periods)
+        self._estimator = estimator
         self.sample = "ref_pos" in rows
         self.params = None if params is None else np.asarray(params, np.float64)
 
@@ -387,7 +401,8 @@ class ClosedLoop:
             field = {name: X[self.rows[name]].T for name in ("pos", "quat", "vel")}
             brain_state = brain_init(n, ctrl_state, field["pos"], field["quat"], field["vel"],
                                      imu=imu, mocap=mocap, dt=self.dt, periods=periods,
-                                     n_rotors=self.system.n_cmd)  # fmt: skip
+                                     n_rotors=self.system.n_cmd,
+                                     estimator=self._estimator)  # fmt: skip
         leaves = state_leaves(brain_state)
         names = [name for name, _ in state_leaves(self._template)]
         if [name for name, _ in leaves] != names:
@@ -518,7 +533,7 @@ def compile_for_simulator(
     sim: Any, control: Callable, gains: Any, trajectory: Callable, *, sample: bool = True,
     threads: int | None = None, imu: Any = None, mocap: Any = None,
     ctrl_state: Any = _INIT, brain_state: Any = None, command: str | None = None,
-    periods: Any = None,
+    periods: Any = None, estimator: Any = None,
 ) -> ClosedLoop:  # fmt: skip
     """The closed loop around a :class:`~quadsim.sim.Simulator`'s plant (``fly``'s compiled path).
 
@@ -543,6 +558,7 @@ def compile_for_simulator(
         brain_state: One drone's brain state as the template instead (:func:`closed_loop_step`).
         command: What the controller's command is (:func:`quadsim.brain.command_kind`).
         periods: :class:`~quadsim.brain.Periods` (default: :func:`~quadsim.brain.loop_periods`).
+        estimator: The brain's estimator (:func:`closed_loop_step`), or ``None`` (the truth).
 
     Returns:
         :class:`ClosedLoop` (with per-drone parameters it runs exactly ``sim.n`` drones).
@@ -558,7 +574,7 @@ def compile_for_simulator(
         sim.integrator, np.dtype(sim.dtype), sim.world, sample, imu=imu, mocap=mocap,
         gravity_vec=np.asarray(sim.drone.gravity_vec, np.float64), ctrl_state=ctrl_state,
         brain_state=brain_state, command=command, periods=periods,
-        dryden=getattr(sim, "_dryden", None),
+        dryden=getattr(sim, "_dryden", None), estimator=estimator,
     )  # fmt: skip
     groups = noise_groups(imu, mocap) + ((("dryden", 5, 1),) if "gust_state" in rows else ())
     rollout = compile_rollout(F, np.dtype(sim.dtype), threads=threads, noise=groups)
@@ -569,4 +585,4 @@ def compile_for_simulator(
 
         periods = loop_periods(float(sim.dt), gains, imu, mocap)
     return ClosedLoop(rollout, rows, template, system, float(sim.dt), hover, values, imu, mocap,
-                      periods)  # fmt: skip
+                      periods, estimator)  # fmt: skip

@@ -416,7 +416,7 @@ class _Draws:
 def _fly_compiled(
     sim: Any, loop: Any, bstate0: Any, offset: np.ndarray, total: int, log_every: int,
     chunk_steps: int, on_chunk: Callable | None, progress: Callable | None, keep_log: bool,
-    imu: Any = None, mocap: Any = None, seed: int = 0,
+    imu: Any = None, mocap: Any = None, seed: int = 0, estimator: Any = None,
 ) -> tuple[list[dict], int, bool, int | None]:  # fmt: skip
     """:func:`fly`'s loop on the compiled closed loop: ``(chunks, steps, interrupted, signal)``.
 
@@ -469,9 +469,12 @@ def _fly_compiled(
                        plant_seed=sim.seed)  # fmt: skip
         return out.x, out.fields, as_record(out.x)
 
+    from .brain import brain_outputs
+
+    sensed = brain_outputs(imu, mocap, estimator)
     brain_keys = sorted(["ref_pos", "ref_vel", "ref_yaw", "cmd_rpm", "cmd_wrench", "lost_wrench",
-                         "saturated", *(["gyro", "accel"] if imu is not None else []),
-                         *(["mocap_pos"] if mocap is not None else [])])  # fmt: skip
+                         "saturated", *(k for k, _ in sensed)])  # fmt: skip
+    scalars = ["ref_yaw", *(k for k, size in sensed if size == 1)]
 
     def samples(fields: dict, sl: Any) -> dict:
         """Log samples ``fields[sl]`` (records, or a final state as one record) as fly logs them."""
@@ -487,7 +490,8 @@ def _fly_compiled(
             flags[name] = (np.asarray(fields[key][sl]).astype(flag_dtype) if key in fields
                            else np.zeros((m, n), flag_dtype))  # fmt: skip
         brain = {key: f(key) for key in brain_keys if key != "saturated"}
-        brain["ref_yaw"] = brain["ref_yaw"][..., 0]
+        for key in scalars:
+            brain[key] = brain[key][..., 0]
         brain["saturated"] = np.asarray(fields["saturated"][sl])
         return {
             **{key: brain[key] for key in brain_keys}, "time": None,
@@ -593,6 +597,7 @@ def fly(
     jit: bool | None = None,
     compiled: bool | None = None,
     command: str | None = None,
+    estimator: Any = None,
 ) -> FlightResult:
     """Fly ``sim`` (already reset) along ``trajectory`` for ``duration`` seconds.
 
@@ -647,6 +652,10 @@ def fly(
             attribute if it has one, else ``"auto"``), ``"auto"`` (by the size of its last
             axis, :func:`command_kind`: 4 is a wrench, ``n_rotors`` rotor speeds), ``"wrench"``
             or ``"rpm"`` (needed for rotor speeds on a quadrotor).
+        estimator: What the controller reads instead of the true state: an estimator of
+            :mod:`quadsim.estimation` (e.g. :class:`~quadsim.estimation.estimators.EkfEstimator`,
+            fed by ``imu`` and ``mocap``), which runs inside every loop (traced into the
+            compiled one); its outputs (``est_*``) are logged. ``None``: the truth.
 
     Returns:
         :class:`FlightResult`. After the flight ``sim`` holds the state, flags and clock of the
@@ -707,7 +716,8 @@ def fly(
     if reason is None and fast == "compiled":
         try:
             loop, bstate0 = _compile_native(sim, control, gains, trajectory, ctrl_state, imu,
-                                            mocap, command, periods, seed)  # fmt: skip
+                                            mocap, command, periods, seed,
+                                            estimator)  # fmt: skip
         except Exception as e:  # any failure to trace or build falls back
             reason = f"the closed loop could not be compiled: {_one_line(e)}"
             failed.append(("by CasADi", _one_line(e)))
@@ -716,7 +726,7 @@ def fly(
         try:
             scan = _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command,
                                ctrl_state, offset, total, log_every, chunk_steps, seed,
-                               periods)  # fmt: skip
+                               periods, estimator)  # fmt: skip
         except Exception as e:  # the controller (or trajectory) does not trace: per step
             reason = f"the closed loop could not be traced by JAX: {_one_line(e)}"
             failed.append(("by JAX into the scan", _one_line(e)))
@@ -727,7 +737,7 @@ def fly(
         t0 = time.perf_counter()
         chunks, k, interrupted, stop_signal = _fly_compiled(
             sim, loop, bstate0, offset, total, log_every, chunk_steps, on_chunk, progress,
-            keep_log, imu, mocap, seed,
+            keep_log, imu, mocap, seed, estimator,
         )  # fmt: skip
     elif scan is not None:
         from .closed_loop_jax import fly_scan
@@ -744,6 +754,7 @@ def fly(
         run, brain_name, why = _python_loop(
             sim, trajectory, control, gains, allocator, imu, mocap, command, ctrl_state, offset,
             total, log_every, chunk_steps, on_chunk, progress, keep_log, jit, seed, periods,
+            estimator,
         )  # fmt: skip
         if why:
             same = bool(failed) and failed[-1][1] == why
@@ -787,7 +798,8 @@ def _warn_fallback(control: Callable, failed: list[tuple[str, str]], ran: str) -
                   TraceFallbackWarning, stacklevel=3)  # fmt: skip
 
 
-def _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed, xp=np):
+def _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed, xp=np,
+                  estimator=None):  # fmt: skip
     """The brain state at the flight's start (:func:`quadsim.brain.brain_init`), float64."""
     from .brain import brain_init
 
@@ -795,19 +807,21 @@ def _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed, xp
     cstate = initial_ctrl_state(control, gains, ctrl_state, sim.n, xp, xp.float64)
     return brain_init(sim.n, cstate, state.pos, state.quat, state.vel, imu=imu, mocap=mocap,
                       dt=float(sim.dt), periods=periods, seed=seed, k0=int(sim.k),
-                      n_rotors=sim.drone.mixing_matrix.shape[1], xp=xp)  # fmt: skip
+                      n_rotors=sim.drone.mixing_matrix.shape[1], xp=xp,
+                      estimator=estimator)  # fmt: skip
 
 
 def _compile_native(sim, control, gains, trajectory, ctrl_state, imu, mocap, command, periods,
-                    seed):  # fmt: skip
+                    seed, estimator=None):  # fmt: skip
     """The compiled closed loop of a flight and its per-drone initial brain state."""
     from .brain import first_drone
     from .closed_loop import compile_for_simulator
 
-    bstate0 = _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed)
+    bstate0 = _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed,
+                            estimator=estimator)  # fmt: skip
     loop = compile_for_simulator(sim, control, gains, trajectory, imu=imu, mocap=mocap,
                                  brain_state=first_drone(bstate0), command=command,
-                                 periods=periods)  # fmt: skip
+                                 periods=periods, estimator=estimator)  # fmt: skip
     return loop, bstate0
 
 
@@ -818,7 +832,7 @@ def _n_noise(imu: Any, mocap: Any) -> int:
 
 
 def _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command, ctrl_state,
-                offset, total, log_every, chunk_steps, seed, periods):  # fmt: skip
+                offset, total, log_every, chunk_steps, seed, periods, estimator=None):  # fmt: skip
     """Build and compile the scan of a flight; returns a thunk of ``(loop, carry, draws)``."""
     import jax
 
@@ -839,9 +853,10 @@ def _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command,
         import jax.numpy as jnp
 
         brain = make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, command,
-                           periods)  # fmt: skip
+                           periods, estimator)  # fmt: skip
         loop = ScanLoop(sim, brain, nz, gusty, L, per_call)
-        bstate = _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed, jnp)
+        bstate = _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed, jnp,
+                               estimator)  # fmt: skip
         loop.compile(initial_carry(sim, bstate), offset)
 
     def start() -> tuple:
@@ -854,7 +869,7 @@ def _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command,
 
 def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command, ctrl_state,
                  offset, total, log_every, chunk_steps, on_chunk, progress, keep_log, jit,
-                 seed, periods):  # fmt: skip
+                 seed, periods, estimator=None):  # fmt: skip
     """The per-step Python loop: ``(run, "JAX" or "NumPy", why JAX could not trace or None)``.
 
     ``run()`` flies and returns ``(chunks, steps, interrupted, signal)``. With JAX (``jit`` not
@@ -875,12 +890,13 @@ def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command
     def setup(jax: Any) -> tuple:
         """``(brain, brain state)`` on JAX (traced) or NumPy."""
         brain = make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, command,
-                           periods)  # fmt: skip
+                           periods, estimator)  # fmt: skip
         with _x64(jax):
             xp = np
             if jax is not None:
                 import jax.numpy as xp
-            bstate = _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed, xp)
+            bstate = _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed, xp,
+                                   estimator)  # fmt: skip
             if jax is not None:
                 brain = jax.jit(brain)
                 z = np.zeros((n, n_noise))

@@ -37,7 +37,18 @@ import numpy as np
 
 __all__ = ["STREAMS", "c_source", "normals", "philox4x32"]
 
-STREAMS = {"imu": 1, "imu_init": 2, "mocap": 3, "dryden": 4, "dryden_init": 5}
+STREAMS = {
+    "imu": 1,
+    "imu_init": 2,
+    "mocap": 3,
+    "dryden": 4,
+    "dryden_init": 5,
+    "baro": 6,
+    "baro_init": 7,
+    "gnss": 8,
+    "gnss_init": 9,
+    "est_init": 10,
+}
 """Stream of each use (the high half of the counter's last word)."""
 
 _M0, _M1 = 0xD2511F53, 0xCD9E8D57

@@ -45,11 +45,14 @@ vector: ``P`` stays symmetric to rounding). The accumulated ``δx`` is then inje
 
 Everything is array-API code over the batch ``...`` (NumPy, JAX, CasADi through
 :class:`~quadsim._array.SymArray`): a measurement that is not fresh gets a zero gain
-(``fresh`` multiplies ``k``), so nothing branches on values.
+(``fresh`` multiplies ``k``), so nothing branches on values. ``P`` is stored as its upper
+triangle, row by row (``d(d+1)/2`` numbers, :func:`pack`, :func:`unpack`): every operation
+computes only those entries (in the compiled loop the lower triangle is never evaluated).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -60,12 +63,19 @@ from ...physics._array import as_like, namespace
 __all__ = [
     "EskfNoise",
     "EskfState",
+    "altitude_rows",
+    "attitude_rows",
     "correct",
     "error_dim",
     "eskf_init",
     "eskf_predict",
     "inject",
+    "nees",
+    "pack",
+    "position_rows",
     "strapdown",
+    "unpack",
+    "velocity_rows",
 ]
 
 POS, VEL, ATT, ACCEL_BIAS, GYRO_BIAS, BARO_BIAS = 0, 3, 6, 9, 12, 15
@@ -100,7 +110,8 @@ class EskfState(NamedTuple):
         accel_bias: ``(..., 3)`` [m/s²].
         gyro_bias: ``(..., 3)`` [rad/s].
         baro_bias: ``(..., 1)`` [m], or ``None`` (no barometer: a 15-dimensional error).
-        cov: ``(..., d, d)``, ``d`` = 15 or 16 (:func:`error_dim`).
+        cov: The error covariance's upper triangle ``(..., d(d+1)/2)`` (:func:`unpack` gives
+            ``(..., d, d)``), ``d`` = 15 or 16 (:func:`error_dim`).
     """
 
     pos: Any
@@ -115,6 +126,27 @@ class EskfState(NamedTuple):
 def error_dim(state: EskfState) -> int:
     """Size of the error state: 15, or 16 with a barometer bias."""
     return 15 if state.baro_bias is None else 16
+
+
+def _triu(d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(rows, cols, where)``: the upper triangle's indices, row by row, and the packed index
+    of every entry ``(d, d)`` of the symmetric matrix."""  # noqa: D205, D209
+    iu, ju = np.triu_indices(d)
+    where = np.zeros((d, d), dtype=np.intp)
+    where[iu, ju] = where[ju, iu] = np.arange(iu.size)
+    return iu, ju, where
+
+
+def pack(M: Any) -> Any:
+    """The upper triangle of ``M`` ``(..., d, d)``, row by row ``(..., d(d+1)/2)``."""
+    iu, ju, _ = _triu(M.shape[-1])
+    return M[..., iu, ju]
+
+
+def unpack(cov: Any) -> Any:
+    """The symmetric matrix ``(..., d, d)`` of a packed upper triangle ``(..., d(d+1)/2)``."""
+    d = round((math.sqrt(8 * cov.shape[-1] + 1) - 1) / 2)
+    return cov[..., _triu(d)[2]]
 
 
 def eskf_init(pos: Any, vel: Any, quat: Any, std: Any, *, baro: bool = False,
@@ -142,7 +174,7 @@ def eskf_init(pos: Any, vel: Any, quat: Any, std: Any, *, baro: bool = False,
     pos = xp.asarray(pos, dtype=dtype)
     batch = tuple(pos.shape[:-1])
     zero = xp.zeros((*batch, 3), dtype=pos.dtype)
-    cov = xp.broadcast_to(as_like(xp, np.diag(s * s), pos), (*batch, d, d))
+    cov = xp.broadcast_to(as_like(xp, pack(np.diag(s * s)), pos), (*batch, d * (d + 1) // 2))
     q = rotation.normalize(xp.asarray(quat, dtype=pos.dtype))
     bh = xp.zeros((*batch, 1), dtype=pos.dtype) if baro else None
     return EskfState(pos, xp.asarray(vel, dtype=pos.dtype) + zero, q, zero, zero, bh, cov)
@@ -222,9 +254,9 @@ def eskf_predict(state: EskfState, gyro: Any, accel: Any, g_vec: Any, dt: float,
         [zero, zero, zero, zero, eye],
     ]
     F = xp.concat([xp.concat(r, axis=-1) for r in rows], axis=-2)
-    P = s.cov[..., :15, :15]
-    FP = F @ P
-    Pn = FP @ _mT(xp, F)
+    full = unpack(s.cov)
+    P = full[..., :15, :15]
+    Pn = (F @ P) @ _mT(xp, F)  # only its upper triangle is kept (and so computed, traced)
     na2 = np.broadcast_to(np.asarray(noise.accel_noise_density, np.float64) ** 2, (3,))
     ng2 = np.broadcast_to(np.asarray(noise.gyro_noise_density, np.float64) ** 2, (3,))
     ka2 = np.broadcast_to(np.asarray(noise.accel_bias_walk, np.float64) ** 2, (3,))
@@ -242,12 +274,12 @@ def eskf_predict(state: EskfState, gyro: Any, accel: Any, g_vec: Any, dt: float,
     ], axis=-2)  # fmt: skip
     Pn = Pn + Q
     if d == 16:  # the barometer bias: a random walk, coupled to the rest through P only
-        Pb = s.cov[..., :15, 15:16]
+        Pb = full[..., :15, 15:16]
         top = xp.concat([Pn, F @ Pb], axis=-1)
-        corner = s.cov[..., 15:16, 15:16] + float(noise.baro_bias_walk) ** 2 * dt
+        corner = full[..., 15:16, 15:16] + float(noise.baro_bias_walk) ** 2 * dt
         bottom = xp.concat([_mT(xp, F @ Pb), corner], axis=-1)
         Pn = xp.concat([top, bottom], axis=-2)
-    return EskfState(pos, vel, quat, s.accel_bias, s.gyro_bias, s.baro_bias, Pn)
+    return EskfState(pos, vel, quat, s.accel_bias, s.gyro_bias, s.baro_bias, pack(Pn))
 
 
 def correct(state: EskfState, rows: list[tuple[dict[int, float], Any, Any]],
@@ -263,17 +295,19 @@ def correct(state: EskfState, rows: list[tuple[dict[int, float], Any, Any]],
     """
     s = state
     xp = namespace(s.pos, s.cov)
-    P = s.cov
+    d = error_dim(s)
+    iu, ju, where = _triu(d)
+    cov = s.cov
     gain = xp.where(fresh, 1.0, 0.0) + 0.0 * s.pos[..., 0]
-    dx = 0.0 * P[..., 0]
+    dx = 0.0 * s.pos[..., 0:1] + np.zeros(d)
     for h, r, var in rows:
-        Ph = sum(coef * P[..., :, i] for i, coef in h.items())
+        Ph = sum(coef * cov[..., where[:, i]] for i, coef in h.items())  # P hᵀ (..., d)
         s_ = sum(coef * Ph[..., i] for i, coef in h.items()) + var
         y = r - sum(coef * dx[..., i] for i, coef in h.items())
-        k = Ph * (gain / s_)[..., None]
+        k = Ph * (gain / s_)[..., None]  # the gain
         dx = dx + k * y[..., None]
-        P = P - k[..., :, None] * Ph[..., None, :]
-    return inject(s._replace(cov=P), dx)
+        cov = cov - k[..., iu] * Ph[..., ju]  # P - k (P hᵀ)ᵀ, upper triangle only
+    return inject(s._replace(cov=cov), dx)
 
 
 def inject(state: EskfState, dx: Any) -> EskfState:
@@ -326,7 +360,7 @@ def nees(state: EskfState, pos: Any, vel: Any, quat: Any) -> Any:
     xp = namespace(state.pos, state.cov)
     att = rotation.log(rotation.multiply(rotation.conjugate(state.quat), quat))
     e = xp.concat([pos - state.pos, vel - state.vel, att], axis=-1)
-    P = state.cov
+    P = unpack(state.cov)
     n = 9
     L = [[None] * n for _ in range(n)]
     for j in range(n):

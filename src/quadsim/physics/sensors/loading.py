@@ -99,9 +99,18 @@ def _preset_root() -> Any:
     return resources.files("quadsim.physics") / "presets" / "sensors"
 
 
+def _preset_kind(entry: Any) -> str:
+    """The ``kind`` a packaged sensor preset declares (``"imu"`` when it declares none)."""
+    try:
+        return str(tomllib.loads(entry.read_text(encoding="utf-8")).get("kind", "imu"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return "imu"  # load_imu reports the malformed file
+
+
 def list_imu_presets() -> list[str]:
     """Sorted names of the packaged IMU presets (``quadsim/physics/presets/sensors/*.toml``)."""
-    return sorted(p.name[:-5] for p in _preset_root().iterdir() if p.name.endswith(".toml"))
+    return sorted(p.name[:-5] for p in _preset_root().iterdir()
+                  if p.name.endswith(".toml") and _preset_kind(p) == "imu")  # fmt: skip
 
 
 def load_imu(name_or_path: str | os.PathLike[str]) -> ImuParams:
