@@ -127,3 +127,20 @@ def test_the_complementary_filter_flies_the_loop():
     print(f"\ncomplementary: tracking {track * 1e3:.2f} mm (truth-fed {t_track * 1e3:.2f} mm), "
           f"estimate {pos * 1e3:.3f} mm, {att:.3f} deg")  # fmt: skip
     assert track <= 1.5 * t_track and att <= 0.5 and pos <= 3e-3
+
+
+def test_the_docs_example_runs():
+    """docs/estimation.md's Python example, as written (it flies the EKF in the loop)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "estimation.md").read_text()
+    code = re.findall(r"^```python\n(.*?)^```$", text, flags=re.S | re.M)
+    assert len(code) == 1
+    if BACKEND != "native":
+        code[0] = code[0].replace('backend="native"', 'backend="numpy"').replace("12.0", "1.0")
+    ns: dict = {}
+    exec(compile(code[0], "docs/estimation.md", "exec"), ns)
+    res = ns["res"]
+    assert res.log["est_pos"].shape[1:] == (4, 3) and res.log["est_cov"].shape[1:] == (4, 15)
+    assert res.log["est_nees"].shape[1:] == (4,)

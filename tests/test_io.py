@@ -53,6 +53,13 @@ def synthetic_chunk(rng: np.random.Generator, t0: float = 0.0, dtype=np.float64)
         "gyro": f(T, N, 3),
         "accel": f(T, N, 3),
         "mocap_pos": f(T, N, 3),
+        "est_pos": f(T, N, 3),
+        "est_vel": f(T, N, 3),
+        "est_quat": f(T, N, 4),
+        "est_accel_bias": f(T, N, 3),
+        "est_gyro_bias": f(T, N, 3),
+        "est_cov": np.abs(f(T, N, 15)),
+        "est_nees": np.abs(f(T, N)),
         "crashed": rng.random((T, N)) < 0.2,
         "landed": rng.random((T, N)) < 0.2,
     }

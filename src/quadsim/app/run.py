@@ -130,6 +130,7 @@ def fly_scenario(
             ref_offset=objs.ref_offset,
             imu=objs.imu,
             mocap=objs.mocap,
+            estimator=objs.estimator,
             seed=objs.seed,
             log_every=o["log_every"],
             chunk_steps=o["chunk_steps"],

@@ -194,7 +194,29 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "float", _NONE, "Motion capture: position noise std [m]; omit for no motion capture."
         ),
         "mocap_att_std": Key("float", 0.0, "Motion capture: attitude noise std [rad]."),
-        "mocap_latency": Key("float", 0.0, "Motion capture latency [s] (a multiple of dt)."),
+        "mocap_latency": Key(
+            "float", 0.0, "Motion capture latency [s] (a multiple of its sample period)."
+        ),
+        "mocap_rate": Key(
+            "float", _NONE, "Motion capture sample rate [Hz]; omit for every physics step.",
+            positive=True,
+        ),
+    },
+    "estimator": {
+        "kind": Key(
+            "str", "truth", "What the controller reads: the true state, or an estimate fed by "
+            "the sensors (ekf: error-state EKF; complementary: Mahony filter; both need an IMU).",
+            choices=("truth", "ekf", "complementary"),
+        ),
+        "latency_compensation": Key(
+            "bool", True, "EKF: fuse late motion capture at its own time (delayed fusion)."
+        ),
+        "mocap_attitude": Key("bool", True, "EKF: fuse the motion-capture attitude too."),
+        "init_pos_std": Key("float", 1e-3, "EKF: initial position std [m].", nonneg=True),
+        "init_vel_std": Key("float", 1e-2, "EKF: initial velocity std [m/s].", nonneg=True),
+        "init_att_std": Key("float", 0.0175, "EKF: initial attitude std [rad].", nonneg=True),
+        "k_p": Key("float", 1.0, "Complementary: attitude gain k_P [1/s].", nonneg=True),
+        "k_i": Key("float", 0.3, "Complementary: gyro-bias gain k_I [1/s^2].", nonneg=True),
     },
     "world": {
         "ground": Key("bool", True, "A floor at z = ground_height."),
@@ -509,13 +531,25 @@ def _check_combinations(v: dict, fail: Any) -> None:
         raise fail("sim", "integrator", "rk45 runs on the numpy backend only")
     if sim["model"] == "euler_zyx" and sim["integrator"] == "geometric":
         raise fail("sim", "integrator", "geometric integration needs a quaternion model")
-    lat = v["sensors"]["mocap_latency"]
-    if lat < 0 or abs(lat / sim["dt"] - round(lat / sim["dt"])) > 1e-9:
-        raise fail(
-            "sensors",
-            "mocap_latency",
-            f"must be a non-negative multiple of sim.dt = {sim['dt']}; got {lat}",
-        )
+    lat, rate = v["sensors"]["mocap_latency"], v["sensors"]["mocap_rate"]
+    period = sim["dt"] if rate is None else 1.0 / rate
+    what = f"sim.dt = {sim['dt']}" if rate is None else f"its period 1/mocap_rate = {period:g}"
+    if lat < 0 or abs(lat / period - round(lat / period)) > 1e-9:
+        raise fail("sensors", "mocap_latency", f"must be a non-negative multiple of {what} s; "
+                   f"got {lat}")  # fmt: skip
+    if rate is not None:
+        from ..loop.brain import loop_periods
+
+        try:
+            loop_periods(sim["dt"], mocap=_mocap_params(v["sensors"], sim["dt"]))
+        except ValueError as e:
+            raise fail("sensors", "mocap_rate", f"{rate:g} Hz: {e}") from None
+    est = v["estimator"]["kind"]
+    if est != "truth" and v["sensors"]["imu"] == "none":
+        raise fail("estimator", "kind", f"{est!r} needs an IMU (sensors.imu)")
+    if est != "truth" and v["sensors"]["mocap_pos_std"] is None:
+        raise fail("estimator", "kind", f"{est!r} needs motion capture (sensors.mocap_pos_std); "
+                   "the closed loop has no other position sensor yet")  # fmt: skip
     for i, w in enumerate(v["world"]["walls"]):
         if not (
             isinstance(w, dict)
@@ -588,6 +622,8 @@ class Assembly(NamedTuple):
         seed: Key of the sensor noise and the turbulence (the scenario's ``seed``,
             :mod:`quadsim.noise`).
         drone: The nominal :class:`~quadsim.params.Params` (the controller's model).
+        estimator: What the controller reads instead of the truth
+            (:mod:`quadsim.estimation.estimators`), or ``None``.
         meta: The run's metadata (:func:`quadsim.flight.run_meta`): drone, time step, duration
             in whole steps, rotors, backend, model, integrator, dtype, scenario, name,
             controller, trajectory, seed and output options (``animate``: ``None``).
@@ -605,6 +641,7 @@ class Assembly(NamedTuple):
     seed: int
     drone: Any
     meta: dict
+    estimator: Any = None
 
 
 def build(sc: Scenario) -> Assembly:
@@ -663,14 +700,8 @@ def build(sc: Scenario) -> Assembly:
 
         imu = load_imu(sv["imu"])  # checked by load_scenario
     if sv["mocap_pos_std"] is not None:
-        from ..physics.sensors import MocapParams
-
-        mocap = MocapParams(
-            pos_std=sv["mocap_pos_std"],
-            att_std=sv["mocap_att_std"],
-            latency=sv["mocap_latency"],
-            rate=1.0 / sm["dt"],
-        )
+        mocap = _mocap_params(sv, sm["dt"])
+    estimator = _estimator(v["estimator"], imu, mocap, prep.drone, sm["dt"], prep.gains)
     o = v["output"]
     meta = run_meta(
         sim,
@@ -682,6 +713,7 @@ def build(sc: Scenario) -> Assembly:
             "scenario": sc.source,
             "name": top["name"] or Path(sc.source).stem,
             "controller": v["controller"]["kind"],
+            "estimator": v["estimator"]["kind"],
             "trajectory": v["trajectory"]["kind"],
             "seed": seed,
             "output": {
@@ -706,7 +738,44 @@ def build(sc: Scenario) -> Assembly:
         seed=seed,
         drone=prep.drone,
         meta=meta,
+        estimator=estimator,
     )
+
+
+def _mocap_params(sv: dict, dt: float) -> Any:
+    """The :class:`~quadsim.sensors.MocapParams` of a ``[sensors]`` section."""
+    from ..physics.sensors import MocapParams
+
+    rate = sv["mocap_rate"]
+    return MocapParams(pos_std=sv["mocap_pos_std"], att_std=sv["mocap_att_std"],
+                       latency=sv["mocap_latency"],
+                       rate=1.0 / dt if rate is None else rate)  # fmt: skip
+
+
+def _estimator(ev: dict, imu: Any, mocap: Any, drone: Any, dt: float, gains: Any) -> Any:
+    """The estimator of an ``[estimator]`` section (``None`` for the truth); its noise comes
+    from the sensors' presets."""  # noqa: D205, D209
+    kind = ev["kind"]
+    if kind == "truth":
+        return None
+    from ..loop.brain import loop_periods
+    from ..loop.estimation.estimators import (
+        ComplementaryEstimator,
+        EkfEstimator,
+        default_init_std,
+    )
+
+    periods = loop_periods(dt, gains, imu, mocap)
+    if kind == "complementary":
+        from ..loop.estimation.complementary import ComplementaryGains
+
+        g = ComplementaryGains(k_p=ev["k_p"], k_i=ev["k_i"],
+                               meas_period=float(periods.mocap) * dt)  # fmt: skip
+        return ComplementaryEstimator(imu, mocap, drone.gravity_vec, dt, periods, gains=g)
+    std = default_init_std(imu, ev["init_pos_std"], ev["init_vel_std"], ev["init_att_std"])
+    return EkfEstimator(imu, mocap, drone.gravity_vec, dt, periods, init_std=std,
+                        latency_compensation=ev["latency_compensation"],
+                        mocap_attitude=ev["mocap_attitude"])  # fmt: skip
 
 
 def _copy(x: Any) -> Any:
@@ -908,7 +977,11 @@ def _prepare(v: dict, fail: Any) -> Prepared:
 
     _check_imu(v, fail)
     drone = _load_drone(v, fail)
-    traj = _trajectory(v["trajectory"])
+    try:
+        traj = _trajectory(v["trajectory"])
+    except ValueError as e:  # what the trajectory itself rejects (e.g. coinciding waypoints)
+        key = "waypoints" if v["trajectory"]["kind"] == "min_snap" else "kind"
+        raise fail("trajectory", key, str(e)) from None
     world = _load_world(v)
     init = _initial(v, drone, traj)
     try:  # cannot fail for mass_rel < 1; inertia draws can break the triangle inequality

@@ -72,6 +72,20 @@ COLUMNS: tuple[Field, ...] = (
     _f("gyro", "gyro_x gyro_y gyro_z", "rad/s", "IMU gyroscope reading, body frame"),
     _f("accel", "accel_x accel_y accel_z", "m/s^2", "IMU accelerometer reading, body frame"),
     _f("mocap_pos", "mocap_x mocap_y mocap_z", "m", "motion-capture position, world"),
+    _f("est_pos", "est_x est_y est_z", "m", "estimated position, world (the estimator's)"),
+    _f("est_vel", "est_vx est_vy est_vz", "m/s", "estimated velocity, world"),
+    _f("est_quat", "est_qx est_qy est_qz est_qw", "1", "estimated attitude quaternion xyzw"),
+    _f("est_accel_bias", "est_bax est_bay est_baz", "m/s^2", "estimated accelerometer bias"),
+    _f("est_gyro_bias", "est_bgx est_bgy est_bgz", "rad/s", "estimated gyroscope bias"),
+    _f(
+        "est_cov",
+        "est_var_x est_var_y est_var_z est_var_vx est_var_vy est_var_vz est_var_rx est_var_ry "
+        "est_var_rz est_var_bax est_var_bay est_var_baz est_var_bgx est_var_bgy est_var_bgz",
+        ("m^2",) * 3 + ("m^2/s^2",) * 3 + ("rad^2",) * 3 + ("m^2/s^4",) * 3 + ("rad^2/s^2",) * 3,
+        "error covariance diagonal of the EKF (position, velocity, body attitude error, biases), "
+        "at the filter's time (the motion-capture latency earlier)",
+    ),
+    _f("est_nees", "est_nees", "1", "NEES of position, velocity and attitude (9 dof), EKF"),
     _f("crashed", "crashed", "bool", "drone has crashed", kind="b"),
     _f("landed", "landed", "bool", "drone rests on the ground", kind="b"),
 )

@@ -13,7 +13,11 @@ samples before a drone's first crash counted ("flying" samples):
   sums those intervals where the allocation flag ``saturated`` is set (if the log has no
   ``saturated``: where any ``cmd_rpm`` lies at ``rpm_min`` or ``rpm_max``);
 * ``real_time_factor = sim_time_s / wall_time_s`` (simulated seconds of the whole batch per
-  wall-clock second) and ``drone_seconds_per_wall_second = N sim_time_s / wall_time_s``.
+  wall-clock second) and ``drone_seconds_per_wall_second = N sim_time_s / wall_time_s``;
+* with an estimator in the loop (``est_*`` columns), ``estimation``: the RMSE of the estimate
+  against the truth over the same samples as the tracking error, position ``sqrt(mean |p̂ -
+  p|²)`` [m], velocity [m/s] and attitude (the rotation angle of ``q̂⁻¹ ⊗ q``) [deg], and the
+  mean NEES with its degrees of freedom (9; the EKF's); ``None`` without an estimator.
 
 :class:`SummaryAccumulator` computes the same from chunks, so a flight's summary needs only
 per-drone sums and the sample times in memory, not the log.
@@ -93,6 +97,7 @@ class SummaryAccumulator:
         self._has_sat: bool | None = None
         self._has_ref = False
         self._landed: np.ndarray | None = None
+        self._est: dict[str, float] | None = None  # sums of squared estimate errors
 
     def add(self, chunk: Mapping[str, Any]) -> None:
         """Fold in the next chunk of samples (``time`` (T,), ``pos`` (T, N, 3), ...)."""
@@ -118,6 +123,8 @@ class SummaryAccumulator:
             self._e2 += np.where(use, e * e, 0.0).sum(axis=0)
             self._cnt += use.sum(axis=0)
             self._emax = np.maximum(self._emax, np.where(use, e, -np.inf).max(axis=0))
+        if "est_pos" in chunk:
+            self._add_estimate(chunk, flying & (time >= self.t_from)[:, None])
         til = np.degrees(tilt(chunk["quat"]))
         til = np.where(flying & np.isfinite(til), til, -np.inf)
         self._tilt = np.maximum(self._tilt, til.max(axis=0))
@@ -133,6 +140,45 @@ class SummaryAccumulator:
         self._times.append(time)
         if "landed" in chunk:
             self._landed = np.asarray(chunk["landed"], dtype=bool)[-1]
+
+    def _add_estimate(self, chunk: Mapping[str, Any], use: np.ndarray) -> None:
+        """Fold in the squared errors of the estimate (``est_*``) on the samples ``use``."""
+        from ...loop.estimation.metrics import attitude_angle
+
+        f = lambda k: np.asarray(chunk[k], dtype=np.float64)  # noqa: E731
+        acc = self._est if self._est is not None else dict.fromkeys(
+            ("pos", "vel", "att", "n", "nees", "n_nees"), 0.0)  # fmt: skip
+        acc["pos"] += float(np.where(use, ((f("est_pos") - f("pos")) ** 2).sum(-1), 0.0).sum())
+        if "est_vel" in chunk and "vel" in chunk:
+            e2 = ((f("est_vel") - f("vel")) ** 2).sum(-1)
+            acc["vel"] += float(np.where(use, e2, 0.0).sum())
+        if "est_quat" in chunk:
+            acc["att"] += float(np.where(use, attitude_angle(f("est_quat"), f("quat")) ** 2,
+                                         0.0).sum())  # fmt: skip
+        acc["n"] += float(use.sum())
+        if "est_nees" in chunk:
+            nees = f("est_nees")
+            ok = use & np.isfinite(nees)
+            acc["nees"] += float(np.where(ok, nees, 0.0).sum())
+            acc["n_nees"] += float(ok.sum())
+        acc["has_vel"] = float("est_vel" in chunk)
+        acc["has_att"] = float("est_quat" in chunk)
+        self._est = acc
+
+    def _estimation(self) -> dict[str, Any] | None:
+        """The ``estimation`` entry of the summary (module docstring), or ``None``."""
+        a = self._est
+        if a is None:
+            return None
+        n = a["n"]
+        rms = lambda s: float(np.sqrt(s / n)) if n else math.nan  # noqa: E731
+        return {
+            "pos_rmse_m": rms(a["pos"]),
+            "vel_rmse_m_s": rms(a["vel"]) if a["has_vel"] else None,
+            "att_rmse_deg": math.degrees(rms(a["att"])) if a["has_att"] else None,
+            "nees_mean": float(a["nees"] / a["n_nees"]) if a["n_nees"] else None,
+            "nees_dof": 9 if a["n_nees"] else None,
+        }
 
     def _saturated(self, chunk: Mapping[str, Any], T: int, N: int) -> np.ndarray | None:
         meta = self.meta
@@ -228,6 +274,7 @@ class SummaryAccumulator:
             "crash_count": len(crashes),
             "crashes": crashes,
             "landed_count": None if landed is None else int(landed.sum()),
+            "estimation": self._estimation(),
             "per_drone": per_drone,
         }
 

@@ -401,8 +401,9 @@ def plot_all(
 ) -> list[Path]:
     """Write ``path_3d.png``, ``states.png``, ``rotors.png``, ``tracking_error.png`` to ``out_dir``.
 
-    A figure whose data are not in the log (no rotor speeds, no reference) is skipped. With more
-    than ``max_drones`` drones only ``drones`` (default the first ``max_drones``) are drawn.
+    With an estimate in the log also ``estimation.png`` (:func:`plot_estimation`). A figure
+    whose data are not in the log (no rotor speeds, no reference) is skipped. With more than
+    ``max_drones`` drones only ``drones`` (default the first ``max_drones``) are drawn.
     ``t_from`` [s] (``output.settle``) is passed to :func:`plot_tracking_error`: its RMS and max
     count from there, as in ``summary.json``.
 
@@ -422,4 +423,9 @@ def plot_all(
                 log, meta, out / "tracking_error.png", drones, max_drones, t_from=t_from
             )
         )
+    if "est_pos" in log:  # an estimator flew: its estimate against the truth
+        from .estimation import plot_estimation
+
+        paths.append(plot_estimation(log, meta, out / "estimation.png", drones, max_drones,
+                                     t_from=t_from))  # fmt: skip
     return paths

@@ -30,7 +30,7 @@ from ...physics import rotation
 from . import eskf
 
 __all__ = ["COMPLEMENTARY_OUTPUTS", "EKF_OUTPUTS", "ComplementaryEstimator", "EkfEstimator",
-           "EkfSlot"]
+           "EkfSlot", "default_init_std"]
 
 EKF_OUTPUTS = [("est_pos", 3), ("est_vel", 3), ("est_quat", 4), ("est_accel_bias", 3),
                ("est_gyro_bias", 3), ("est_cov", 15), ("est_nees", 1)]  # fmt: skip
@@ -70,6 +70,20 @@ def _pick(fresh: Any, new: Any, old: Any, xp: Any) -> Any:
     return pick(fresh, new, old, xp)
 
 
+def default_init_std(imu: Any, pos: float = 1e-3, vel: float = 1e-2,
+                     att: float = math.radians(1.0)) -> np.ndarray:  # fmt: skip
+    """The EKF's initial standard deviations (15) for an IMU: ``pos`` [m], ``vel`` [m/s] and
+    ``att`` [rad] per axis, then the biases from the IMU's preset: the root sum of squares of
+    its constant and turn-on biases, at least 0.02 m/s² and 0.1 deg/s."""  # noqa: D205, D209
+    from ...physics.sensors import check_imu_params
+
+    i = check_imu_params(imu)
+    gb = np.sqrt(np.asarray(i.gyro_bias_std) ** 2 + np.asarray(i.gyro_bias) ** 2)
+    ab = np.sqrt(np.asarray(i.accel_bias_std) ** 2 + np.asarray(i.accel_bias) ** 2)
+    return np.concatenate([np.full(3, pos), np.full(3, vel), np.full(3, att),
+                           np.maximum(ab, 0.02), np.maximum(gb, math.radians(0.1))])  # fmt: skip
+
+
 class EkfEstimator:
     """The error-state EKF in the loop (module docstring).
 
@@ -81,7 +95,8 @@ class EkfEstimator:
         dt: Physics step [s].
         periods: :class:`~quadsim.brain.Periods` of the loop.
         init_std: Initial standard deviations (15): position [m], velocity [m/s], attitude
-            [rad], accelerometer bias [m/s²], gyroscope bias [rad/s]; the initial estimate is
+            [rad], accelerometer bias [m/s²], gyroscope bias [rad/s] (default
+            :func:`default_init_std`); the initial estimate is
             the truth plus an error drawn from them (normals ``(seed, "est_init", k0,
             drone)``) unless ``init_error`` is false.
         mocap_attitude: Fuse the motion-capture attitude as well as its position.
@@ -112,14 +127,7 @@ class EkfEstimator:
         self.L = lag if latency_compensation else 0
         self.mocap_attitude = bool(mocap_attitude)
         self.init_error = bool(init_error)
-        if init_std is None:
-            i = self.imu
-            gb = np.sqrt(np.asarray(i.gyro_bias_std) ** 2 + np.asarray(i.gyro_bias) ** 2)
-            ab = np.sqrt(np.asarray(i.accel_bias_std) ** 2 + np.asarray(i.accel_bias) ** 2)
-            init_std = np.concatenate([np.full(3, 1e-3), np.full(3, 1e-2),
-                                       np.full(3, math.radians(1.0)), np.maximum(ab, 0.02),
-                                       np.maximum(gb, math.radians(0.1))])  # fmt: skip
-        s = np.asarray(init_std, np.float64)
+        s = np.asarray(default_init_std(self.imu) if init_std is None else init_std, np.float64)
         if s.shape != (15,) or not np.all(np.isfinite(s)) or np.any(s < 0):
             raise ValueError(f"estimator init_std must be 15 finite values >= 0; got {init_std!r}")
         self.init_std = s

@@ -1,0 +1,330 @@
+r"""State-estimate figure: the estimator's error against the truth, its ±3σ bands and NEES.
+
+The error is *true minus estimate*, as in :mod:`quadsim.loop.estimation.metrics`::
+
+    δp = p - p̂ [m],   δv = v - v̂ [m/s],   δθ = Log(q̂⁻¹ ⊗ q) [rad] (estimated body frame)
+
+(:func:`~quadsim.loop.estimation.metrics.attitude_error_vector`). The RMSE of a row pools the
+samples of the drones drawn with ``time >= t_from``, before each drone's first crash and with a
+finite error: position and velocity ``sqrt(mean |e|²)``, attitude ``sqrt(mean θ²)`` with the
+rotation angle ``θ = |δθ|``; the mean NEES pools the same samples. These are the definitions of
+the ``estimation`` entry of ``summary.json`` (:mod:`quadsim.app.io.summary`), so with every
+drone drawn and finite data the figure and the summary give the same numbers.
+
+The NEES band is the two-sided 95 % region of one run, ``χ²⁻¹_9(0.025)`` to ``χ²⁻¹_9(0.975)``
+(2.70 to 19.02, :func:`~quadsim.loop.estimation.metrics.nees_band` with ``n_runs = 1``): the
+NEES of a consistent filter lies inside it at about 95 % of the samples.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from ._common import MAX_DRONES, _color, _columns, _drones, _figure, _fin, _no_data, _save, _thin
+from ._common import _title as _fig_title
+
+__all__ = ["FIGSIZE_ESTIMATION", "NEES_DOF", "EstimationErrors", "estimation_errors",
+           "plot_estimation"]  # fmt: skip
+
+#: Figure size [inch] of :func:`plot_estimation` (4 rows).
+FIGSIZE_ESTIMATION = (11.0, 10.0)
+#: Degrees of freedom of the logged NEES (position, velocity, attitude).
+NEES_DOF = 9
+_AXES = ("x", "y", "z")
+
+
+class EstimationErrors(NamedTuple):
+    """Errors of a state estimate (true minus estimate) and their statistics.
+
+    Arrays are ``(T, n, ...)`` over the ``n`` selected drones; ``None`` where the log lacks the
+    estimate or the truth. Statistics pool the ``counted`` samples (``time >= t_from``, before
+    the drone's first crash) whose error is finite; NaN when there is none.
+    """
+
+    pos: np.ndarray  #: (T, n, 3) position error [m]
+    vel: np.ndarray | None  #: (T, n, 3) velocity error [m/s]
+    att: np.ndarray | None  #: (T, n, 3) attitude error, body-frame rotation vector [rad]
+    nees: np.ndarray | None  #: (T, n) NEES (9 dof), dimensionless
+    counted: np.ndarray  #: (T, n) bool: samples the statistics may count
+    pos_rmse_m: float
+    vel_rmse_m_s: float | None
+    att_rmse_deg: float | None
+    nees_mean: float | None
+    nees_in_band: float | None  #: fraction of counted NEES samples inside the 95 % band
+
+
+def _nees_band_one_run() -> tuple[float, float]:
+    from ...loop.estimation.metrics import nees_band
+
+    return nees_band(NEES_DOF, 1, 0.95)
+
+
+def _attitude_error(q_est: np.ndarray, q_true: np.ndarray) -> np.ndarray:
+    """``Log(q_est⁻¹ ⊗ q_true)`` [rad] (..., 3); NaN where either quaternion is unusable."""
+    from ...loop.estimation.metrics import attitude_error_vector
+
+    a = _fin(q_est)
+    b = _fin(q_true)
+    ok = (
+        np.all(np.isfinite(a), axis=-1)
+        & np.all(np.isfinite(b), axis=-1)
+        & (np.linalg.norm(np.nan_to_num(a), axis=-1) > 1e-12)
+        & (np.linalg.norm(np.nan_to_num(b), axis=-1) > 1e-12)
+    )
+    out = np.full((*a.shape[:-1], 3), np.nan)
+    if ok.any():
+        out[ok] = attitude_error_vector(a[ok], b[ok])
+    return out
+
+
+def _rms(sq: np.ndarray | None, use: np.ndarray) -> float | None:
+    """``sqrt(mean)`` of the squared norms ``sq`` (T, n) over ``use`` and finite entries."""
+    if sq is None:
+        return None
+    ok = use & np.isfinite(sq)
+    return float(np.sqrt(sq[ok].mean())) if ok.any() else math.nan
+
+
+def estimation_errors(
+    log: Mapping[str, Any], t_from: float = 0.0, drones: Sequence[int] | None = None
+) -> EstimationErrors:
+    """Errors of the logged estimate against the truth and their RMSE (module docstring).
+
+    Args:
+        log: Log dict: ``time`` (T,) [s], ``pos`` (T, N, 3) [m], ``est_pos`` (T, N, 3) [m];
+            optionally ``vel``/``est_vel`` (T, N, 3) [m/s], ``quat``/``est_quat`` (T, N, 4)
+            xyzw, ``est_nees`` (T, N), ``crashed`` (T, N).
+        t_from: Statistics count samples with ``time >= t_from`` [s].
+        drones: Drone indices (default all of them).
+
+    Returns:
+        The errors, ``counted`` mask, RMSE (position [m], velocity [m/s], attitude [deg]) and
+        the mean NEES with the fraction of its samples inside the one-run 95 % band.
+
+    Raises:
+        ValueError: If the log has no ``est_pos``, or ``drones`` names a missing drone.
+    """
+    if "est_pos" not in log:
+        raise ValueError("estimation: log has no 'est_pos' (no estimator in the loop)")
+    n = np.asarray(log["pos"]).shape[1]
+    sel = _drones(log, drones, n)
+    t = _fin(log["time"])
+    pick = lambda k: np.asarray(log[k])[:, sel]  # noqa: E731
+    pos = _fin(pick("pos")) - _fin(pick("est_pos"))
+    vel = _fin(pick("vel")) - _fin(pick("est_vel")) if "vel" in log and "est_vel" in log else None
+    att = (
+        _attitude_error(pick("est_quat"), pick("quat"))
+        if "quat" in log and "est_quat" in log
+        else None
+    )
+    nees = _fin(pick("est_nees")).reshape(len(t), len(sel)) if "est_nees" in log else None
+    counted = np.broadcast_to((t >= float(t_from))[:, None], (len(t), len(sel))).copy()
+    if "crashed" in log:
+        counted &= ~np.logical_or.accumulate(np.asarray(pick("crashed"), dtype=bool), axis=0)
+    sq = lambda e: None if e is None else np.sum(e * e, axis=-1)  # noqa: E731
+    att_rms = _rms(sq(att), counted)
+    nees_mean = nees_in = None
+    if nees is not None:
+        ok = counted & np.isfinite(nees)
+        lo, hi = _nees_band_one_run()
+        v = nees[ok]
+        nees_mean = float(v.mean()) if v.size else math.nan
+        nees_in = float(np.mean((v >= lo) & (v <= hi))) if v.size else math.nan
+    return EstimationErrors(
+        pos=pos,
+        vel=vel,
+        att=att,
+        nees=nees,
+        counted=counted,
+        pos_rmse_m=_rms(sq(pos), counted),  # type: ignore[arg-type]
+        vel_rmse_m_s=_rms(sq(vel), counted),
+        att_rmse_deg=None if att_rms is None else math.degrees(att_rms),
+        nees_mean=nees_mean,
+        nees_in_band=nees_in,
+    )
+
+
+def _sigma(cov: np.ndarray | None, cols: slice, scale: float) -> np.ndarray | None:
+    """``scale · sqrt(cov[..., cols])`` (T, n, 3); NaN where a variance is negative or missing."""
+    if cov is None:
+        return None
+    v = cov[..., cols]
+    return scale * np.sqrt(np.where(v >= 0, v, np.nan))
+
+
+def _window(t_from: float) -> str:
+    return f", t ≥ {t_from:g} s" if t_from > 0 else ""
+
+
+def _estimation_figure(
+    log: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    drones: Sequence[int] | None = None,
+    max_drones: int = MAX_DRONES,
+    t_from: float = 0.0,
+) -> tuple[Any, EstimationErrors]:
+    """The figure of :func:`plot_estimation` (not saved) and the errors its titles state."""
+    if "est_pos" not in log:
+        raise ValueError("plot_estimation: log has no 'est_pos' (no estimator in the loop)")
+    sel = _drones(log, drones, max_drones)
+    n_all = np.asarray(log["pos"]).shape[1]
+    t_from = float(t_from)
+    err = estimation_errors(log, t_from, sel)
+    t = _fin(log["time"])
+    cov = None
+    if "est_cov" in log:
+        c = _fin(np.asarray(log["est_cov"])[:, sel])
+        cov = c if c.shape[-1] >= 9 else None
+    has_nees = err.nees is not None
+    nrows = 4 if has_nees else 3
+    fig = _figure("estimation", (FIGSIZE_ESTIMATION[0], FIGSIZE_ESTIMATION[1] * nrows / 4))
+    cols = _columns(fig)
+    axes = fig.subplots(nrows, 1, sharex=True, squeeze=False)[:, 0]
+    who = f"drone {sel[0]}" + (f"; drones {', '.join(map(str, sel[1:]))} light" if
+                                len(sel) > 1 else "")  # fmt: skip
+    pooled = f"{len(sel)} drones" if len(sel) > 1 else f"drone {sel[0]}"
+    rows = [
+        ("position", "mm", 1e3, err.pos, _sigma(cov, slice(0, 3), 1e3), err.pos_rmse_m,
+         1e3, "mm", _AXES),
+        ("velocity", "mm/s", 1e3, err.vel, _sigma(cov, slice(3, 6), 1e3), err.vel_rmse_m_s,
+         1e3, "mm/s", _AXES),
+        ("attitude", "deg", math.degrees(1.0), err.att,
+         _sigma(cov, slice(6, 9), math.degrees(1.0)), err.att_rmse_deg, 1.0, "deg",
+         ("about body x", "about body y", "about body z")),
+    ]  # fmt: skip
+    for ax, (name, unit, scale, e, sig, rmse, rscale, runit, comps) in zip(
+        axes, rows, strict=False
+    ):
+        ax.set_ylabel(f"{name} error [{unit}]")
+        ax.grid(True, alpha=0.3)
+        if e is None:
+            _no_data(ax, f"{name} estimate or truth")
+            ax.set_title(f"{name} error: not logged", fontsize="medium")
+            continue
+        y = scale * e
+        for k in range(len(sel) - 1, -1, -1):  # the first drone on top
+            for j in range(3):
+                idx = _thin(y[:, k, j], cols)
+                if k == 0:
+                    ax.plot(t[idx], y[idx, 0, j], color=_color(j), lw=1.2,
+                            label=f"{comps[j]}", zorder=3)  # fmt: skip
+                else:
+                    ax.plot(t[idx], y[idx, k, j], color=_color(j), lw=0.6, alpha=0.3, zorder=2)
+        if sig is not None:
+            s = 3.0 * sig[:, 0]
+            idx = _thin(s, cols)
+            for j in range(3):
+                ax.fill_between(t[idx], -s[idx, j], s[idx, j], color=_color(j), alpha=0.1,
+                                lw=0, label="±3σ" if j == 0 else None, zorder=1)  # fmt: skip
+                for sign in (-1.0, 1.0):  # the edges, so overlapping bands stay apart
+                    ax.plot(t[idx], sign * s[idx, j], color=_color(j), lw=0.7, ls="--",
+                            alpha=0.7, zorder=1)  # fmt: skip
+        stat = "n/a" if rmse is None or not math.isfinite(rmse) else f"{rmse * rscale:.3g} {runit}"
+        what = "rotation angle " if name == "attitude" else ""
+        ax.set_title(
+            f"{name} error (true − estimate): {what}RMSE {stat} ({pooled}{_window(t_from)})",
+            fontsize="medium",
+        )
+        ax.legend(fontsize="x-small", ncol=4, loc="upper right")
+    if has_nees:
+        ax = axes[3]
+        lo, hi = _nees_band_one_run()
+        nees = err.nees
+        ax.axhspan(lo, hi, color="green", alpha=0.12, lw=0,
+                   label=f"95 % band, one run [{lo:.3g}, {hi:.3g}]")  # fmt: skip
+        ax.axhline(NEES_DOF, color="green", ls=":", lw=1.0, label=f"mean {NEES_DOF} (χ² dof)")
+        for k in range(len(sel) - 1, 0, -1):
+            idx = _thin(nees[:, k], cols)
+            ax.plot(t[idx], nees[idx, k], color="0.4", lw=0.6, alpha=0.3)
+        idx = _thin(nees[:, 0], cols)
+        ax.plot(t[idx], nees[idx, 0], color="C0", lw=0.9, label=f"NEES, drone {sel[0]}")
+        ok = err.counted[:, 0] & np.isfinite(nees[:, 0])
+        csum = np.cumsum(np.where(ok, nees[:, 0], 0.0))
+        cnt = np.cumsum(ok)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            run = np.where(cnt > 0, csum / cnt, np.nan)
+        run[~ok] = np.nan
+        idx = _thin(run, cols)
+        ax.plot(t[idx], run[idx], color="C3", lw=1.6, label="running mean" + _window(t_from))
+        pos_vals = nees[np.isfinite(nees) & (nees > 0)]
+        if pos_vals.size:
+            ax.set_yscale("log")
+        ax.set_ylabel("NEES [-] (9 dof)")
+        ax.grid(True, alpha=0.3)
+        m, f = err.nees_mean, err.nees_in_band
+        stat = (
+            "n/a"
+            if m is None or not math.isfinite(m)
+            else f"mean {m:.3g}, {100 * f:.3g} % of samples in the 95 % band"  # type: ignore[operator]
+        )
+        ax.set_title(
+            f"NEES of position, velocity, attitude: {stat} ({pooled}{_window(t_from)})",
+            fontsize="medium",
+        )
+        ax.legend(fontsize="x-small", ncol=4, loc="upper right")
+    if t_from > 0:
+        t0 = float(np.nanmin(t)) if np.isfinite(t).any() else 0.0
+        for ax in axes:
+            if t_from > t0:
+                ax.axvspan(t0, t_from, color="0.5", alpha=0.12, lw=0)
+            ax.axvline(t_from, color="0.3", ls="--", lw=1.2)
+    if "crashed" in log:
+        cr = np.asarray(log["crashed"], dtype=bool)[:, sel]
+        for k in range(len(sel)):
+            if cr[:, k].any():
+                tc = t[np.argmax(cr[:, k])]
+                for ax in axes:
+                    ax.axvline(tc, color="k" if k == 0 else "0.6", ls=":", lw=1.2)
+                axes[0].annotate(f" crash {sel[k]}", (tc, 0.0), xycoords=("data", "axes fraction"),
+                                 va="bottom", fontsize="small", color="0.3")  # fmt: skip
+    axes[-1].set_xlabel("time [s]")
+    fig.suptitle(_fig_title(meta, f"state estimate against truth ({who})", sel, n_all))
+    h = fig.get_figheight()  # margins in inches: room for the suptitle and the row titles
+    fig.subplots_adjust(left=0.08, right=0.98, bottom=0.55 / h, top=1 - 0.8 / h, hspace=0.32)
+    return fig, err
+
+
+def plot_estimation(
+    log: Mapping[str, Any],
+    meta: Mapping[str, Any],
+    path: str | os.PathLike[str],
+    drones: Sequence[int] | None = None,
+    max_drones: int = MAX_DRONES,
+    t_from: float = 0.0,
+) -> Path:
+    """Error of the state estimate against the truth, with ±3σ bands and the NEES.
+
+    Rows: position error [mm], velocity error [mm/s] and attitude error [deg] (the body-frame
+    rotation vector ``Log(q̂⁻¹ ⊗ q)``), one line per axis for the first drone drawn and light
+    lines for the other drawn drones; shaded ``±3σ`` of the first drone from ``sqrt`` of the
+    matching ``est_cov`` columns when logged. With ``est_nees`` a last row: the NEES (log
+    scale), the one-run 95 % χ²(9) band and the running mean from ``t_from``. Each row's title
+    states its RMSE (mean NEES and the share inside the band) over the drawn drones from
+    ``t_from`` on, before crashes (module docstring, :func:`estimation_errors`). A log with only
+    ``est_pos``, ``est_vel``, ``est_quat`` (the complementary filter) gets the error rows without
+    bands and no NEES row.
+
+    Args:
+        log: Log dict: ``time`` (T,), ``pos``, ``est_pos`` (T, N, 3) [m]; optionally ``vel``,
+            ``est_vel`` (T, N, 3) [m/s], ``quat``, ``est_quat`` (T, N, 4) xyzw, ``est_cov``
+            (T, N, 15) [m², m²/s², rad², ...], ``est_nees`` (T, N), ``crashed`` (T, N).
+        meta: Run metadata (title).
+        path: PNG file to write.
+        drones: Drone indices to show (default the first ``max_drones``).
+        max_drones: At most this many drones are drawn.
+        t_from: The statistics count from this time [s] (``output.settle``).
+
+    Returns:
+        The path written.
+
+    Raises:
+        ValueError: If the log has no ``est_pos``.
+    """
+    fig, _ = _estimation_figure(log, meta, drones, max_drones, t_from)
+    return _save(fig, path)

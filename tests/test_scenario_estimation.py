@@ -1,0 +1,110 @@
+"""The scenario's ``[estimator]`` (issue 11): a run flown on the EKF's estimate, its Parquet
+columns and summary, and bad input rejected with exit 2 naming the key."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from quadsim.scenario import build, load_scenario
+
+SCENARIO = """\
+name = "figure eight on the EKF"
+duration = {duration}
+n = 2
+seed = 3
+
+[sim]
+dt = 0.002
+
+[controller]
+kind = "geometric"
+
+[trajectory]
+kind = "lemniscate"
+size = 1.0
+period = 8.0
+center = [0.0, 0.0, 1.0]
+
+[sensors]
+imu = "{imu}"
+mocap_pos_std = 0.001
+mocap_att_std = 0.0087
+mocap_latency = {latency}
+mocap_rate = 100.0
+
+[estimator]
+kind = "{kind}"
+{extra}
+
+[output]
+settle = 1.0
+plots = false
+"""
+
+
+def scenario(duration=3.0, imu="bmi088", latency=0.01, kind="ekf", extra=""):
+    return SCENARIO.format(duration=duration, imu=imu, latency=latency, kind=kind, extra=extra)
+
+
+def test_a_run_on_the_ekf_writes_the_estimate_and_its_errors(tmp_path):
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "ekf.toml"
+    path.write_text(scenario())
+    out = tmp_path / "out"
+    r = subprocess.run([sys.executable, "-m", "quadsim.cli", "fly", str(path), "--out", str(out),
+                        "--quiet"], capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    est = summary["estimation"]
+    assert set(est) == {"pos_rmse_m", "vel_rmse_m_s", "att_rmse_deg", "nees_mean", "nees_dof"}
+    assert est["pos_rmse_m"] < 2e-3 and est["att_rmse_deg"] < 0.5 and est["nees_dof"] == 9
+    assert 3.0 < est["nees_mean"] < 20.0
+    assert summary["rates_hz"]["mocap"] == pytest.approx(100.0)
+    names = pq.read_schema(out / "trajectory.parquet").names
+    for col in ("est_x", "est_vz", "est_qw", "est_bgx", "est_bax", "est_var_x", "est_var_rz",
+                "est_nees"):  # fmt: skip
+        assert col in names
+
+
+def test_a_run_without_an_estimator_reports_none(tmp_path):
+    sc = load_scenario(scenario(kind="truth"), text=True)
+    assert build(sc).estimator is None
+
+
+def test_the_complementary_filter_is_built_from_the_scenario():
+    sc = load_scenario(scenario(kind="complementary", extra="k_p = 2.0\nk_i = 0.5"), text=True)
+    est = build(sc).estimator
+    assert est.kind == "complementary"
+    assert (est.gains.k_p, est.gains.k_i) == (2.0, 0.5)
+    assert est.gains.meas_period == pytest.approx(0.01)
+
+
+@pytest.mark.parametrize("text, key", [
+    (scenario(imu="none"), "estimator.kind"),
+    (scenario(extra="init_pos_std = -0.001"), "estimator.init_pos_std"),
+    (scenario(latency=0.015), "sensors.mocap_latency"),
+    (scenario(kind="kalman"), "estimator.kind"),
+    (scenario(extra="gain = 3"), "estimator.gain"),
+    (scenario().replace("mocap_rate = 100.0", "mocap_rate = 300.0"), "sensors.mocap_rate"),
+    (scenario().replace("mocap_rate = 100.0", "mocap_rate = -100.0"), "sensors.mocap_rate"),
+])  # fmt: skip
+def test_bad_estimator_input_names_the_key(text, key):
+    """An estimator without the sensor it needs, a negative std, a latency that is not a whole
+    number of motion-capture periods, an unknown kind or key, a rate that is not a whole number
+    of physics steps: one error naming the key and its line."""
+    with pytest.raises(ValueError, match=rf"<scenario>: {key} \(line \d+\)"):
+        load_scenario(text, text=True)
+
+
+def test_the_cli_exits_2_on_an_estimator_without_its_sensor(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text(scenario(imu="none"))
+    cmd = [sys.executable, "-m", "quadsim.cli", "fly", str(path), "--out", str(tmp_path / "out")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2
+    assert "estimator.kind (line" in r.stderr and "needs an IMU" in r.stderr
+    assert "Traceback" not in r.stderr
