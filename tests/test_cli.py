@@ -114,8 +114,9 @@ def test_fly_end_to_end_writes_what_it_says(tmp_path, capsys):
         assert _png_ok(png), png
     # the Parquet reads back with the documented schema: one row per drone and sample, units
     table = pq.read_table(out / "trajectory.parquet")
-    units = {c: u for c, u in io.column_units(4).items() if not c.startswith("est_")}
-    assert set(table.column_names) == set(units)  # every column but an estimator's
+    units = {c: u for c, u in io.column_units(4).items()
+             if not c.startswith(("est_", "baro_", "gnss_"))}  # fmt: skip
+    assert set(table.column_names) == set(units)  # every column but those of absent sensors
     for field in table.schema:
         assert field.metadata[b"unit"].decode() == units[field.name]
     steps = round(0.6 / 0.002)

@@ -108,3 +108,77 @@ def test_the_cli_exits_2_on_an_estimator_without_its_sensor(tmp_path):
     assert r.returncode == 2
     assert "estimator.kind (line" in r.stderr and "needs an IMU" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+OUTDOOR = """\
+duration = {duration}
+n = 2
+seed = 1
+
+[drone]
+preset = "skydio2_x"
+
+[sim]
+dt = 0.002
+
+[controller]
+kind = "geometric"
+
+[trajectory]
+kind = "circle"
+radius = 5.0
+speed = 2.0
+center = [0.0, 0.0, 10.0]
+
+[wind]
+mean = [5.0, 0.0, 0.0]
+turbulence = "moderate"
+
+[sensors]
+imu = "bmi088"
+baro = "bmp388"
+gnss = "{gnss}"
+gnss_pos_std = 0.5
+{extra}
+
+[estimator]
+kind = "ekf"
+init_pos_std = 0.5
+
+[output]
+settle = 5.0
+plots = false
+"""
+
+
+def test_an_outdoor_run_on_gnss_and_the_barometer(tmp_path):
+    """The outdoor case from a scenario file: u-blox M9N with 0.5 m white noise and no latency,
+    the BMP388, no motion capture; the summary's position RMSE is below 0.5 m."""
+    path = tmp_path / "outdoor.toml"
+    path.write_text(OUTDOOR.format(duration=20.0, gnss="ublox_m9n", extra="gnss_latency = 0.0"))
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "quadsim.cli", "fly", str(path), "--out", str(out), "--quiet"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["rates_hz"]["gnss"] == pytest.approx(5.0)
+    assert summary["rates_hz"]["baro"] == pytest.approx(50.0)
+    assert summary["estimation"]["pos_rmse_m"] < 0.5, summary["estimation"]
+    assert summary["crash_count"] == 0
+
+
+@pytest.mark.parametrize("gnss, extra, key", [
+    ("ublox_m12", "", "sensors.gnss"),
+    ("ublox_m9n", "gnss_latency = 0.15", "sensors.gnss_latency"),
+    ("ublox_m9n", "gnss_pos_std = -1.0", "sensors.gnss_pos_std"),
+    ("ublox_m9n", 'baro = "bmp999"', "sensors.baro"),
+])  # fmt: skip
+def test_bad_gnss_and_barometer_input_names_the_key(gnss, extra, key):
+    text = OUTDOOR.format(duration=1.0, gnss=gnss, extra=extra)
+    if extra.startswith(("gnss_pos_std", "baro")):  # replace the key rather than repeat it
+        name = extra.split(" = ")[0]
+        text = "\n".join(line for line in text.splitlines()
+                         if not line.startswith(name + " =")) + "\n"  # fmt: skip
+        text = text.replace("[sensors]\n", f"[sensors]\n{extra}\n")
+    with pytest.raises(ValueError, match=rf"<scenario>: {key} \(line \d+\)"):
+        build(load_scenario(text, text=True))

@@ -113,9 +113,11 @@ def fly_scenario(
                                seed=objs.seed)  # fmt: skip
     from ..loop.brain import loop_periods, rates_hz
 
-    periods = loop_periods(sim.dt, objs.gains, objs.imu, objs.mocap)
+    periods = loop_periods(sim.dt, objs.gains, objs.imu, objs.mocap, baro=objs.baro,
+                           gnss=objs.gnss)  # fmt: skip
     loop = {"loop": name, "loop_reason": reason,
-            "rates_hz": rates_hz(sim.dt, periods, objs.imu, objs.mocap)}  # fmt: skip
+            "rates_hz": rates_hz(sim.dt, periods, objs.imu, objs.mocap, objs.baro,
+                                 objs.gnss)}  # fmt: skip
     run_meta = objs.meta | {"output": objs.meta["output"] | opts} | loop
     parts = PartWriter(out / PARTS, run_meta)
     bar, update = _progress_bar(total, progress)
@@ -131,6 +133,8 @@ def fly_scenario(
             imu=objs.imu,
             mocap=objs.mocap,
             estimator=objs.estimator,
+            baro=objs.baro,
+            gnss=objs.gnss,
             seed=objs.seed,
             log_every=o["log_every"],
             chunk_steps=o["chunk_steps"],

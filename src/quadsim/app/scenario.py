@@ -201,6 +201,16 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "float", _NONE, "Motion capture sample rate [Hz]; omit for every physics step.",
             positive=True,
         ),
+        "baro": Key("str", "none", "Barometer preset (`bmp388`), TOML path, or none."),
+        "gnss": Key("str", "none", "GNSS receiver preset (`ublox_m9n`), TOML path, or none."),
+        "gnss_pos_std": Key(
+            "float", _NONE, "GNSS: white position noise std per axis [m], replacing the "
+            "preset's white and correlated errors; omit for the preset's.", nonneg=True,
+        ),
+        "gnss_latency": Key(
+            "float", _NONE, "GNSS: latency [s] (a multiple of its fix period) replacing the "
+            "preset's; omit for the preset's.", nonneg=True,
+        ),
     },
     "estimator": {
         "kind": Key(
@@ -547,9 +557,9 @@ def _check_combinations(v: dict, fail: Any) -> None:
     est = v["estimator"]["kind"]
     if est != "truth" and v["sensors"]["imu"] == "none":
         raise fail("estimator", "kind", f"{est!r} needs an IMU (sensors.imu)")
-    if est != "truth" and v["sensors"]["mocap_pos_std"] is None:
-        raise fail("estimator", "kind", f"{est!r} needs motion capture (sensors.mocap_pos_std); "
-                   "the closed loop has no other position sensor yet")  # fmt: skip
+    if est != "truth" and v["sensors"]["mocap_pos_std"] is None and v["sensors"]["gnss"] == "none":
+        raise fail("estimator", "kind", f"{est!r} needs a position sensor: motion capture "
+                   "(sensors.mocap_pos_std) or GNSS (sensors.gnss)")  # fmt: skip
     for i, w in enumerate(v["world"]["walls"]):
         if not (
             isinstance(w, dict)
@@ -624,6 +634,8 @@ class Assembly(NamedTuple):
         drone: The nominal :class:`~quadsim.params.Params` (the controller's model).
         estimator: What the controller reads instead of the truth
             (:mod:`quadsim.estimation.estimators`), or ``None``.
+        baro: :class:`~quadsim.sensors.BaroParams`, or ``None``.
+        gnss: :class:`~quadsim.sensors.GnssParams`, or ``None``.
         meta: The run's metadata (:func:`quadsim.flight.run_meta`): drone, time step, duration
             in whole steps, rotors, backend, model, integrator, dtype, scenario, name,
             controller, trajectory, seed and output options (``animate``: ``None``).
@@ -642,6 +654,8 @@ class Assembly(NamedTuple):
     drone: Any
     meta: dict
     estimator: Any = None
+    baro: Any = None
+    gnss: Any = None
 
 
 def build(sc: Scenario) -> Assembly:
@@ -701,7 +715,9 @@ def build(sc: Scenario) -> Assembly:
         imu = load_imu(sv["imu"])  # checked by load_scenario
     if sv["mocap_pos_std"] is not None:
         mocap = _mocap_params(sv, sm["dt"])
-    estimator = _estimator(v["estimator"], imu, mocap, prep.drone, sm["dt"], prep.gains)
+    baro, gnss = _baro_gnss(sv, _failer(sc.source, sc.text))
+    estimator = _estimator(v["estimator"], imu, mocap, prep.drone, sm["dt"], prep.gains, baro,
+                           gnss)  # fmt: skip
     o = v["output"]
     meta = run_meta(
         sim,
@@ -739,6 +755,8 @@ def build(sc: Scenario) -> Assembly:
         drone=prep.drone,
         meta=meta,
         estimator=estimator,
+        baro=baro,
+        gnss=gnss,
     )
 
 
@@ -752,7 +770,40 @@ def _mocap_params(sv: dict, dt: float) -> Any:
                        rate=1.0 / dt if rate is None else rate)  # fmt: skip
 
 
-def _estimator(ev: dict, imu: Any, mocap: Any, drone: Any, dt: float, gains: Any) -> Any:
+def _baro_gnss(sv: dict, fail: Any) -> tuple[Any, Any]:
+    """The barometer and GNSS of a ``[sensors]`` section (``None`` where absent); a preset or
+    file that does not load names its key."""  # noqa: D205, D209
+    from ..physics.sensors import load_baro, load_gnss
+
+    out = []
+    for key, load in (("baro", load_baro), ("gnss", load_gnss)):
+        name = sv[key]
+        if name == "none":
+            out.append(None)
+            continue
+        try:
+            out.append(load(name))
+        except (ValueError, OSError) as e:
+            raise fail("sensors", key, str(e)) from None
+    gnss = out[1]
+    if gnss is not None and sv["gnss_pos_std"] is not None:
+        sd = sv["gnss_pos_std"]
+        gnss = gnss._replace(pos_std_h=sd, pos_std_v=sd, gm_std_h=0.0, gm_std_v=0.0)
+    if gnss is not None and sv["gnss_latency"] is not None:
+        gnss = gnss._replace(latency=sv["gnss_latency"])
+    if gnss is not None:
+        from ..physics.sensors import check_gnss_params, gnss_delay_steps
+
+        try:
+            gnss_delay_steps(check_gnss_params(gnss))
+        except ValueError as e:
+            raise fail("sensors", "gnss_latency" if sv["gnss_latency"] is not None else "gnss",
+                       str(e)) from None  # fmt: skip
+    return out[0], gnss
+
+
+def _estimator(ev: dict, imu: Any, mocap: Any, drone: Any, dt: float, gains: Any,
+               baro: Any = None, gnss: Any = None) -> Any:  # fmt: skip
     """The estimator of an ``[estimator]`` section (``None`` for the truth); its noise comes
     from the sensors' presets."""  # noqa: D205, D209
     kind = ev["kind"]
@@ -765,17 +816,18 @@ def _estimator(ev: dict, imu: Any, mocap: Any, drone: Any, dt: float, gains: Any
         default_init_std,
     )
 
-    periods = loop_periods(dt, gains, imu, mocap)
+    periods = loop_periods(dt, gains, imu, mocap, baro=baro, gnss=gnss)
     if kind == "complementary":
         from ..loop.estimation.complementary import ComplementaryGains
 
-        g = ComplementaryGains(k_p=ev["k_p"], k_i=ev["k_i"],
-                               meas_period=float(periods.mocap) * dt)  # fmt: skip
-        return ComplementaryEstimator(imu, mocap, drone.gravity_vec, dt, periods, gains=g)
+        fix = periods.mocap if mocap is not None else periods.gnss
+        g = ComplementaryGains(k_p=ev["k_p"], k_i=ev["k_i"], meas_period=float(fix) * dt)
+        return ComplementaryEstimator(imu, mocap, drone.gravity_vec, dt, periods, gains=g,
+                                      gnss=gnss)  # fmt: skip
     std = default_init_std(imu, ev["init_pos_std"], ev["init_vel_std"], ev["init_att_std"])
     return EkfEstimator(imu, mocap, drone.gravity_vec, dt, periods, init_std=std,
                         latency_compensation=ev["latency_compensation"],
-                        mocap_attitude=ev["mocap_attitude"])  # fmt: skip
+                        mocap_attitude=ev["mocap_attitude"], gnss=gnss, baro=baro)  # fmt: skip
 
 
 def _copy(x: Any) -> Any:

@@ -44,6 +44,7 @@ __all__ = [
     "BrainState",
     "Held",
     "Periods",
+    "Sensors",
     "brain_init",
     "brain_outputs",
     "command_allocation",
@@ -59,6 +60,15 @@ __all__ = [
 ]
 
 
+class Sensors(NamedTuple):
+    """The loop's sensors, ``None`` where absent (the order of :func:`noise_groups`)."""
+
+    imu: Any = None
+    mocap: Any = None
+    baro: Any = None
+    gnss: Any = None
+
+
 class Periods(NamedTuple):
     """Update periods in physics steps (integers >= 1), from :func:`loop_periods`.
 
@@ -68,12 +78,16 @@ class Periods(NamedTuple):
         mocap: Steps per motion-capture sample.
         imu_dt: The IMU's sample period [s] (its noise is discretised at it): ``imu * dt``,
             or ``dt`` for an IMU faster than the physics (its samples averaged over a step).
+        baro: Steps per barometer sample.
+        gnss: Steps per GNSS fix.
     """
 
     control: int = 1
     imu: int = 1
     mocap: int = 1
     imu_dt: float | None = None
+    baro: int = 1
+    gnss: int = 1
 
 
 def _steps_per(period: float, dt: float, what: str, faster_ok: bool) -> int:
@@ -94,7 +108,8 @@ def _steps_per(period: float, dt: float, what: str, faster_ok: bool) -> int:
 
 
 def loop_periods(dt: float, gains: Any = None, imu: Any = None, mocap: Any = None, *,
-                 control_dt: float | None = None) -> Periods:
+                 control_dt: float | None = None, baro: Any = None,
+                 gnss: Any = None) -> Periods:  # fmt: skip
     """The loop's periods, validated once (issue 10: rates are integer multiples of ``dt``).
 
     Args:
@@ -107,6 +122,9 @@ def loop_periods(dt: float, gains: Any = None, imu: Any = None, mocap: Any = Non
         mocap: :class:`~quadsim.sensors.MocapParams` or ``None``; the same rule as the IMU.
         control_dt: The control period [s] when there are no gains yet (a scenario's
             ``controller.rate``); ``gains.dt`` otherwise.
+        baro: :class:`~quadsim.sensors.BaroParams` or ``None``; its period is a whole number
+            of physics steps.
+        gnss: :class:`~quadsim.sensors.GnssParams` or ``None``; likewise.
 
     Raises:
         ValueError: A period that fits neither rule, naming it and ``dt``.
@@ -125,20 +143,30 @@ def loop_periods(dt: float, gains: Any = None, imu: Any = None, mocap: Any = Non
         imu_dt = m_i * dt
     if mocap is not None:
         m_m = _steps_per(1.0 / float(mocap.rate), dt, f"motion capture ({mocap.rate:g} Hz)", True)
-    return Periods(control, m_i, m_m, imu_dt)
+    m_b = m_g = 1
+    if baro is not None:
+        m_b = _steps_per(1.0 / float(baro.rate), dt, f"the barometer ({baro.rate:g} Hz)", False)
+    if gnss is not None:
+        m_g = _steps_per(1.0 / float(gnss.rate), dt, f"GNSS ({gnss.rate:g} Hz)", False)
+    return Periods(control, m_i, m_m, imu_dt, m_b, m_g)
 
 
-def rates_hz(dt: float, periods: Periods, imu: Any = None, mocap: Any = None) -> dict:
+def rates_hz(dt: float, periods: Periods, imu: Any = None, mocap: Any = None,
+             baro: Any = None, gnss: Any = None) -> dict:  # fmt: skip
     """The loop's rates [Hz] as a run reports them (``meta`` and ``summary.json``).
 
     ``physics``, ``control``, and ``imu`` (its sample rate: the physics rate for an IMU averaged
-    over each step) and ``mocap`` when present.
+    over each step), ``mocap``, ``baro`` and ``gnss`` when present.
     """
     rates = {"physics": 1.0 / dt, "control": 1.0 / (periods.control * dt)}
     if imu is not None:
         rates["imu"] = 1.0 / (periods.imu_dt or dt)
     if mocap is not None:
         rates["mocap"] = 1.0 / (periods.mocap * dt)
+    if baro is not None:
+        rates["baro"] = 1.0 / (periods.baro * dt)
+    if gnss is not None:
+        rates["gnss"] = 1.0 / (periods.gnss * dt)
     return rates
 
 
@@ -206,6 +234,9 @@ class Held(NamedTuple):
     gyro: Any = None
     accel: Any = None
     mocap_pos: Any = None
+    baro_alt: Any = None
+    gnss_pos: Any = None
+    gnss_vel: Any = None
 
 
 class BrainState(NamedTuple):
@@ -219,6 +250,8 @@ class BrainState(NamedTuple):
         mocap: :class:`~quadsim.sensors.MocapState` (delay line), or ``None``.
         held: :class:`Held` outputs, or ``None`` when every period is 1.
         est: The estimator's state (``make_brain(estimator=...)``), or ``None``.
+        baro: :class:`~quadsim.sensors.BaroState` (in-run bias), or ``None``.
+        gnss: :class:`~quadsim.sensors.GnssState` (delay line, correlated error), or ``None``.
     """
 
     j: Any
@@ -228,18 +261,23 @@ class BrainState(NamedTuple):
     mocap: Any
     held: Any
     est: Any = None
+    baro: Any = None
+    gnss: Any = None
 
 
 def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, imu: Any = None,
                mocap: Any = None, dt: float, periods: Periods, seed: int = 0, k0: int = 0,
-               n_rotors: int = 4, xp: Any = np, estimator: Any = None) -> BrainState:  # fmt: skip
+               n_rotors: int = 4, xp: Any = np, estimator: Any = None, baro: Any = None,
+               gnss: Any = None) -> BrainState:  # fmt: skip
     """The brain state at a flight's start (step ``k0``): float64 arrays of ``xp``.
 
     The IMU's turn-on biases are :func:`quadsim.sensors.imu_init` of the normals
     ``(seed, "imu_init", k0, drone)``; the motion-capture delay line holds the start pose
-    (:func:`quadsim.sensors.mocap_init`); the held outputs start at zero (every update runs at
-    ``j = 0``); an estimator with an ``init`` method starts from ``estimator.init(n, pos, vel,
-    quat, seed=, k0=, xp=)``.
+    (:func:`quadsim.sensors.mocap_init`), the GNSS's the start position and velocity
+    (:func:`quadsim.sensors.gnss_init`, its correlated error and the barometer's turn-on bias
+    from the normals ``(seed, "gnss_init" | "baro_init", k0, drone)``); the held outputs start
+    at zero (every update runs at ``j = 0``); an estimator with an ``init`` method starts from
+    ``estimator.init(n, pos, vel, quat, seed=, k0=, xp=)``.
     """
     from ..physics.noise import normals
 
@@ -256,32 +294,54 @@ def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, imu: Any = N
         from ..physics.sensors import mocap_init
 
         mocap_s = mocap_init(pos, quat, mocap, dt)  # a delay line of physics steps
-    if max(periods[:3]) > 1:
-        three = None if imu is None else xp.zeros((n, 3), dtype=f64)
+    baro_s = gnss_s = None
+    if baro is not None:
+        from ..physics.sensors import baro_init
+
+        baro_s = baro_init(baro, (n,), normals(seed, "baro_init", k0, np.arange(n), 1), xp=xp,
+                           dtype=f64)  # fmt: skip
+    if gnss is not None:
+        from ..physics.sensors import gnss_init
+
+        g_s = gnss_init(np.asarray(pos), np.asarray(vel), gnss,
+                        normals(seed, "gnss_init", k0, np.arange(n), 3), dt)  # fmt: skip
+        gnss_s = type(g_s)(*(xp.asarray(np.asarray(a, np.float64)) for a in g_s))
+    if max(periods.control, periods.imu, periods.mocap, periods.baro, periods.gnss) > 1:
+        z = lambda k, on: None if on is None else xp.zeros((n, k) if k else (n,), dtype=f64)  # noqa: E731
         held = Held(xp.zeros((n, n_rotors), dtype=f64), xp.zeros((n, 4), dtype=f64),
-                    xp.zeros((n, 4), dtype=f64), xp.zeros((n,), dtype=xp.bool), three, three,
-                    None if mocap is None else xp.zeros((n, 3), dtype=f64))  # fmt: skip
+                    xp.zeros((n, 4), dtype=f64), xp.zeros((n,), dtype=xp.bool), z(3, imu),
+                    z(3, imu), z(3, mocap), z(0, baro), z(3, gnss), z(3, gnss))  # fmt: skip
     est = None
     if estimator is not None and hasattr(estimator, "init"):
         est = estimator.init(n, np.asarray(pos), np.asarray(vel), np.asarray(quat), seed=seed,
                              k0=k0, xp=xp)  # fmt: skip
-    return BrainState(xp.zeros((n,), dtype=f64), ctrl, imu_s, imu_vel, mocap_s, held, est)
+    return BrainState(xp.zeros((n,), dtype=f64), ctrl, imu_s, imu_vel, mocap_s, held, est,
+                      baro_s, gnss_s)  # fmt: skip
 
 
-def brain_outputs(imu: Any, mocap: Any, estimator: Any = None) -> list[tuple[str, int]]:
+def brain_outputs(imu: Any, mocap: Any, estimator: Any = None, baro: Any = None,
+                  gnss: Any = None) -> list[tuple[str, int]]:  # fmt: skip
     """``(name, size)`` of the brain's outputs besides the reference and the command, in the
     order every loop logs them: the sensor readings (``gyro``, ``accel`` with an IMU,
-    ``mocap_pos`` with motion capture), then the estimator's ``outputs``."""  # noqa: D205, D209
+    ``mocap_pos`` with motion capture, ``baro_alt`` with a barometer, ``gnss_pos`` and
+    ``gnss_vel`` with GNSS), then the estimator's ``outputs``."""  # noqa: D205, D209
     out = [("gyro", 3), ("accel", 3)] if imu is not None else []
     if mocap is not None:
         out.append(("mocap_pos", 3))
+    if baro is not None:
+        out.append(("baro_alt", 1))
+    if gnss is not None:
+        out += [("gnss_pos", 3), ("gnss_vel", 3)]
     return out + list(getattr(estimator, "outputs", None) or [])
 
 
-def noise_groups(imu: Any, mocap: Any) -> tuple[tuple[str, int], ...]:
+def noise_groups(imu: Any, mocap: Any, baro: Any = None,
+                 gnss: Any = None) -> tuple[tuple[str, int], ...]:  # fmt: skip
     """The ``(stream, count)`` groups of the brain's normals ``z`` (:mod:`quadsim.noise`)."""
     return (*((("imu", 12),) if imu is not None else ()),
-            *((("mocap", 6),) if mocap is not None else ()))  # fmt: skip
+            *((("mocap", 6),) if mocap is not None else ()),
+            *((("baro", 2),) if baro is not None else ()),
+            *((("gnss", 9),) if gnss is not None else ()))  # fmt: skip
 
 
 def first_drone(tree: Any) -> Any:
@@ -324,8 +384,8 @@ def _pick(due: Any, new: Any, old: Any, xp: Any) -> Any:
 
 def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: Any, imu: Any,
                mocap: Any, g_vec: Any, dt: float, command: str | None = None,
-               periods: Periods | None = None,
-               estimator: Callable | None = None) -> Callable:  # fmt: skip
+               periods: Periods | None = None, estimator: Callable | None = None, *,
+               baro: Any = None, gnss: Any = None) -> Callable:  # fmt: skip
     """The per-step function ``brain(k, pos, quat, vel, ang_vel, offset, bstate, z, ref=None)``.
 
     It returns ``(out, bstate)`` (module docstring).
@@ -340,6 +400,10 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
         imu: :class:`~quadsim.sensors.ImuParams` or ``None``.
         mocap: :class:`~quadsim.sensors.MocapParams` or ``None``.
         g_vec: Gravity [m/s²] ``(3,)``.
+        baro: :class:`~quadsim.sensors.BaroParams` or ``None`` (readings ``baro_alt``,
+            ``baro_fresh``).
+        gnss: :class:`~quadsim.sensors.GnssParams` or ``None`` (readings ``gnss_pos``,
+            ``gnss_vel``, ``gnss_fresh``).
         dt: Physics step [s].
         command: What the controller's command is (:func:`command_kind`).
         periods: :func:`loop_periods` (default: every period one step).
@@ -365,6 +429,10 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
 
     periods = Periods() if periods is None else periods
     m_c, m_i, m_m = periods.control, periods.imu, periods.mocap
+    m_b, m_g = periods.baro, periods.gnss
+    offsets, o = {}, 0  # where each sensor's normals start in z
+    for stream, count in noise_groups(imu, mocap, baro, gnss):
+        offsets[stream], o = o, o + count
     imu_dt = periods.imu_dt or dt
 
     def brain(k, pos, quat, vel, ang_vel, offset, bs, z, ref=None):
@@ -378,7 +446,7 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
 
             acc = (vel - bs.imu_vel) / imu_dt
             reading, imu_new = imu_measure(quat, ang_vel, acc, g_vec, imu, bs.imu, imu_dt,
-                                           z[..., :12])  # fmt: skip
+                                           z[..., offsets["imu"]:offsets["imu"] + 12])  # fmt: skip
             gyro, accel, imu_s, imu_vel = reading.gyro, reading.accel, imu_new, vel
             fresh = True
             if m_i > 1:
@@ -392,7 +460,7 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
         if mocap is not None:
             from ..physics.sensors import mocap_measure
 
-            at = 12 if imu is not None else 0
+            at = offsets["mocap"]
             reading, mocap_s = mocap_measure(pos, quat, mocap, bs.mocap, z[..., at:at + 6])
             p_m, q_m, fresh = reading.pos, reading.quat, True
             if m_m > 1:
@@ -400,6 +468,30 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
                 p_m = _pick(fresh, p_m, held.mocap_pos, xp)  # (the held attitude is not used)
             out["mocap_pos"] = p_m
             readings |= {"mocap_pos": p_m, "mocap_quat": q_m, "mocap_fresh": fresh}
+        baro_s, gnss_s = bs.baro, bs.gnss
+        if baro is not None:  # the bias walks every step; a sample every m_b steps, held
+            from ..physics.sensors import baro_measure
+
+            at = offsets["baro"]
+            alt, baro_s = baro_measure(pos, baro, bs.baro, dt, z[..., at:at + 2])
+            fresh = True
+            if m_b > 1:
+                fresh = _due(j, m_b, xp)
+                alt = _pick(fresh, alt, held.baro_alt, xp)
+            out["baro_alt"] = alt
+            readings |= {"baro_alt": alt, "baro_fresh": fresh}
+        if gnss is not None:  # the delay line and the correlated error move every step
+            from ..physics.sensors import gnss_measure
+
+            at = offsets["gnss"]
+            fix, gnss_s = gnss_measure(pos, vel, gnss, bs.gnss, z[..., at:at + 9], dt)
+            g_p, g_v, fresh = fix.pos, fix.vel, True
+            if m_g > 1:
+                fresh = _due(j, m_g, xp)
+                g_p = _pick(fresh, g_p, held.gnss_pos, xp)
+                g_v = _pick(fresh, g_v, held.gnss_vel, xp)
+            out["gnss_pos"], out["gnss_vel"] = g_p, g_v
+            readings |= {"gnss_pos": g_p, "gnss_vel": g_v, "gnss_fresh": fresh}
         # 2. the estimator slot: the state the controller reads
         state, est = State(pos, quat, vel, ang_vel, None), bs.est
         if estimator is not None:
@@ -426,6 +518,6 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
         if held is not None:
             held = Held(**{key: (out.get(key) if getattr(held, key) is not None else None)
                            for key in Held._fields})  # fmt: skip
-        return out, BrainState(j + 1, cstate, imu_s, imu_vel, mocap_s, held, est)
+        return out, BrainState(j + 1, cstate, imu_s, imu_vel, mocap_s, held, est, baro_s, gnss_s)
 
     return brain

@@ -134,6 +134,7 @@ def closed_loop_step(
     world: Any = None, sample: bool = False, *, imu: Any = None, mocap: Any = None,
     gravity_vec: Any = (0.0, 0.0, -9.81), ctrl_state: Any = _INIT, brain_state: Any = None,
     command: str | None = None, periods: Any = None, dryden: Any = None, estimator: Any = None,
+    baro: Any = None, gnss: Any = None,
 ) -> tuple[Any, dict[str, slice], Any]:  # fmt: skip
     """The one-drone closed-loop step as a CasADi ``SX`` Function (see the module docstring).
 
@@ -180,6 +181,9 @@ def closed_loop_step(
         estimator: The brain's estimator (:func:`quadsim.brain.make_brain`), traced too: its
             state joins the brain state's rows (``est_*``) and its outputs follow the
             sensors' (needs ``sample``).
+        baro: :class:`~quadsim.sensors.BaroParams` (needs ``sample``): output ``baro_alt``.
+        gnss: :class:`~quadsim.sensors.GnssParams` (needs ``sample``): outputs ``gnss_pos``,
+            ``gnss_vel``.
 
     Returns:
         ``(F, rows, template)``: ``F(x, u, p[, z]) -> x_next`` (``z`` with a sensor, its groups
@@ -208,10 +212,11 @@ def closed_loop_step(
     )
     from .control import init_state
 
-    if (imu is not None or mocap is not None or estimator is not None) and not sample:
-        raise ValueError("imu, mocap and an estimator need sample=True (they read the sample's "
+    if any(x is not None for x in (imu, mocap, baro, gnss, estimator)) and not sample:
+        raise ValueError("sensors and an estimator need sample=True (they read the sample's "
                          "rows)")  # fmt: skip
-    periods = loop_periods(dt, gains, imu, mocap) if periods is None else periods
+    if periods is None:
+        periods = loop_periods(dt, gains, imu, mocap, baro=baro, gnss=gnss)
     nx, nc = system.size, system.n_cmd
     if brain_state is None:
         cstate0 = init_state(gains, ()) if ctrl_state is _INIT else ctrl_state
@@ -220,7 +225,7 @@ def closed_loop_step(
         brain_state = first_drone(brain_init(
             1, ctrl, np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]), np.zeros((1, 3)),
             imu=imu, mocap=mocap, dt=dt, periods=periods, n_rotors=nc,
-            estimator=estimator))  # fmt: skip
+            estimator=estimator, baro=baro, gnss=gnss))  # fmt: skip
     bfields = [(name, tuple(np.shape(v))) for name, v in state_leaves(brain_state)]
     rows: dict[str, slice] = {}
     at = 0
@@ -241,7 +246,7 @@ def closed_loop_step(
         outputs += [("ref_pos", 3), ("ref_vel", 3), ("ref_yaw", 1), ("lost_wrench", 4)]
         if dryden is not None:
             outputs.append(("prev_gust_state", 5))
-    sensed = brain_outputs(imu, mocap, estimator)
+    sensed = brain_outputs(imu, mocap, estimator, baro, gnss)
     outputs += sensed
     for name, size in outputs:
         rows[name], at = slice(at, at + size), at + size
@@ -250,7 +255,7 @@ def closed_loop_step(
     varying, _ = per_drone_params(system, params)
     X, U = cs.SX.sym("x", n_x), cs.SX.sym("u", 3)
     P = cs.SX.sym("p", 3 + len(varying))
-    n_s = sum(count for _, count in noise_groups(imu, mocap))
+    n_s = sum(count for _, count in noise_groups(imu, mocap, baro, gnss))
     n_z = n_s + (5 if dryden is not None else 0)
     Z = cs.SX.sym("z", n_z)
     xs = [X[i] for i in range(n_x)]
@@ -263,7 +268,7 @@ def closed_loop_step(
     bs = tree_rebuild(brain_state, iter([sym(name, shape) for name, shape in bfields]))
     brain = make_brain(trajectory, control, gains, allocator, imu, mocap,
                        np.asarray(gravity_vec, np.float64), dt, command, periods,
-                       estimator)  # fmt: skip
+                       estimator, baro=baro, gnss=gnss)  # fmt: skip
     out, bs1 = brain(SymArray(k, dtype), sym("pos"), sym("quat"), sym("vel"), sym("ang_vel"),
                      symbolic([P[0], P[1], P[2]], dtype), bs,
                      symbolic([Z[i] for i in range(n_s)], dtype))  # fmt: skip
@@ -351,14 +356,14 @@ class ClosedLoop:
     def __init__(self, rollout: Any, rows: dict, template: Any, system: Any, dt: float,
                  hover_rpm: float, params: np.ndarray | None = None, imu: Any = None,
                  mocap: Any = None, periods: Any = None,
-                 estimator: Any = None) -> None:  # fmt: skip
+                 estimator: Any = None, baro: Any = None, gnss: Any = None) -> None:  # fmt: skip
         from .brain import Periods
 
         self.rollout, self.rows, self.system, self.dt = rollout, rows, system, dt
         self.dtype, self.n_x = rollout.dtype, rollout.n_state
         self._template, self._hover = template, hover_rpm
         self._sensors = (imu, mocap, Periods() if periods is None else periods)
-        self._estimator = estimator
+        self._estimator, self._more = estimator, (baro, gnss)
         self.sample = "ref_pos" in rows
         self.params = None if params is None else np.asarray(params, np.float64)
 
@@ -402,7 +407,8 @@ class ClosedLoop:
             brain_state = brain_init(n, ctrl_state, field["pos"], field["quat"], field["vel"],
                                      imu=imu, mocap=mocap, dt=self.dt, periods=periods,
                                      n_rotors=self.system.n_cmd,
-                                     estimator=self._estimator)  # fmt: skip
+                                     estimator=self._estimator, baro=self._more[0],
+                                     gnss=self._more[1])  # fmt: skip
         leaves = state_leaves(brain_state)
         names = [name for name, _ in state_leaves(self._template)]
         if [name for name, _ in leaves] != names:
@@ -533,7 +539,7 @@ def compile_for_simulator(
     sim: Any, control: Callable, gains: Any, trajectory: Callable, *, sample: bool = True,
     threads: int | None = None, imu: Any = None, mocap: Any = None,
     ctrl_state: Any = _INIT, brain_state: Any = None, command: str | None = None,
-    periods: Any = None, estimator: Any = None,
+    periods: Any = None, estimator: Any = None, baro: Any = None, gnss: Any = None,
 ) -> ClosedLoop:  # fmt: skip
     """The closed loop around a :class:`~quadsim.sim.Simulator`'s plant (``fly``'s compiled path).
 
@@ -559,6 +565,8 @@ def compile_for_simulator(
         command: What the controller's command is (:func:`quadsim.brain.command_kind`).
         periods: :class:`~quadsim.brain.Periods` (default: :func:`~quadsim.brain.loop_periods`).
         estimator: The brain's estimator (:func:`closed_loop_step`), or ``None`` (the truth).
+        baro: :class:`~quadsim.sensors.BaroParams` read in the loop, or ``None``.
+        gnss: :class:`~quadsim.sensors.GnssParams` read in the loop, or ``None``.
 
     Returns:
         :class:`ClosedLoop` (with per-drone parameters it runs exactly ``sim.n`` drones).
@@ -574,15 +582,16 @@ def compile_for_simulator(
         sim.integrator, np.dtype(sim.dtype), sim.world, sample, imu=imu, mocap=mocap,
         gravity_vec=np.asarray(sim.drone.gravity_vec, np.float64), ctrl_state=ctrl_state,
         brain_state=brain_state, command=command, periods=periods,
-        dryden=getattr(sim, "_dryden", None), estimator=estimator,
+        dryden=getattr(sim, "_dryden", None), estimator=estimator, baro=baro, gnss=gnss,
     )  # fmt: skip
-    groups = noise_groups(imu, mocap) + ((("dryden", 5, 1),) if "gust_state" in rows else ())
+    groups = (noise_groups(imu, mocap, baro, gnss)
+              + ((("dryden", 5, 1),) if "gust_state" in rows else ()))  # fmt: skip
     rollout = compile_rollout(F, np.dtype(sim.dtype), threads=threads, noise=groups)
     hover = envelope(sim.drone).hover_rpm
     values = per_drone_params(system, params)[1]
     if periods is None:
         from .brain import loop_periods
 
-        periods = loop_periods(float(sim.dt), gains, imu, mocap)
+        periods = loop_periods(float(sim.dt), gains, imu, mocap, baro=baro, gnss=gnss)
     return ClosedLoop(rollout, rows, template, system, float(sim.dt), hover, values, imu, mocap,
-                      periods, estimator)  # fmt: skip
+                      periods, estimator, baro, gnss)  # fmt: skip

@@ -65,6 +65,7 @@ import numpy as np
 from ..physics._array import to_numpy
 from .brain import (
     COMMANDS,
+    Sensors,
     command_allocation,
     command_kind,
     initial_ctrl_state,
@@ -363,7 +364,7 @@ def _ctrl_state_problem(ctrl_state: Any, n: int) -> str | None:
     return None
 
 
-def _sensor_noise(seed: int, imu: Any, mocap: Any, steps: Any, n: int) -> np.ndarray:
+def _sensor_noise(seed: int, sens: Any, steps: Any, n: int) -> np.ndarray:
     """The sensors' normals ``z`` ``(m, n, n_noise)`` of the samples at the steps ``(m,)``.
 
     :func:`quadsim.noise.normals` ``(seed, stream, k, drone)`` of the groups of
@@ -373,7 +374,7 @@ def _sensor_noise(seed: int, imu: Any, mocap: Any, steps: Any, n: int) -> np.nda
     from .brain import noise_groups
 
     k, d = np.asarray(steps)[:, None], np.arange(n)[None]
-    z = [normals(seed, stream, k, d, count) for stream, count in noise_groups(imu, mocap)]
+    z = [normals(seed, stream, k, d, count) for stream, count in noise_groups(*sens)]
     return np.concatenate(z, -1) if z else np.zeros((k.shape[0], n, 0))
 
 
@@ -387,8 +388,8 @@ class _Draws:
     ``total`` (never applied) is the mean.
     """
 
-    def __init__(self, sim: Any, seed: int, imu: Any, mocap: Any, total: int) -> None:
-        self.sim, self.seed, self.imu, self.mocap, self.total = sim, seed, imu, mocap, total
+    def __init__(self, sim: Any, seed: int, sens: Any, total: int) -> None:
+        self.sim, self.seed, self.sens, self.total = sim, seed, sens, total
         self.k0, self.n = int(sim.k), sim.n
         self.gusty = getattr(sim, "_dryden", None) is not None
 
@@ -401,8 +402,8 @@ class _Draws:
         """
         sim, n, m = self.sim, self.n, b - a + 1
         z = None
-        if self.imu is not None or self.mocap is not None:
-            z = _sensor_noise(self.seed, self.imu, self.mocap, self.k0 + np.arange(a, b + 1), n)
+        if any(s is not None for s in self.sens):
+            z = _sensor_noise(self.seed, self.sens, self.k0 + np.arange(a, b + 1), n)
         if not self.gusty:
             return z, None
         mg = max(0, min(b, self.total - 1) - a + 1)
@@ -416,7 +417,7 @@ class _Draws:
 def _fly_compiled(
     sim: Any, loop: Any, bstate0: Any, offset: np.ndarray, total: int, log_every: int,
     chunk_steps: int, on_chunk: Callable | None, progress: Callable | None, keep_log: bool,
-    imu: Any = None, mocap: Any = None, seed: int = 0, estimator: Any = None,
+    sens: Sensors | None = None, seed: int = 0, estimator: Any = None,
 ) -> tuple[list[dict], int, bool, int | None]:  # fmt: skip
     """:func:`fly`'s loop on the compiled closed loop: ``(chunks, steps, interrupted, signal)``.
 
@@ -471,7 +472,8 @@ def _fly_compiled(
 
     from .brain import brain_outputs
 
-    sensed = brain_outputs(imu, mocap, estimator)
+    sens = Sensors() if sens is None else sens
+    sensed = brain_outputs(sens.imu, sens.mocap, estimator, sens.baro, sens.gnss)
     brain_keys = sorted(["ref_pos", "ref_vel", "ref_yaw", "cmd_rpm", "cmd_wrench", "lost_wrench",
                          "saturated", *(k for k, _ in sensed)])  # fmt: skip
     scalars = ["ref_yaw", *(k for k, size in sensed if size == 1)]
@@ -598,6 +600,8 @@ def fly(
     compiled: bool | None = None,
     command: str | None = None,
     estimator: Any = None,
+    baro: Any = None,
+    gnss: Any = None,
 ) -> FlightResult:
     """Fly ``sim`` (already reset) along ``trajectory`` for ``duration`` seconds.
 
@@ -656,6 +660,10 @@ def fly(
             :mod:`quadsim.estimation` (e.g. :class:`~quadsim.estimation.estimators.EkfEstimator`,
             fed by ``imu`` and ``mocap``), which runs inside every loop (traced into the
             compiled one); its outputs (``est_*``) are logged. ``None``: the truth.
+        baro: :class:`~quadsim.sensors.BaroParams` to simulate and log a barometer
+            (``baro_alt``, normals ``(seed, "baro", k, i)``).
+        gnss: :class:`~quadsim.sensors.GnssParams` to simulate and log GNSS fixes
+            (``gnss_pos``, ``gnss_vel``, normals ``(seed, "gnss", k, i)``).
 
     Returns:
         :class:`FlightResult`. After the flight ``sim`` holds the state, flags and clock of the
@@ -702,7 +710,8 @@ def fly(
     seed = sim.seed if seed is None else _check_seed(seed)
     from .brain import loop_periods
 
-    periods = loop_periods(sim.dt, gains, imu, mocap)  # validated once, for every loop
+    periods = loop_periods(sim.dt, gains, imu, mocap, baro=baro, gnss=gnss)  # validated once
+    sens = Sensors(imu, mocap, baro, gnss)
     kw = {"ctrl_state": ctrl_state, "imu": imu, "mocap": mocap, "jit": jit}
     if compiled is False:
         reason = "compiled=False"
@@ -715,16 +724,15 @@ def fly(
     loop = None
     if reason is None and fast == "compiled":
         try:
-            loop, bstate0 = _compile_native(sim, control, gains, trajectory, ctrl_state, imu,
-                                            mocap, command, periods, seed,
-                                            estimator)  # fmt: skip
+            loop, bstate0 = _compile_native(sim, control, gains, trajectory, ctrl_state, sens,
+                                            command, periods, seed, estimator)  # fmt: skip
         except Exception as e:  # any failure to trace or build falls back
             reason = f"the closed loop could not be compiled: {_one_line(e)}"
             failed.append(("by CasADi", _one_line(e)))
     scan = None
     if reason is None and fast == "scan":
         try:
-            scan = _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command,
+            scan = _build_scan(sim, trajectory, control, gains, allocator, sens, command,
                                ctrl_state, offset, total, log_every, chunk_steps, seed,
                                periods, estimator)  # fmt: skip
         except Exception as e:  # the controller (or trajectory) does not trace: per step
@@ -737,7 +745,7 @@ def fly(
         t0 = time.perf_counter()
         chunks, k, interrupted, stop_signal = _fly_compiled(
             sim, loop, bstate0, offset, total, log_every, chunk_steps, on_chunk, progress,
-            keep_log, imu, mocap, seed, estimator,
+            keep_log, sens, seed, estimator,
         )  # fmt: skip
     elif scan is not None:
         from .closed_loop_jax import fly_scan
@@ -752,7 +760,7 @@ def fly(
     else:
         allocator = rotors.make_allocator(sim.drone) if allocator is None else allocator
         run, brain_name, why = _python_loop(
-            sim, trajectory, control, gains, allocator, imu, mocap, command, ctrl_state, offset,
+            sim, trajectory, control, gains, allocator, sens, command, ctrl_state, offset,
             total, log_every, chunk_steps, on_chunk, progress, keep_log, jit, seed, periods,
             estimator,
         )  # fmt: skip
@@ -770,7 +778,7 @@ def fly(
     log = {key: np.concatenate([c[key] for c in chunks]) for key in chunks[0]} if chunks else {}
     from .brain import rates_hz
 
-    rates = {"rates_hz": rates_hz(dt, periods, imu, mocap)}
+    rates = {"rates_hz": rates_hz(dt, periods, imu, mocap, baro, gnss)}
     meta_out = run_meta(sim, total * dt, meta) | loop_meta | rates
     return FlightResult(log, meta_out, k, interrupted, wall, stop_signal)
 
@@ -798,40 +806,42 @@ def _warn_fallback(control: Callable, failed: list[tuple[str, str]], ran: str) -
                   TraceFallbackWarning, stacklevel=3)  # fmt: skip
 
 
-def _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed, xp=np,
+def _brain_state0(sim, control, gains, ctrl_state, sens, periods, seed, xp=np,
                   estimator=None):  # fmt: skip
     """The brain state at the flight's start (:func:`quadsim.brain.brain_init`), float64."""
     from .brain import brain_init
 
     state = _numpy_state(sim.state)
     cstate = initial_ctrl_state(control, gains, ctrl_state, sim.n, xp, xp.float64)
-    return brain_init(sim.n, cstate, state.pos, state.quat, state.vel, imu=imu, mocap=mocap,
+    return brain_init(sim.n, cstate, state.pos, state.quat, state.vel, imu=sens.imu,
+                      mocap=sens.mocap, baro=sens.baro, gnss=sens.gnss,
                       dt=float(sim.dt), periods=periods, seed=seed, k0=int(sim.k),
                       n_rotors=sim.drone.mixing_matrix.shape[1], xp=xp,
                       estimator=estimator)  # fmt: skip
 
 
-def _compile_native(sim, control, gains, trajectory, ctrl_state, imu, mocap, command, periods,
+def _compile_native(sim, control, gains, trajectory, ctrl_state, sens, command, periods,
                     seed, estimator=None):  # fmt: skip
     """The compiled closed loop of a flight and its per-drone initial brain state."""
     from .brain import first_drone
     from .closed_loop import compile_for_simulator
 
-    bstate0 = _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed,
+    bstate0 = _brain_state0(sim, control, gains, ctrl_state, sens, periods, seed,
                             estimator=estimator)  # fmt: skip
-    loop = compile_for_simulator(sim, control, gains, trajectory, imu=imu, mocap=mocap,
+    loop = compile_for_simulator(sim, control, gains, trajectory, imu=sens.imu, mocap=sens.mocap,
+                                 baro=sens.baro, gnss=sens.gnss,
                                  brain_state=first_drone(bstate0), command=command,
                                  periods=periods, estimator=estimator)  # fmt: skip
     return loop, bstate0
 
 
-def _n_noise(imu: Any, mocap: Any) -> int:
+def _n_noise(sens: Any) -> int:
     from .brain import noise_groups
 
-    return sum(count for _, count in noise_groups(imu, mocap))
+    return sum(count for _, count in noise_groups(*sens))
 
 
-def _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command, ctrl_state,
+def _build_scan(sim, trajectory, control, gains, allocator, sens, command, ctrl_state,
                 offset, total, log_every, chunk_steps, seed, periods, estimator=None):  # fmt: skip
     """Build and compile the scan of a flight; returns a thunk of ``(loop, carry, draws)``."""
     import jax
@@ -843,7 +853,7 @@ def _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command,
     allocator = rotors.make_allocator(sim.drone) if allocator is None else allocator
     n, dt = sim.n, float(sim.dt)
     g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
-    nz = _n_noise(imu, mocap)
+    nz = _n_noise(sens)
     gusty = getattr(sim, "_dryden", None) is not None
     L = log_every
     per_call = -(-min(chunk_steps, total) // L)
@@ -852,22 +862,23 @@ def _build_scan(sim, trajectory, control, gains, allocator, imu, mocap, command,
     with _x64(jax):
         import jax.numpy as jnp
 
-        brain = make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, command,
-                           periods, estimator)  # fmt: skip
+        brain = make_brain(trajectory, control, gains, allocator, sens.imu, sens.mocap, g_vec, dt,
+                           command, periods, estimator, baro=sens.baro,
+                           gnss=sens.gnss)  # fmt: skip
         loop = ScanLoop(sim, brain, nz, gusty, L, per_call)
-        bstate = _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed, jnp,
+        bstate = _brain_state0(sim, control, gains, ctrl_state, sens, periods, seed, jnp,
                                estimator)  # fmt: skip
         loop.compile(initial_carry(sim, bstate), offset)
 
     def start() -> tuple:
         with _x64(jax):
             carry = initial_carry(sim, bstate)
-        return loop, carry, _Draws(sim, seed, imu, mocap, total)
+        return loop, carry, _Draws(sim, seed, sens, total)
 
     return start
 
 
-def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command, ctrl_state,
+def _python_loop(sim, trajectory, control, gains, allocator, sens, command, ctrl_state,
                  offset, total, log_every, chunk_steps, on_chunk, progress, keep_log, jit,
                  seed, periods, estimator=None):  # fmt: skip
     """The per-step Python loop: ``(run, "JAX" or "NumPy", why JAX could not trace or None)``.
@@ -884,18 +895,19 @@ def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command
         raise ValueError("jit=True needs JAX (pip install 'quadsim[jax]')")
     g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
     state = _numpy_state(sim.state)
-    n_noise = _n_noise(imu, mocap)
+    n_noise = _n_noise(sens)
     why = None
 
     def setup(jax: Any) -> tuple:
         """``(brain, brain state)`` on JAX (traced) or NumPy."""
-        brain = make_brain(trajectory, control, gains, allocator, imu, mocap, g_vec, dt, command,
-                           periods, estimator)  # fmt: skip
+        brain = make_brain(trajectory, control, gains, allocator, sens.imu, sens.mocap, g_vec, dt,
+                           command, periods, estimator, baro=sens.baro,
+                           gnss=sens.gnss)  # fmt: skip
         with _x64(jax):
             xp = np
             if jax is not None:
                 import jax.numpy as xp
-            bstate = _brain_state0(sim, control, gains, ctrl_state, imu, mocap, periods, seed, xp,
+            bstate = _brain_state0(sim, control, gains, ctrl_state, sens, periods, seed, xp,
                                    estimator)  # fmt: skip
             if jax is not None:
                 brain = jax.jit(brain)
@@ -923,7 +935,7 @@ def _python_loop(sim, trajectory, control, gains, allocator, imu, mocap, command
 
         def think(state: Any, bstate: Any) -> tuple:
             """Reference, controller, allocation and sensors at the current step."""
-            z = _sensor_noise(seed, imu, mocap, [sim.k], n)[0]
+            z = _sensor_noise(seed, sens, [sim.k], n)[0]
             with _x64(jax):
                 out, bstate = brain(sim.k, state.pos, state.quat, state.vel, state.ang_vel,
                                     offset, bstate, z)  # fmt: skip

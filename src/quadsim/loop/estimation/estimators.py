@@ -52,6 +52,9 @@ class EkfSlot(NamedTuple):
         vel: ``(n, 3)`` [m/s].
         quat: ``(n, 4)``.
         nees: ``(n,)``.
+        late: Delay lines ``(n, d, size + 1)`` (reading, fresh) of the motion capture, GNSS and
+            barometer readings that arrive ``d`` steps earlier than the filter's time needs
+            (``None`` for each sensor that needs none).
     """
 
     filt: Any
@@ -61,6 +64,7 @@ class EkfSlot(NamedTuple):
     vel: Any
     quat: Any
     nees: Any
+    late: Any = None
 
 
 def _pick(fresh: Any, new: Any, old: Any, xp: Any) -> Any:
@@ -103,36 +107,69 @@ class EkfEstimator:
         latency_compensation: Delayed fusion (module docstring); ``False``: fuse late
             measurements as if they were current.
         init_error: Draw the initial estimate's error (see ``init_std``).
+        gnss: :class:`~quadsim.sensors.GnssParams` (position and velocity updates; the
+            position noise is its white and correlated errors together, ``σ² = σ_p² +
+            σ_gm²``), or ``None``.
+        baro: :class:`~quadsim.sensors.BaroParams` (altitude updates; the filter then also
+            estimates the barometer's bias, a random walk of the preset's ``bias_walk``), or
+            ``None``.
+
+    The filter's time lags by the largest latency of the sensors it fuses (in physics steps);
+    readings of a sensor with less latency wait in a delay line until the filter reaches their
+    time. The carry to now costs one strapdown step per step of lag.
 
     Raises:
-        ValueError: No IMU, a standard deviation that is not finite and >= 0.
+        ValueError: No IMU or no position sensor, a standard deviation that is not finite and
+            >= 0.
     """
 
     kind = "ekf"
 
     def __init__(self, imu: Any, mocap: Any, g_vec: Any, dt: float, periods: Any, *,
                  init_std: Any = None, mocap_attitude: bool = True,
-                 latency_compensation: bool = True, init_error: bool = True) -> None:  # fmt: skip
-        from ...physics.sensors import check_imu_params, mocap_delay_steps
+                 latency_compensation: bool = True, init_error: bool = True, gnss: Any = None,
+                 baro: Any = None) -> None:  # fmt: skip
+        from ...physics.sensors import (
+            check_baro_params,
+            check_gnss_params,
+            check_imu_params,
+            gnss_delay_steps,
+            mocap_delay_steps,
+        )
 
         if imu is None:
             raise ValueError("the EKF needs an IMU (it propagates with the IMU's readings)")
+        if mocap is None and gnss is None:
+            raise ValueError("the EKF needs a position sensor (motion capture or GNSS)")
         self.imu = check_imu_params(imu)
         self.mocap = mocap
+        self.gnss = None if gnss is None else check_gnss_params(gnss)
+        self.baro = None if baro is None else check_baro_params(baro)
         self.g_vec = np.asarray(g_vec, np.float64)
         self.dt = float(dt)
         self.imu_dt = float(periods.imu_dt or dt)
         self.m_i = int(periods.imu)
-        lag = mocap_delay_steps(mocap, dt) if mocap is not None else 0
-        self.L = lag if latency_compensation else 0
+        lags = (mocap_delay_steps(mocap, dt) if mocap is not None else 0,
+                gnss_delay_steps(self.gnss, dt) if gnss is not None else 0, 0)  # fmt: skip
+        self.L = max(lags) if latency_compensation else 0
+        present = (mocap is not None, gnss is not None, baro is not None)
+        self.waits = tuple(self.L - lag if (on and latency_compensation) else 0
+                           for lag, on in zip(lags, present, strict=True))  # fmt: skip
         self.mocap_attitude = bool(mocap_attitude)
         self.init_error = bool(init_error)
         s = np.asarray(default_init_std(self.imu) if init_std is None else init_std, np.float64)
         if s.shape != (15,) or not np.all(np.isfinite(s)) or np.any(s < 0):
             raise ValueError(f"estimator init_std must be 15 finite values >= 0; got {init_std!r}")
         self.init_std = s
+        walk = 0.0 if self.baro is None else float(self.baro.bias_walk)
         self.noise = eskf.EskfNoise(self.imu.gyro_noise_density, self.imu.accel_noise_density,
-                                 self.imu.gyro_bias_walk, self.imu.accel_bias_walk)  # fmt: skip
+                                    self.imu.gyro_bias_walk, self.imu.accel_bias_walk,
+                                    walk)  # fmt: skip
+        if self.gnss is not None:
+            g = self.gnss
+            self.gnss_pos_std = np.sqrt(np.array([g.pos_std_h, g.pos_std_h, g.pos_std_v]) ** 2
+                                        + np.array([g.gm_std_h, g.gm_std_h, g.gm_std_v]) ** 2)
+            self.gnss_vel_std = np.array([g.vel_std_h, g.vel_std_h, g.vel_std_v])
         self.outputs = list(EKF_OUTPUTS)
 
     def init(self, n: int, pos: Any, vel: Any, quat: Any, *, seed: int = 0, k0: int = 0,
@@ -145,7 +182,12 @@ class EkfEstimator:
         if self.init_error:
             e = normals(seed, "est_init", k0, np.arange(n), 15) * self.init_std
         q = rotation.multiply(quat, rotation.exp(-e[:, 6:9]))
-        filt = eskf.eskf_init(pos - e[:, :3], vel - e[:, 3:6], q, self.init_std, xp=np)
+        std = self.init_std
+        if self.baro is not None:  # the bias starts at zero, with the preset's spread
+            b = self.baro
+            std = np.append(std, max(math.hypot(float(b.bias_std), float(b.bias)), 1e-3))
+        filt = eskf.eskf_init(pos - e[:, :3], vel - e[:, 3:6], q, std, baro=self.baro is not None,
+                              xp=np)  # fmt: skip
         filt = filt._replace(accel_bias=-e[:, 9:12], gyro_bias=-e[:, 12:15])
         L = self.L
         imu_buf = truth_buf = None
@@ -154,7 +196,11 @@ class EkfEstimator:
             one = np.concatenate([np.zeros((n, 3)), acc0, np.zeros((n, 1))], -1)  # not fresh
             imu_buf = np.repeat(one[:, None], L, axis=1)  # the filter waits at the start
             truth_buf = np.repeat(np.concatenate([pos, vel, quat], -1)[:, None], L, axis=1)
-        slot = EkfSlot(filt, imu_buf, truth_buf, filt.pos, filt.vel, filt.quat, np.zeros(n))
+        sizes = (3 + 4, 3 + 3, 1)  # mocap pose, GNSS fix, barometer altitude
+        late = tuple(np.zeros((n, d, size + 1)) if d else None
+                     for d, size in zip(self.waits, sizes, strict=True))  # fmt: skip
+        slot = EkfSlot(filt, imu_buf, truth_buf, filt.pos, filt.vel, filt.quat, np.zeros(n),
+                       late if any(b is not None for b in late) else None)  # fmt: skip
         return _to(slot, xp)
 
     def __call__(self, k: Any, truth: Any, readings: dict, est: EkfSlot) -> tuple[Any, EkfSlot]:
@@ -164,9 +210,8 @@ class EkfEstimator:
 
         xp = namespace(readings["gyro"])
         L, f = self.L, est.filt
-        one = 1.0 + 0.0 * readings["gyro"][..., :1]
-        fresh_i = readings.get("imu_fresh", True)
-        sample = xp.concat([readings["gyro"], readings["accel"], xp.where(fresh_i, one, 0.0 * one)],
+        sample = xp.concat([readings["gyro"], readings["accel"],
+                            _flag(xp, readings.get("imu_fresh", True), readings["gyro"])],
                            axis=-1)  # fmt: skip
         now = xp.concat([truth.pos, truth.vel, truth.quat], axis=-1)
         imu_buf = truth_buf = None
@@ -181,11 +226,26 @@ class EkfEstimator:
         pred = eskf.eskf_predict(f, at[..., 0:3], at[..., 3:6], self.g_vec, self.imu_dt, self.noise)
         gate = self.m_i > 1 or L > 0  # held IMU readings, or the start's empty buffer
         f = _pick(at[..., 6] > 0.5, pred, f, xp) if gate else pred
+        late = list(est.late) if est.late is not None else [None, None, None]
         if self.mocap is not None:
-            rows = eskf.position_rows(f, readings["mocap_pos"], self.mocap.pos_std)
+            (p_m, q_m), fresh, late[0] = _wait(xp, late[0], (readings["mocap_pos"],
+                                                             readings["mocap_quat"]),
+                                               readings.get("mocap_fresh", True))  # fmt: skip
+            rows = eskf.position_rows(f, p_m, self.mocap.pos_std)
             if self.mocap_attitude:
-                rows += eskf.attitude_rows(f, readings["mocap_quat"], self.mocap.att_std)
-            f = eskf.correct(f, rows, readings.get("mocap_fresh", True))
+                rows += eskf.attitude_rows(f, q_m, self.mocap.att_std)
+            f = eskf.correct(f, rows, fresh)
+        if self.gnss is not None:
+            (p_g, v_g), fresh, late[1] = _wait(xp, late[1], (readings["gnss_pos"],
+                                                             readings["gnss_vel"]),
+                                               readings.get("gnss_fresh", True))  # fmt: skip
+            rows = (eskf.position_rows(f, p_g, self.gnss_pos_std)
+                    + eskf.velocity_rows(f, v_g, self.gnss_vel_std))  # fmt: skip
+            f = eskf.correct(f, rows, fresh)
+        if self.baro is not None:
+            (alt,), fresh, late[2] = _wait(xp, late[2], (readings["baro_alt"][..., None],),
+                                           readings.get("baro_fresh", True))  # fmt: skip
+            f = eskf.correct(f, eskf.altitude_rows(f, alt[..., 0], self.baro.noise_std), fresh)
         nees = eskf.nees(f, then[..., 0:3], then[..., 3:6], then[..., 6:10])
         # carried to now through the buffered samples
         pos, vel, quat = f.pos, f.vel, f.quat
@@ -197,12 +257,13 @@ class EkfEstimator:
             p1, v1, q1 = _pick(u[..., 6] > 0.5, (p1, v1, q1), (pos, vel, quat), xp)
             pos, vel, quat = p1, v1, q1
         state = State(pos, quat, vel, readings["gyro"] - f.gyro_bias, None)
-        return state, EkfSlot(f, imu_buf, truth_buf, pos, vel, quat, nees)
+        late = tuple(late) if est.late is not None else None
+        return state, EkfSlot(f, imu_buf, truth_buf, pos, vel, quat, nees, late)
 
     def log(self, est: EkfSlot) -> dict:
         """What :attr:`outputs` names, from the state."""
         f = est.filt
-        diag = eskf.unpack(f.cov)[..., np.arange(15), np.arange(15)]
+        diag = eskf.unpack(f.cov)[..., np.arange(15), np.arange(15)]  # (not the baro bias)
         return {"est_pos": est.pos, "est_vel": est.vel, "est_quat": est.quat,
                 "est_accel_bias": f.accel_bias, "est_gyro_bias": f.gyro_bias, "est_cov": diag,
                 "est_nees": est.nees}  # fmt: skip
@@ -225,7 +286,9 @@ class ComplementaryEstimator:
         dt: Physics step [s].
         periods: :class:`~quadsim.brain.Periods` of the loop.
         gains: :class:`~quadsim.estimation.complementary.ComplementaryGains` (default: its
-            defaults, with ``meas_period`` the motion capture's period).
+            defaults, with ``meas_period`` the position sensor's period).
+        gnss: :class:`~quadsim.sensors.GnssParams`: its position fixes correct the filter
+            when there is no motion capture (latency not compensated), or ``None``.
 
     Raises:
         ValueError: No IMU, or gains that :func:`check_complementary_gains` rejects.
@@ -234,17 +297,18 @@ class ComplementaryEstimator:
     kind = "complementary"
 
     def __init__(self, imu: Any, mocap: Any, g_vec: Any, dt: float, periods: Any,
-                 gains: Any = None) -> None:  # fmt: skip
+                 gains: Any = None, gnss: Any = None) -> None:  # fmt: skip
         from .complementary import ComplementaryGains, check_complementary_gains
 
         if imu is None:
             raise ValueError("the complementary filter needs an IMU")
-        self.imu, self.mocap = imu, mocap
+        self.imu, self.mocap, self.gnss = imu, mocap, gnss
         self.g_vec = np.asarray(g_vec, np.float64)
         self.imu_dt = float(periods.imu_dt or dt)
         self.m_i = int(periods.imu)
         if gains is None:
-            gains = ComplementaryGains(meas_period=float(periods.mocap) * float(dt))
+            fix = periods.mocap if mocap is not None or gnss is None else periods.gnss
+            gains = ComplementaryGains(meas_period=float(fix) * float(dt))
         self.gains = check_complementary_gains(gains)
         self.outputs = list(COMPLEMENTARY_OUTPUTS)
 
@@ -268,6 +332,9 @@ class ComplementaryEstimator:
             fresh = readings.get("mocap_fresh", True)
             kw = {"pos_meas": readings["mocap_pos"], "pos_fresh": fresh,
                   "quat_meas": readings["mocap_quat"], "quat_fresh": fresh}  # fmt: skip
+        elif self.gnss is not None:  # position fixes only (no attitude)
+            kw = {"pos_meas": readings["gnss_pos"],
+                  "pos_fresh": readings.get("gnss_fresh", True)}  # fmt: skip
         new = complementary_step(est, readings["gyro"], readings["accel"], self.g_vec,
                                  self.imu_dt, self.gains, **kw)  # fmt: skip
         if self.m_i > 1:
@@ -279,6 +346,28 @@ class ComplementaryEstimator:
         """What :attr:`outputs` names, from the state."""
         return {"est_pos": est.pos, "est_vel": est.vel, "est_quat": est.quat,
                 "est_gyro_bias": est.gyro_bias}  # fmt: skip
+
+
+def _wait(xp: Any, buf: Any, values: tuple, fresh: Any) -> tuple[tuple, Any, Any]:
+    """Readings ``values`` (each ``(..., size)``) and their ``fresh`` flag as they were ``d``
+    steps ago, through the delay line ``buf`` ``(..., d, sum(size) + 1)`` (``None``: no wait);
+    returns ``(values then, fresh then, the advanced line)``."""  # noqa: D205, D209
+    if buf is None:
+        return values, fresh, None
+    now = xp.concat([*values, _flag(xp, fresh, values[0])], axis=-1)
+    seq = xp.concat([buf, now[..., None, :]], axis=-2)
+    old, at = seq[..., 0, :], 0
+    out = []
+    for v in values:
+        k = v.shape[-1]
+        out.append(old[..., at:at + k])
+        at += k
+    return tuple(out), old[..., at] > 0.5, seq[..., 1:, :]
+
+
+def _flag(xp: Any, fresh: Any, like: Any) -> Any:
+    """``fresh`` (a bool, or per drone ``(...)``) as 0/1 floats ``(..., 1)`` like ``like``."""
+    return (xp.where(fresh, 1.0, 0.0) + 0.0 * like[..., 0])[..., None]
 
 
 def _to(tree: Any, xp: Any) -> Any:
