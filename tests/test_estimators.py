@@ -230,3 +230,53 @@ def test_the_ekf_with_an_imu_slower_than_the_physics():
                                    err_msg=key)  # fmt: skip
     _, pos, att, _ = errors(comp.log, t0=1.0)
     assert pos < 2e-3 and att < 0.5
+
+
+def test_motion_capture_dropouts_lose_the_expected_share_and_the_ekf_rides_them_out():
+    """Dropouts: a sample starts a gap with probability 0.1, gaps last 3 samples on average, so
+    0.1 * 3 / (1 + 0.1 * 3) = 23.1 % of the samples are lost (64 drones x 20 s at 100 Hz); the
+    time stamps say which pose was delivered; the EKF flies through the gaps (compiled = per
+    step loop)."""
+    sim = Simulator("cf2x_L250", n=64, dt=1 / 500, backend=BACKEND, dtype="float64")
+    sim.reset(pos=np.array([0.0, 0.0, 1.0]))
+    from quadsim.trajectories import Hover
+
+    gains = load_gains("cf2x_L250_geometric", drone=sim.drone, dt=sim.dt)
+    mocap = sensors.MocapParams(pos_std=1e-3, att_std=0.01, latency=0.01, rate=100.0,
+                                dropout=0.1, gap=3.0)  # fmt: skip
+    log = fly(sim, Hover(pos=(0.0, 0.0, 1.0)), control, gains, duration=20.0, mocap=mocap,
+              log_every=5).log  # fmt: skip
+    stamp = log["mocap_stamp"]  # one sample per mocap period
+    new = np.diff(stamp, axis=0) > 1e-9  # a fresh pose: a later stamp
+    lost = 1.0 - new.mean()
+    print(f"\ndropouts: {lost:.2%} of the samples lost (expected 23.1 %)")
+    assert abs(lost - 0.3 / 1.3) < 0.015
+    assert np.allclose(stamp[1:][new], log["time"][1:, None].repeat(64, 1)[new] - 0.01)
+    with pytest.raises(ValueError, match="dropout"):
+        sensors.dropout_thresholds(mocap._replace(dropout=1.0))
+    with pytest.raises(ValueError, match="gap"):
+        sensors.dropout_thresholds(mocap._replace(gap=0.5))
+
+
+@pytest.mark.skipif(BACKEND != "native", reason="compares the compiled loop with the others")
+def test_the_ekf_through_dropouts_on_every_loop():
+    def run(compiled):
+        sim = Simulator("cf2x_L250", n=2, dt=1 / 500, backend=BACKEND, dtype="float64")
+        sim.reset(pos=np.asarray(TRAJ(0.0).pos), vel=TRAJ(0.0).vel)
+        gains = load_gains("cf2x_L250_geometric", drone=sim.drone, dt=sim.dt)
+        imu = sensors.load_imu("bmi088")
+        mocap = sensors.MocapParams(pos_std=1e-3, att_std=math.radians(0.5), latency=0.01,
+                                    rate=100.0, dropout=0.2, gap=5.0)  # fmt: skip
+        ekf = EkfEstimator(imu, mocap, sim.drone.gravity_vec, sim.dt,
+                           loop_periods(sim.dt, gains, imu, mocap))  # fmt: skip
+        return fly(sim, TRAJ, control, gains, duration=6.0, imu=imu, mocap=mocap, estimator=ekf,
+                   compiled=compiled)  # fmt: skip
+
+    comp, python = run(None), run(False)
+    for key in ("pos", "mocap_pos", "mocap_stamp", "est_pos", "est_cov"):
+        np.testing.assert_allclose(comp.log[key], python.log[key], rtol=1e-9, atol=1e-12,
+                                   err_msg=key)  # fmt: skip
+    _, pos, att, nees = errors(comp.log, t0=1.0)
+    print(f"\nEKF through dropouts (half the samples lost): {pos * 1e3:.3f} mm, "
+          f"{att:.3f} deg, NEES {nees:.2f}")  # fmt: skip
+    assert pos < 2e-3 and att < 0.5 and 5.0 < nees < 14.0

@@ -54,6 +54,8 @@ def synthetic_chunk(rng: np.random.Generator, t0: float = 0.0, dtype=np.float64)
         "accel": f(T, N, 3),
         "mocap_pos": f(T, N, 3),
         "baro_alt": f(T, N),
+        "mocap_stamp": f(T, N),
+        "gnss_stamp": f(T, N),
         "gnss_pos": f(T, N, 3),
         "gnss_vel": f(T, N, 3),
         "est_pos": f(T, N, 3),

@@ -182,3 +182,20 @@ def test_bad_gnss_and_barometer_input_names_the_key(gnss, extra, key):
         text = text.replace("[sensors]\n", f"[sensors]\n{extra}\n")
     with pytest.raises(ValueError, match=rf"<scenario>: {key} \(line \d+\)"):
         build(load_scenario(text, text=True))
+
+
+@pytest.mark.parametrize("extra, key", [
+    ("mocap_dropout = 1.0", "sensors.mocap_dropout"),
+    ("mocap_gap = 0.5", "sensors.mocap_gap"),
+])  # fmt: skip
+def test_bad_dropouts_name_the_key(extra, key):
+    text = scenario().replace("mocap_rate = 100.0", f"mocap_rate = 100.0\n{extra}")
+    with pytest.raises(ValueError, match=rf"<scenario>: {key} \(line \d+\)"):
+        load_scenario(text, text=True)
+
+
+def test_dropouts_from_the_scenario():
+    text = scenario().replace("mocap_rate = 100.0", "mocap_rate = 100.0\nmocap_dropout = 0.1\n"
+                              "mocap_gap = 3.0")  # fmt: skip
+    m = build(load_scenario(text, text=True)).mocap
+    assert (m.dropout, m.gap, m.rate) == (0.1, 3.0, 100.0)

@@ -201,6 +201,11 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "float", _NONE, "Motion capture sample rate [Hz]; omit for every physics step.",
             positive=True,
         ),
+        "mocap_dropout": Key(
+            "float", 0.0, "Motion capture: probability that a sample starts a gap, in [0, 1).",
+            nonneg=True,
+        ),
+        "mocap_gap": Key("float", 1.0, "Motion capture: mean gap length [samples], >= 1."),
         "baro": Key("str", "none", "Barometer preset (`bmp388`), TOML path, or none."),
         "gnss": Key("str", "none", "GNSS receiver preset (`ublox_m9n`), TOML path, or none."),
         "gnss_pos_std": Key(
@@ -547,6 +552,15 @@ def _check_combinations(v: dict, fail: Any) -> None:
     if lat < 0 or abs(lat / period - round(lat / period)) > 1e-9:
         raise fail("sensors", "mocap_latency", f"must be a non-negative multiple of {what} s; "
                    f"got {lat}")  # fmt: skip
+    from ..physics.sensors import dropout_thresholds
+
+    sv = v["sensors"]
+    for key in ("mocap_dropout", "mocap_gap"):
+        try:
+            dropout_thresholds(_mocap_params(sv | {"mocap_pos_std": 0.0}, sim["dt"]))
+        except ValueError as e:
+            if key.removeprefix("mocap_") in str(e).split()[0]:
+                raise fail("sensors", key, str(e)) from None
     if rate is not None:
         from ..loop.brain import loop_periods
 
@@ -767,7 +781,8 @@ def _mocap_params(sv: dict, dt: float) -> Any:
     rate = sv["mocap_rate"]
     return MocapParams(pos_std=sv["mocap_pos_std"], att_std=sv["mocap_att_std"],
                        latency=sv["mocap_latency"],
-                       rate=1.0 / dt if rate is None else rate)  # fmt: skip
+                       rate=1.0 / dt if rate is None else rate, dropout=sv["mocap_dropout"],
+                       gap=sv["mocap_gap"])  # fmt: skip
 
 
 def _baro_gnss(sv: dict, fail: Any) -> tuple[Any, Any]:

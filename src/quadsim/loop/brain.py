@@ -237,6 +237,8 @@ class Held(NamedTuple):
     baro_alt: Any = None
     gnss_pos: Any = None
     gnss_vel: Any = None
+    mocap_stamp: Any = None
+    gnss_stamp: Any = None
 
 
 class BrainState(NamedTuple):
@@ -252,6 +254,8 @@ class BrainState(NamedTuple):
         est: The estimator's state (``make_brain(estimator=...)``), or ``None``.
         baro: :class:`~quadsim.sensors.BaroState` (in-run bias), or ``None``.
         gnss: :class:`~quadsim.sensors.GnssState` (delay line, correlated error), or ``None``.
+        mocap_gap: Whether motion capture is in a dropout gap ``(n,)`` (0/1), or ``None``
+            without dropouts.
     """
 
     j: Any
@@ -263,6 +267,12 @@ class BrainState(NamedTuple):
     est: Any = None
     baro: Any = None
     gnss: Any = None
+    mocap_gap: Any = None
+
+
+def _dropping(mocap: Any) -> bool:
+    """Whether the motion capture loses samples (``dropout > 0``)."""
+    return mocap is not None and float(getattr(mocap, "dropout", 0.0)) > 0.0
 
 
 def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, imu: Any = None,
@@ -306,32 +316,37 @@ def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, imu: Any = N
         g_s = gnss_init(np.asarray(pos), np.asarray(vel), gnss,
                         normals(seed, "gnss_init", k0, np.arange(n), 3), dt)  # fmt: skip
         gnss_s = type(g_s)(*(xp.asarray(np.asarray(a, np.float64)) for a in g_s))
-    if max(periods.control, periods.imu, periods.mocap, periods.baro, periods.gnss) > 1:
+    gap = xp.zeros((n,), dtype=f64) if _dropping(mocap) else None
+    if (max(periods.control, periods.imu, periods.mocap, periods.baro, periods.gnss) > 1
+            or gap is not None):  # fmt: skip
         z = lambda k, on: None if on is None else xp.zeros((n, k) if k else (n,), dtype=f64)  # noqa: E731
         held = Held(xp.zeros((n, n_rotors), dtype=f64), xp.zeros((n, 4), dtype=f64),
                     xp.zeros((n, 4), dtype=f64), xp.zeros((n,), dtype=xp.bool), z(3, imu),
-                    z(3, imu), z(3, mocap), z(0, baro), z(3, gnss), z(3, gnss))  # fmt: skip
+                    z(3, imu), z(3, mocap), z(0, baro), z(3, gnss), z(3, gnss), z(0, mocap),
+                    z(0, gnss))  # fmt: skip
     est = None
     if estimator is not None and hasattr(estimator, "init"):
         est = estimator.init(n, np.asarray(pos), np.asarray(vel), np.asarray(quat), seed=seed,
                              k0=k0, xp=xp)  # fmt: skip
     return BrainState(xp.zeros((n,), dtype=f64), ctrl, imu_s, imu_vel, mocap_s, held, est,
-                      baro_s, gnss_s)  # fmt: skip
+                      baro_s, gnss_s, gap)  # fmt: skip
 
 
 def brain_outputs(imu: Any, mocap: Any, estimator: Any = None, baro: Any = None,
                   gnss: Any = None) -> list[tuple[str, int]]:  # fmt: skip
     """``(name, size)`` of the brain's outputs besides the reference and the command, in the
     order every loop logs them: the sensor readings (``gyro``, ``accel`` with an IMU,
-    ``mocap_pos`` with motion capture, ``baro_alt`` with a barometer, ``gnss_pos`` and
-    ``gnss_vel`` with GNSS), then the estimator's ``outputs``."""  # noqa: D205, D209
+    ``mocap_pos`` and its time stamp ``mocap_stamp`` with motion capture, ``baro_alt`` with a
+    barometer, ``gnss_pos``, ``gnss_vel`` and ``gnss_stamp`` with GNSS), then the estimator's
+    ``outputs``. A time stamp [s] is when the delivered reading was taken (its latency before
+    the sample that delivered it)."""  # noqa: D205, D209
     out = [("gyro", 3), ("accel", 3)] if imu is not None else []
     if mocap is not None:
-        out.append(("mocap_pos", 3))
+        out += [("mocap_pos", 3), ("mocap_stamp", 1)]
     if baro is not None:
         out.append(("baro_alt", 1))
     if gnss is not None:
-        out += [("gnss_pos", 3), ("gnss_vel", 3)]
+        out += [("gnss_pos", 3), ("gnss_vel", 3), ("gnss_stamp", 1)]
     return out + list(getattr(estimator, "outputs", None) or [])
 
 
@@ -339,7 +354,7 @@ def noise_groups(imu: Any, mocap: Any, baro: Any = None,
                  gnss: Any = None) -> tuple[tuple[str, int], ...]:  # fmt: skip
     """The ``(stream, count)`` groups of the brain's normals ``z`` (:mod:`quadsim.noise`)."""
     return (*((("imu", 12),) if imu is not None else ()),
-            *((("mocap", 6),) if mocap is not None else ()),
+            *((("mocap", 7 if _dropping(mocap) else 6),) if mocap is not None else ()),
             *((("baro", 2),) if baro is not None else ()),
             *((("gnss", 9),) if gnss is not None else ()))  # fmt: skip
 
@@ -430,6 +445,10 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
     periods = Periods() if periods is None else periods
     m_c, m_i, m_m = periods.control, periods.imu, periods.mocap
     m_b, m_g = periods.baro, periods.gnss
+    if _dropping(mocap):
+        from ..physics.sensors import dropout_thresholds
+
+        c_start, c_stay = dropout_thresholds(mocap)
     offsets, o = {}, 0  # where each sensor's normals start in z
     for stream, count in noise_groups(imu, mocap, baro, gnss):
         offsets[stream], o = o, o + count
@@ -438,7 +457,7 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
     def brain(k, pos, quat, vel, ang_vel, offset, bs, z, ref=None):
         xp = namespace(quat)
         out, readings = {}, {}
-        held, j = bs.held, bs.j
+        held, j, gap = bs.held, bs.j, bs.mocap_gap
         # 1. sensors, each at its period (they read the true state x_k)
         imu_s, imu_vel, mocap_s = bs.imu, bs.imu_vel, bs.mocap
         if imu is not None:
@@ -463,10 +482,20 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
             at = offsets["mocap"]
             reading, mocap_s = mocap_measure(pos, quat, mocap, bs.mocap, z[..., at:at + 6])
             p_m, q_m, fresh = reading.pos, reading.quat, True
-            if m_m > 1:
-                fresh = _due(j, m_m, xp)
+            stamp = k * dt - float(mocap.latency) + 0.0 * pos[..., 0]
+            due = True if m_m == 1 else _due(j, m_m, xp)
+            if gap is not None:  # a sample due may be lost (module docstring of the mocap)
+                zd = z[..., at + 6]
+                lost = xp.where(gap > 0.5, zd < c_stay, zd > c_start)
+                gap = xp.where(due, xp.where(lost, 1.0, 0.0), gap) if m_m > 1 else \
+                    xp.where(lost, 1.0, 0.0)  # fmt: skip
+                fresh = gap < 0.5 if m_m == 1 else xp.logical_and(due, gap < 0.5)
+            else:
+                fresh = due
+            if m_m > 1 or gap is not None:
                 p_m = _pick(fresh, p_m, held.mocap_pos, xp)  # (the held attitude is not used)
-            out["mocap_pos"] = p_m
+                stamp = _pick(fresh, stamp, held.mocap_stamp, xp)
+            out["mocap_pos"], out["mocap_stamp"] = p_m, stamp
             readings |= {"mocap_pos": p_m, "mocap_quat": q_m, "mocap_fresh": fresh}
         baro_s, gnss_s = bs.baro, bs.gnss
         if baro is not None:  # the bias walks every step; a sample every m_b steps, held
@@ -486,11 +515,13 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
             at = offsets["gnss"]
             fix, gnss_s = gnss_measure(pos, vel, gnss, bs.gnss, z[..., at:at + 9], dt)
             g_p, g_v, fresh = fix.pos, fix.vel, True
+            g_t = k * dt - float(gnss.latency) + 0.0 * pos[..., 0]
             if m_g > 1:
                 fresh = _due(j, m_g, xp)
                 g_p = _pick(fresh, g_p, held.gnss_pos, xp)
                 g_v = _pick(fresh, g_v, held.gnss_vel, xp)
-            out["gnss_pos"], out["gnss_vel"] = g_p, g_v
+                g_t = _pick(fresh, g_t, held.gnss_stamp, xp)
+            out["gnss_pos"], out["gnss_vel"], out["gnss_stamp"] = g_p, g_v, g_t
             readings |= {"gnss_pos": g_p, "gnss_vel": g_v, "gnss_fresh": fresh}
         # 2. the estimator slot: the state the controller reads
         state, est = State(pos, quat, vel, ang_vel, None), bs.est
@@ -518,6 +549,7 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
         if held is not None:
             held = Held(**{key: (out.get(key) if getattr(held, key) is not None else None)
                            for key in Held._fields})  # fmt: skip
-        return out, BrainState(j + 1, cstate, imu_s, imu_vel, mocap_s, held, est, baro_s, gnss_s)
+        return out, BrainState(j + 1, cstate, imu_s, imu_vel, mocap_s, held, est, baro_s, gnss_s,
+                               gap)  # fmt: skip
 
     return brain

@@ -5,9 +5,17 @@ periods; a delay line of the last ``k`` true poses) plus noise::
 
     p_m = p(t - latency) + σ_p ⊙ z_p,    q_m = q̂(t - latency) ⊗ exp(σ_θ ⊙ z_θ),   q̂ = q/|q|
 
-(attitude noise is a body-frame rotation vector applied through the exponential map). The
-delivered quaternion is of unit norm; the true one may have any nonzero norm (``c q`` is the same
-attitude as ``q``; the sign of ``c`` is kept).
+(attitude noise is a body-frame rotation vector applied through the exponential map).
+
+**Dropouts** (applied by the closed loop at each sample, :func:`dropout_thresholds`): a two-state
+chain (Gilbert's channel): out of a gap, a sample starts one with probability ``dropout``; in a
+gap, the next sample is lost too with probability ``1 - 1/gap``, so gaps last ``gap`` samples on
+average (geometrically distributed) and a fraction ``dropout·gap / (1 + dropout·gap)`` of the
+samples is lost (the chain's stationary share of gap samples). A lost sample delivers nothing:
+the last pose is held and not fresh.
+
+The delivered quaternion is of unit norm; the true one may have any nonzero norm (``c q`` is the
+same attitude as ``q``; the sign of ``c`` is kept).
 """
 
 from __future__ import annotations
@@ -34,12 +42,16 @@ class MocapParams(NamedTuple):
         att_std: Attitude noise std [rad] of the body rotation vector, scalar or ``(3,)``, >= 0.
         latency: Delay of the delivered pose [s], >= 0, an integer number of sample periods.
         rate: Sample rate [Hz], > 0; ``dt = 1/rate`` unless given to :func:`mocap_init`.
+        dropout: Probability that a sample starts a gap (module docstring), in ``[0, 1)``.
+        gap: Mean gap length [samples], >= 1.
     """
 
     pos_std: Any
     att_std: Any
     latency: float
     rate: float
+    dropout: float = 0.0
+    gap: float = 1.0
 
 
 class MocapState(NamedTuple):
@@ -88,10 +100,31 @@ def mocap_delay_steps(params: MocapParams, dt: float | None = None) -> int:
     return int(k)
 
 
+def dropout_thresholds(params: MocapParams) -> tuple[float, float]:
+    """``(c_start, c_stay)``: a standard normal ``z`` starts a gap when ``z > c_start`` (probability
+    ``dropout``) and keeps one going when ``z < c_stay`` (probability ``1 - 1/gap``).
+
+    Raises:
+        ValueError: ``dropout`` outside ``[0, 1)`` or ``gap`` < 1, naming the field.
+    """  # noqa: D205
+    from statistics import NormalDist
+
+    p, g = float(params.dropout), float(params.gap)
+    if not (math.isfinite(p) and 0.0 <= p < 1.0):
+        raise ValueError(f"dropout must be a probability in [0, 1); got {params.dropout!r}")
+    if not (math.isfinite(g) and g >= 1.0):
+        raise ValueError(f"gap must be a mean gap length >= 1 sample; got {params.gap!r}")
+    nd = NormalDist()
+    start = math.inf if p == 0.0 else nd.inv_cdf(1.0 - p)
+    stay = -math.inf if g == 1.0 else nd.inv_cdf(1.0 - 1.0 / g)
+    return start, stay
+
+
 def _check_mocap(params: MocapParams) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(params, MocapParams):
         raise ValueError(f"params must be a MocapParams; got {type(params).__name__}")
     _positive(params.rate, "rate")
+    dropout_thresholds(params)
     return _vec3(params.pos_std, "pos_std", nonneg=True), _vec3(params.att_std, "att_std", True)
 
 
