@@ -542,3 +542,23 @@ def test_bad_input_raises_naming_the_argument():
         m.estimation_summary(t[::-1], {"pos": p}, {"pos": p})
     with pytest.raises(ValueError, match="t must be finite"):
         m.estimation_summary(np.full(50, np.nan), {"pos": p}, {"pos": p})
+
+
+def test_ate_from_streamed_moments_equals_ate_of_the_whole_trajectory():
+    """The summary's ATE (sums accumulated chunk by chunk, shifted by a reference point) is
+    :func:`ate` with SE(3) alignment of the whole trajectory."""
+    rng = np.random.default_rng(11)
+    t = np.linspace(0.0, 10.0, 700)
+    y = np.stack([np.cos(t), np.sin(2 * t), 1.0 + 0.1 * t], -1) + np.array([30.0, -20.0, 5.0])
+    R = Rotation.from_rotvec([0.1, -0.2, 0.3]).as_matrix()
+    x = y @ R.T + [0.3, -0.1, 0.2] + 0.01 * rng.normal(size=y.shape)
+    ref = y[0]
+    sums = [0.0, np.zeros(3), np.zeros(3), np.zeros((3, 3)), 0.0, 0.0]
+    for chunk in np.array_split(np.arange(len(t)), 7):
+        xs, ys = x[chunk] - ref, y[chunk] - ref
+        for i, v in enumerate((len(chunk), xs.sum(0), ys.sum(0), ys.T @ xs, (xs**2).sum(),
+                               (ys**2).sum())):  # fmt: skip
+            sums[i] = sums[i] + v
+    got = float(m.ate_from_moments(*sums))
+    assert got == pytest.approx(m.ate(x, y, align="se3").rmse, rel=1e-9)
+    assert np.isnan(m.ate_from_moments(2, *[np.asarray(s) * 0 for s in sums[1:]]))

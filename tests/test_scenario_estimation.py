@@ -60,8 +60,11 @@ def test_a_run_on_the_ekf_writes_the_estimate_and_its_errors(tmp_path):
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())
     est = summary["estimation"]
-    assert set(est) == {"pos_rmse_m", "vel_rmse_m_s", "att_rmse_deg", "nees_mean", "nees_dof"}
+    assert set(est) == {"pos_rmse_m", "ate_m", "vel_rmse_m_s", "att_rmse_deg", "nees_mean",
+                        "nees_dof", "rte_1m_m", "rte_drones"}  # fmt: skip
     assert est["pos_rmse_m"] < 2e-3 and est["att_rmse_deg"] < 0.5 and est["nees_dof"] == 9
+    assert 0 < est["ate_m"] <= est["pos_rmse_m"]  # the alignment can only lower it
+    assert est["rte_drones"] == 1 and 0 < est["rte_1m_m"] < 5e-3  # plots off: drone 0 kept
     assert 3.0 < est["nees_mean"] < 20.0
     assert summary["rates_hz"]["mocap"] == pytest.approx(100.0)
     names = pq.read_schema(out / "trajectory.parquet").names

@@ -172,7 +172,8 @@ def _finish(
     parquet = out / "trajectory.parquet"
     csv = out / "trajectory.csv" if opts.get("csv") else None
     want_head = opts.get("plots") or opts.get("animate")
-    keep = int(opts.get("plot_drones", 4)) if want_head else 0
+    estimating = meta.get("estimator", "truth") not in ("truth", None)
+    keep = int(opts.get("plot_drones", 4)) if want_head else (1 if estimating else 0)
     files: list[Path] = []
     head: dict = {}
     if part_files(out / PARTS):
@@ -187,6 +188,8 @@ def _finish(
 
         shutil.rmtree(out / PARTS, ignore_errors=True)
         summary = io.SummaryAccumulator(meta).result(wall_time, interrupted)
+    if summary.get("estimation") is not None and head:
+        summary["estimation"] |= _relative_error(head, float(opts.get("settle", 0.0)))
     for key in ("loop", "loop_reason", "rates_hz"):  # what ran (the parts: what was expected)
         if key in meta:
             summary[key] = meta[key]
@@ -209,6 +212,34 @@ def _finish(
         summary["files"] = [str(f) for f in files]
         io.write_summary(summary_path, summary)
     return summary
+
+
+def _relative_error(head: dict, t_from: float) -> dict:
+    """``rte_1m_m``: the mean translation error [m] over 1 m of travel (Zhang and Scaramuzza's
+    relative error, :func:`quadsim.estimation.metrics.rte`) of the drones in ``head`` from
+    ``t_from`` on, and ``rte_drones``; ``None`` when no drone travelled 1 m."""  # noqa: D205, D209
+    import numpy as np
+
+    from ..loop.estimation.metrics import rte
+
+    if "est_quat" not in head:
+        return {"rte_1m_m": None, "rte_drones": 0}
+    m = np.asarray(head["time"]) >= t_from
+    errs = []
+    for d in range(head["pos"].shape[1]):
+        args = [np.asarray(head[k], np.float64)[m, d] for k in ("est_pos", "pos", "est_quat",
+                                                                 "quat")]  # fmt: skip
+        if not all(np.all(np.isfinite(a)) for a in args) or len(args[0]) < 2:
+            continue
+        try:
+            res = rte(*args, segment_lengths=(1.0,))[1.0]
+        except ValueError:
+            continue
+        if res.trans.count:
+            errs.append(res.trans_errors)
+    if not errs:
+        return {"rte_1m_m": None, "rte_drones": 0}
+    return {"rte_1m_m": float(np.mean(np.concatenate(errs))), "rte_drones": len(errs)}
 
 
 def recover(out_dir: str | os.PathLike[str], plots: bool = True) -> dict | None:

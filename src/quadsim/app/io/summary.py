@@ -17,7 +17,12 @@ samples before a drone's first crash counted ("flying" samples):
 * with an estimator in the loop (``est_*`` columns), ``estimation``: the RMSE of the estimate
   against the truth over the same samples as the tracking error, position ``sqrt(mean |p̂ -
   p|²)`` [m], velocity [m/s] and attitude (the rotation angle of ``q̂⁻¹ ⊗ q``) [deg], and the
-  mean NEES with its degrees of freedom (9; the EKF's); ``None`` without an estimator.
+  mean NEES with its degrees of freedom (9; the EKF's), and ``ate_m``, the absolute
+  trajectory error of Zhang and Scaramuzza (the position RMSE after each drone's estimate is
+  aligned to its truth by Umeyama's SE(3) least squares,
+  :func:`quadsim.estimation.metrics.ate_from_moments`; pooled over the drones); ``None`` without
+  an estimator. ``rte_1m_m`` (the relative trajectory error over 1 m of travel) is added by the
+  run from the drones it keeps for the figures.
 
 :class:`SummaryAccumulator` computes the same from chunks, so a flight's summary needs only
 per-drone sums and the sample times in memory, not the log.
@@ -148,7 +153,24 @@ class SummaryAccumulator:
         f = lambda k: np.asarray(chunk[k], dtype=np.float64)  # noqa: E731
         acc = self._est if self._est is not None else dict.fromkeys(
             ("pos", "vel", "att", "n", "nees", "n_nees"), 0.0)  # fmt: skip
-        acc["pos"] += float(np.where(use, ((f("est_pos") - f("pos")) ** 2).sum(-1), 0.0).sum())
+        est_pos, pos = f("est_pos"), f("pos")
+        acc["pos"] += float(np.where(use, ((est_pos - pos) ** 2).sum(-1), 0.0).sum())
+        # the moments of the aligned trajectory error (metrics.ate_from_moments), per drone,
+        # about each drone's first true position (for rounding)
+        if "ref" not in acc:
+            n = pos.shape[1]
+            acc.update(ref=np.where(np.isfinite(pos[0]), pos[0], 0.0), m_n=np.zeros(n),
+                       m_x=np.zeros((n, 3)), m_y=np.zeros((n, 3)), m_yx=np.zeros((n, 3, 3)),
+                       m_xx=np.zeros(n), m_yy=np.zeros(n))  # fmt: skip
+        ok = use & np.isfinite(est_pos).all(-1) & np.isfinite(pos).all(-1)
+        x = np.where(ok[..., None], est_pos - acc["ref"], 0.0)
+        y = np.where(ok[..., None], pos - acc["ref"], 0.0)
+        acc["m_n"] = acc["m_n"] + ok.sum(0)
+        acc["m_x"] = acc["m_x"] + x.sum(0)
+        acc["m_y"] = acc["m_y"] + y.sum(0)
+        acc["m_yx"] = acc["m_yx"] + np.einsum("tni,tnj->nij", y, x)
+        acc["m_xx"] = acc["m_xx"] + (x * x).sum((0, 2))
+        acc["m_yy"] = acc["m_yy"] + (y * y).sum((0, 2))
         if "est_vel" in chunk and "vel" in chunk:
             e2 = ((f("est_vel") - f("vel")) ** 2).sum(-1)
             acc["vel"] += float(np.where(use, e2, 0.0).sum())
@@ -172,8 +194,15 @@ class SummaryAccumulator:
             return None
         n = a["n"]
         rms = lambda s: float(np.sqrt(s / n)) if n else math.nan  # noqa: E731
+        from ...loop.estimation.metrics import ate_from_moments
+
+        ate_d = ate_from_moments(a["m_n"], a["m_x"], a["m_y"], a["m_yx"], a["m_xx"], a["m_yy"])
+        good = np.isfinite(ate_d)
+        ate = (float(np.sqrt(np.sum(a["m_n"][good] * ate_d[good] ** 2) / a["m_n"][good].sum()))
+               if good.any() else None)  # fmt: skip
         return {
             "pos_rmse_m": rms(a["pos"]),
+            "ate_m": ate,
             "vel_rmse_m_s": rms(a["vel"]) if a["has_vel"] else None,
             "att_rmse_deg": math.degrees(rms(a["att"])) if a["has_att"] else None,
             "nees_mean": float(a["nees"] / a["n_nees"]) if a["n_nees"] else None,

@@ -132,6 +132,7 @@ __all__ = [
     "RTEResult",
     "align_trajectory",
     "ate",
+    "ate_from_moments",
     "attitude_angle",
     "attitude_error_vector",
     "attitude_rmse_deg",
@@ -535,6 +536,44 @@ def umeyama(src: Any, dst: Any, with_scale: bool = False) -> tuple[np.ndarray, n
         s = float(np.sum(D * S)) / var_x
     t = my - s * R @ mx
     return R, t, s
+
+
+def ate_from_moments(n: Any, sum_x: Any, sum_y: Any, sum_yx: Any, sum_xx: Any,
+                     sum_yy: Any) -> np.ndarray:  # fmt: skip
+    """The SE(3)-aligned ATE ``(...)`` [m] of point sets given by their sums (a stream's).
+
+    With ``x`` the estimate and ``y`` the truth, Umeyama's alignment leaves the residual
+    ``min_{R,t} (1/n) Σ |y - (R x + t)|² = σ_x² + σ_y² - 2 Σ_i s_i d_i``, where ``d_i`` are the
+    singular values of the cross-covariance ``Σ_yx = (1/n) Σ (y - ȳ)(x - x̄)ᵀ`` and ``s_i`` the
+    reflection fix (``+1``, the last ``sign(det U det V)``): the same number :func:`ate` gives
+    with ``align="se3"``, from sums that can be accumulated chunk by chunk (shift the points by a
+    fixed reference first, for rounding: the residual does not change).
+
+    Args:
+        n: Number of points ``(...)``.
+        sum_x: ``Σ x`` ``(..., 3)``.
+        sum_y: ``Σ y`` ``(..., 3)``.
+        sum_yx: ``Σ y xᵀ`` ``(..., 3, 3)``.
+        sum_xx: ``Σ |x|²`` ``(...)``.
+        sum_yy: ``Σ |y|²`` ``(...)``.
+
+    Returns:
+        The RMSE after alignment; NaN where ``n < 3``.
+    """
+    n = np.asarray(n, np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx = np.asarray(sum_x, np.float64) / n[..., None]
+        my = np.asarray(sum_y, np.float64) / n[..., None]
+        sigma = (np.asarray(sum_yx, np.float64) / n[..., None, None]
+                 - my[..., :, None] * mx[..., None, :])  # fmt: skip
+        var_x = np.asarray(sum_xx, np.float64) / n - np.sum(mx * mx, axis=-1)
+        var_y = np.asarray(sum_yy, np.float64) / n - np.sum(my * my, axis=-1)
+    sigma = np.where(np.isfinite(sigma), sigma, 0.0)
+    U, D, Vt = np.linalg.svd(sigma)
+    S = np.ones_like(D)
+    S[..., 2] = np.sign(np.linalg.det(U) * np.linalg.det(Vt))
+    e2 = np.maximum(var_x + var_y - 2.0 * np.sum(S * D, axis=-1), 0.0)
+    return np.where(n >= 3, np.sqrt(e2), np.nan)
 
 
 def _yaw_alignment(x: Any, y: Any) -> tuple[np.ndarray, np.ndarray, float]:
