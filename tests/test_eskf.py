@@ -27,7 +27,7 @@ MOCAP = sensors.MocapParams(pos_std=1e-3, att_std=math.radians(0.5), latency=0.0
 
 @pytest.fixture(scope="module")
 def flight():
-    """64 drones flying the same figure eight (8 s period, 2 m x 1 m: up to ~1.1 m/s), 8 s."""
+    """64 drones flying the same figure eight (8 s period, 2 m x 1 m: up to ~1.1 m/s), 12 s."""
     n = 64
     from quadsim import native
 
@@ -37,19 +37,21 @@ def flight():
     r0 = traj(0.0)
     sim.reset(pos=np.asarray(r0.pos), vel=r0.vel)
     gains = load_gains("cf2x_L250_geometric", drone=sim.drone, dt=sim.dt)
-    log = fly(sim, traj, control, gains, duration=8.0).log
+    log = fly(sim, traj, control, gains, duration=12.0).log
     return {k: log[k] for k in ("pos", "vel", "quat", "ang_vel")} | {
         "g": np.asarray(sim.drone.gravity_vec, np.float64)
     }
 
 
-def run_filter(flight, *, seed=0, n=64, mocap_scale=1.0, gyro_bias=None, bias_at=0):
+def run_filter(flight, *, seed=0, n=64, mocap_scale=1.0, gyro_bias=None, bias_at=0,
+               gyro_bias_noise=None):  # fmt: skip
     """Run the filter over the flight; returns errors (T, n, 9), NEES (T, n) and the states."""
     imu = sensors.load_imu("bmi088")
     pos, vel, quat, w = (flight[k][:, :n] for k in ("pos", "vel", "quat", "ang_vel"))
     g, T = flight["g"], flight["pos"].shape[0]
     rng = np.random.default_rng(seed)
-    noise = E.EskfNoise(imu.gyro_noise_density, imu.accel_noise_density, imu.gyro_bias_walk,
+    walk = imu.gyro_bias_walk if gyro_bias_noise is None else gyro_bias_noise
+    noise = E.EskfNoise(imu.gyro_noise_density, imu.accel_noise_density, walk,
                         imu.accel_bias_walk)  # fmt: skip
     e0 = rng.normal(size=(n, 15)) * STD0  # the initial error is drawn from P0
     st = E.eskf_init(pos[0] - e0[:, :3], vel[0] - e0[:, 3:6],
@@ -104,11 +106,24 @@ def test_a_filter_trusting_its_measurements_ten_times_too_much_is_inconsistent(f
 
 
 def test_a_gyro_bias_step_is_learned_within_10_percent_in_10_s(flight):
-    """0.5 deg/s on each axis from the first step; after 8 s of flight (the fixture's length,
-    less than the 10 s asked) the estimate is within 10 % on every axis of every drone."""
+    """A 0.5 deg/s gyroscope bias appears on every axis 2 s into the flight (the filter has
+    converged on a zero bias). With the filter's gyro-bias process noise raised to 2.5e-4
+    rad/s²/√Hz (30 times the BMI088 preset's walk; a step is 300 sigma of that walk over 10 s,
+    and flight filters tune this noise up, as PX4's EKF2_GYR_B_NOISE does), the estimate is
+    within 10 % on every axis of every drone 10 s later; with the preset's own walk it gets to
+    about 88 %."""
     b = math.radians(0.5)
-    _, _, bias = run_filter(flight, gyro_bias=np.full(3, b), bias_at=1, n=16)
-    assert np.all(np.abs(bias[-1] - b) < 0.1 * b), np.degrees(bias[-1])
+    step = 1000  # 2 s at 500 Hz
+    _, _, bias = run_filter(flight, gyro_bias=np.full(3, b), bias_at=step, n=16,
+                               gyro_bias_noise=2.5e-4)  # fmt: skip
+    assert np.all(np.abs(bias[step - 2]) < 0.2 * b)  # before the step: about zero
+    after = bias[step - 1 + 5000]  # the estimate 10 s after the step
+    print(f"\nbias step: worst error 10 s later {np.abs(after - b).max() / b:.1%} (tuned)")
+    assert np.all(np.abs(after - b) < 0.1 * b), np.degrees(after)
+    _, _, slow = run_filter(flight, gyro_bias=np.full(3, b), bias_at=step, n=16)
+    worst = np.abs(slow[step - 1 + 5000] - b).max() / b
+    print(f"bias step: worst error 10 s later {worst:.1%} (the preset's walk)")
+    assert worst < 0.2
 
 
 def _fd_transition(dt):

@@ -280,3 +280,33 @@ def test_the_ekf_through_dropouts_on_every_loop():
     print(f"\nEKF through dropouts (half the samples lost): {pos * 1e3:.3f} mm, "
           f"{att:.3f} deg, NEES {nees:.2f}")  # fmt: skip
     assert pos < 2e-3 and att < 0.5 and 5.0 < nees < 14.0
+
+
+def test_the_nees_of_64_drones_in_the_loop_is_consistent_and_a_mistuned_filter_is_not():
+    """In the closed loop (the EKF's estimate fed back), 64 Monte-Carlo drones: the mean over
+    the drones of the logged NEES (9 dof) lies inside the two-sided 95 % chi-square band for
+    64 x 9 degrees of freedom on average and at most steps; a filter told the motion capture is
+    ten times more precise than it is lies above the band."""
+    from scipy.stats import chi2
+
+    def run(scale):
+        sim = Simulator("cf2x_L250", n=64, dt=1 / 500, backend=BACKEND, dtype="float64")
+        sim.reset(pos=np.asarray(TRAJ(0.0).pos), vel=TRAJ(0.0).vel)
+        gains = load_gains("cf2x_L250_geometric", drone=sim.drone, dt=sim.dt)
+        imu = sensors.load_imu("bmi088")
+        mocap = sensors.MocapParams(pos_std=1e-3, att_std=math.radians(0.5), latency=0.01,
+                                    rate=100.0)  # fmt: skip
+        told = mocap._replace(pos_std=mocap.pos_std * scale, att_std=mocap.att_std * scale)
+        ekf = EkfEstimator(imu, told, sim.drone.gravity_vec, sim.dt,
+                           loop_periods(sim.dt, gains, imu, mocap))  # fmt: skip
+        log = fly(sim, TRAJ, control, gains, duration=8.0, imu=imu, mocap=mocap, estimator=ekf,
+                  log_every=5).log  # fmt: skip
+        return log["est_nees"][log["time"] > 2.0].mean(axis=1)  # the 64-drone mean per sample
+
+    lo, hi = chi2.ppf([0.025, 0.975], 64 * 9) / 64
+    good = run(1.0)
+    inside = np.mean((good >= lo) & (good <= hi))
+    print(f"\nin the loop: mean NEES {good.mean():.2f} (band [{lo:.2f}, {hi:.2f}]), inside at "
+          f"{inside:.0%} of the samples")  # fmt: skip
+    assert lo <= good.mean() <= hi and inside > 0.8
+    assert run(0.1).mean() > hi

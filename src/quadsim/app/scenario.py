@@ -230,6 +230,14 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "init_pos_std": Key("float", 1e-3, "EKF: initial position std [m].", nonneg=True),
         "init_vel_std": Key("float", 1e-2, "EKF: initial velocity std [m/s].", nonneg=True),
         "init_att_std": Key("float", 0.0175, "EKF: initial attitude std [rad].", nonneg=True),
+        "gyro_bias_noise": Key(
+            "float", _NONE, "EKF: gyro-bias process noise [rad/s^2/sqrt(Hz)]; omit for the IMU "
+            "preset's bias walk.", nonneg=True,
+        ),
+        "accel_bias_noise": Key(
+            "float", _NONE, "EKF: accelerometer-bias process noise [m/s^3/sqrt(Hz)]; omit for the "
+            "IMU preset's.", nonneg=True,
+        ),
         "k_p": Key("float", 1.0, "Complementary: attitude gain k_P [1/s].", nonneg=True),
         "k_i": Key("float", 0.3, "Complementary: gyro-bias gain k_I [1/s^2].", nonneg=True),
     },
@@ -842,7 +850,9 @@ def _estimator(ev: dict, imu: Any, mocap: Any, drone: Any, dt: float, gains: Any
     std = default_init_std(imu, ev["init_pos_std"], ev["init_vel_std"], ev["init_att_std"])
     return EkfEstimator(imu, mocap, drone.gravity_vec, dt, periods, init_std=std,
                         latency_compensation=ev["latency_compensation"],
-                        mocap_attitude=ev["mocap_attitude"], gnss=gnss, baro=baro)  # fmt: skip
+                        mocap_attitude=ev["mocap_attitude"], gnss=gnss, baro=baro,
+                        gyro_bias_noise=ev["gyro_bias_noise"],
+                        accel_bias_noise=ev["accel_bias_noise"])  # fmt: skip
 
 
 def _copy(x: Any) -> Any:

@@ -113,6 +113,10 @@ class EkfEstimator:
         baro: :class:`~quadsim.sensors.BaroParams` (altitude updates; the filter then also
             estimates the barometer's bias, a random walk of the preset's ``bias_walk``), or
             ``None``.
+        gyro_bias_noise: The filter's gyroscope-bias process noise [rad/s²/√Hz] (default: the
+            IMU preset's bias walk ``K_g``, the consistent choice; larger values track bias
+            changes faster, as flight filters are tuned).
+        accel_bias_noise: The accelerometer's likewise [m/s³/√Hz] (default ``K_a``).
 
     The filter's time lags by the largest latency of the sensors it fuses (in physics steps);
     readings of a sensor with less latency wait in a delay line until the filter reaches their
@@ -128,7 +132,8 @@ class EkfEstimator:
     def __init__(self, imu: Any, mocap: Any, g_vec: Any, dt: float, periods: Any, *,
                  init_std: Any = None, mocap_attitude: bool = True,
                  latency_compensation: bool = True, init_error: bool = True, gnss: Any = None,
-                 baro: Any = None) -> None:  # fmt: skip
+                 baro: Any = None, gyro_bias_noise: float | None = None,
+                 accel_bias_noise: float | None = None) -> None:  # fmt: skip
         from ...physics.sensors import (
             check_baro_params,
             check_gnss_params,
@@ -162,8 +167,14 @@ class EkfEstimator:
             raise ValueError(f"estimator init_std must be 15 finite values >= 0; got {init_std!r}")
         self.init_std = s
         walk = 0.0 if self.baro is None else float(self.baro.bias_walk)
+        gw, aw = self.imu.gyro_bias_walk, self.imu.accel_bias_walk
+        for name, v in (("gyro_bias_noise", gyro_bias_noise),
+                        ("accel_bias_noise", accel_bias_noise)):  # fmt: skip
+            if v is not None and not (math.isfinite(v) and v >= 0):
+                raise ValueError(f"estimator {name} must be a density >= 0; got {v!r}")
         self.noise = eskf.EskfNoise(self.imu.gyro_noise_density, self.imu.accel_noise_density,
-                                    self.imu.gyro_bias_walk, self.imu.accel_bias_walk,
+                                    gw if gyro_bias_noise is None else float(gyro_bias_noise),
+                                    aw if accel_bias_noise is None else float(accel_bias_noise),
                                     walk)  # fmt: skip
         if self.gnss is not None:
             g = self.gnss
