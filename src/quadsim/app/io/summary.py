@@ -396,5 +396,15 @@ def format_summary_table(summary: Mapping[str, Any], max_crashes: int = 5) -> st
         ),
         ("crashes", f"{s.get('crash_count', 0)}" + (f": {ct}" if ct else "")),
     ]
+    est = s.get("estimation")
+    if est:  # an estimator flew: its errors against the truth
+        att = est.get("att_rmse_deg")
+        rows.append(("estimate RMSE", _fmt(est.get("pos_rmse_m"), "m")
+                     + ("" if att is None else f", {_fmt(att, 'deg')}")
+                     + ("" if est.get("ate_m") is None else
+                        f"  (ATE {_fmt(est['ate_m'], 'm')})")))  # fmt: skip
+        if est.get("nees_mean") is not None:
+            rows.append(("estimate NEES", f"{_fmt(est['nees_mean'])} (mean; "
+                         f"{est['nees_dof']} degrees of freedom)"))  # fmt: skip
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
