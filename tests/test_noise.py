@@ -82,3 +82,34 @@ void draw(uint64_t seed, uint32_t stream, int64_t step, int64_t drone, int count
         fn(seed, STREAMS[stream], step, drone, 7, out.ctypes.data)
         np.testing.assert_allclose(out, normals(seed, stream, step, drone, 7), rtol=1e-13,
                                    atol=1e-14)  # fmt: skip
+
+
+@pytest.mark.skipif(not native.available(), reason="needs a C compiler")
+@pytest.mark.parametrize("with_simd", [True, False])
+def test_the_lane_batched_c_twin_draws_the_same(tmp_path, with_simd):
+    """``quadsim_normals_w`` (the compiled loop's: W drones at once, vectorised with the C
+    library's vector log and sin where it has them) equals :func:`normals` for every lane."""
+    w = 16
+    decls = native._simd_decls(["log", "sin"], "double") if with_simd else ""
+    src = tmp_path / "w.c"
+    src.write_text(f"#include <math.h>\n#include <stdint.h>\n#define W {w}\n{decls}" + c_source()
+                   + """
+void draw(uint64_t seed, uint32_t stream, int64_t step, int64_t j0, int count, double *out) {
+  quadsim_normals_w(seed, stream, step, j0, count, (double (*)[W])out); }
+""")  # fmt: skip
+    cc, flags, _, _ = native._toolchain()
+    lib = tmp_path / "w.so"
+    mvec = ["-lmvec"] if with_simd and native._simd(64) else []
+    if with_simd and not mvec:
+        pytest.skip("no vector math library here")
+    subprocess.run([*cc, *flags, str(src), "-o", str(lib), *mvec, "-lm"], check=True)
+    fn = ctypes.CDLL(str(lib)).draw
+    fn.argtypes = [ctypes.c_uint64, ctypes.c_uint32, ctypes.c_int64, ctypes.c_int64, ctypes.c_int,
+                   ctypes.c_void_p]  # fmt: skip
+    for seed, stream, step, j0, count in [(0, "imu", 0, 0, 12), (2**64 - 1, "mocap", 2**40 + 3,
+                                                                  48, 7),
+                                          (99, "dryden", 777, 16, 5)]:  # fmt: skip
+        out = np.zeros((count, w))
+        fn(seed, STREAMS[stream], step, j0, count, out.ctypes.data)
+        want = normals(seed, stream, step, np.arange(j0, j0 + w), count).T
+        np.testing.assert_allclose(out, want, rtol=1e-13, atol=1e-14)

@@ -3,7 +3,9 @@
 ``quadsim fly SCENARIO [--out DIR] [--csv] [--no-plots] [--animate {gif,mp4}] [--quiet]`` flies a
 scenario file and writes the results; ``quadsim recover DIR`` rebuilds the results of a killed
 run; ``quadsim info PRESET [--plot FILE]`` prints the flight envelope; ``quadsim presets`` lists
-the drones; ``quadsim bench`` measures speed.
+the drones; ``quadsim bench`` measures speed; ``quadsim replay LOG [...] [--format nanobench]
+[--preset NAME] [--json FILE] [--out DIR]`` replays a real flight's motor commands through the
+model (docs/validation.md).
 
 Exit codes: 0 success, 1 simulation failure (a drone diverged or crashed), 2 bad input (one line
 ``quadsim: FILE: KEY (line N): what is wrong``, or ``quadsim: what is wrong``), 128 + the signal
@@ -69,6 +71,13 @@ def _parser() -> argparse.ArgumentParser:
         help="also draw terminal velocity against tilt (default runs/<preset>/envelope.png)",
     )
     sub.add_parser("presets", help="list the drone presets")
+    rp = sub.add_parser("replay", help="replay a real flight log's PWM and battery voltage "
+                        "through the motor and rotor model, against its IMU")  # fmt: skip
+    rp.add_argument("logs", nargs="+", metavar="LOG", help="flight log(s), e.g. a NanoBench CSV")
+    rp.add_argument("--format", default="nanobench", choices=["nanobench"], help="log format")
+    rp.add_argument("--preset", default="cf2x_L250", help="drone preset (default cf2x_L250)")
+    rp.add_argument("--json", metavar="FILE", help="also write the metrics as JSON")
+    rp.add_argument("--out", metavar="DIR", help="folder for the predicted-against-measured plots")
     b = sub.add_parser("bench", help="measure drone-steps per second (and the peers, if installed)")
     b.add_argument("--quick", action="store_true", help="a short smoke run")
     b.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -247,6 +256,13 @@ def _dispatch(args: argparse.Namespace) -> int:
             return _info(args.preset, args.plot)
         if args.command == "presets":
             return _presets()
+        if args.command == "replay":
+            from .sysid.replay import main as replay_main
+
+            argv = [*args.logs, "--format", args.format, "--preset", args.preset]
+            argv += ["--json", args.json] if args.json else []
+            argv += ["--out", args.out] if args.out else []
+            return replay_main(argv)
         if args.command == "bench":
             from .bench_closed_loop import main as closed_loop_main
             from .bench_closed_loop import parse_options

@@ -367,14 +367,16 @@ def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int 
     nx, nu, npar = sizes
     nz = sum(g[1] for g in noise)
     draw = ""
-    if nz:  # the normals of each lane's drone at this step (quadsim.noise), then as vectors
+    if nz:  # the normals of the block's drones at this step (quadsim.noise), then as vectors
         calls, at = [], 0
         for stream, count, key in noise:
-            calls.append(f"quadsim_normals({('seed', 'seed2')[key]}, {STREAMS[stream]}u, "
-                         f"step0 + s, j + l, {count}, zb + {at});")
+            calls.append(f"quadsim_normals_w({('seed', 'seed2')[key]}, {STREAMS[stream]}u, "
+                         f"step0 + s, j, {count}, zb + {at});")
             at += count
-        draw = (f"for (int l = 0; l < W; ++l) {{ double zb[{nz}]; {' '.join(calls)} "
-                f"for (int k = 0; k < {nz}; ++k) zs[k][l] = (T)zb[k]; }}")
+        draw = (f"{{ double zb[{nz}][W]; {' '.join(calls)} for (int k = 0; k < {nz}; ++k) "
+                f"for (int l = 0; l < W; ++l) zs[k][l] = (T)zb[k][l]; }}")
+        # Box-Muller's log, cos and sin in double, as vector functions where the C library has
+        helpers.insert(0, _simd_decls(sorted({"log", "cos", "sin"} & set(simd)), "double"))
     decl = "vf " + ", ".join(f"t{k}" for k in range(max(F.sz_w(), 1))) + ";"
     load = "memcpy(&{0}[k], {1}, sizeof(vf));"
     return f"""/* quadsim.native: generated from CasADi Function '{F.name()}' */

@@ -37,6 +37,10 @@ import numpy as np
 
 __all__ = ["STREAMS", "c_source", "normals", "philox4x32"]
 
+# The C twin (c_source) has a scalar draw (quadsim_normals, one drone) and a lane-batched one
+# (quadsim_normals_w, the W drones of a vector block: the compiled loops use it, vectorised with
+# the C library's vector log and sin; cos is taken as sin(a + pi/2), equal to 1e-15).
+
 STREAMS = {
     "imu": 1,
     "imu_init": 2,
@@ -133,4 +137,42 @@ static inline void quadsim_normals(uint64_t seed, uint32_t stream, int64_t step,
     }}
   }}
 }}
+#ifdef W
+/* the same normals for the W drones j0 .. j0 + W - 1 at once, out[k][lane]: every loop runs over
+   the lanes, so the compiler vectorises Philox and Box-Muller across drones */
+static inline void quadsim_normals_w(uint64_t seed, uint32_t stream, int64_t step, int64_t j0,
+                                     int count, double (*out)[W]) {{
+  for (int b = 0; 4 * b < count; ++b) {{
+    uint32_t c0[W], c1[W], c2[W], c3[W], k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int l = 0; l < W; ++l) {{
+      c0[l] = (uint32_t)step; c1[l] = (uint32_t)((uint64_t)step >> 32);
+      c2[l] = (uint32_t)(j0 + l); c3[l] = (stream << 16) + (uint32_t)b;
+    }}
+    for (int r = 0; r < 10; ++r) {{
+      if (r) {{ k0 += 0x{_W0:08X}u; k1 += 0x{_W1:08X}u; }}
+      _Pragma("omp simd") for (int l = 0; l < W; ++l) {{
+        uint64_t p0 = (uint64_t)0x{_M0:08X}u * c0[l], p1 = (uint64_t)0x{_M1:08X}u * c2[l];
+        uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1[l] ^ k0, n2 = (uint32_t)(p0 >> 32) ^ c3[l] ^ k1;
+        c0[l] = n0; c1[l] = (uint32_t)p1; c2[l] = n2; c3[l] = (uint32_t)p0;
+      }}
+    }}
+    for (int h = 0; h < 2; ++h) {{
+      const uint32_t *ua = h ? c2 : c0, *ub = h ? c3 : c1;
+      double rr[W], aa[W], cr[W], sr[W];
+      _Pragma("omp simd") for (int l = 0; l < W; ++l) {{
+        double u1 = (ua[l] + 0.5) * 0x1p-32, u2 = (ub[l] + 0.5) * 0x1p-32;
+        rr[l] = sqrt(-2.0 * log(u1)); aa[l] = 6.283185307179586 * u2;
+      }}
+      /* cos a as sin(a + pi/2) (the same to 1e-15): a sin and a cos of one argument would be
+         merged into a scalar sincos call, which has no vector form here */
+      _Pragma("omp simd") for (int l = 0; l < W; ++l)
+        cr[l] = rr[l] * sin(aa[l] + 1.5707963267948966);
+      _Pragma("omp simd") for (int l = 0; l < W; ++l) sr[l] = rr[l] * sin(aa[l]);
+      int i = 4 * b + 2 * h;
+      if (i < count) for (int l = 0; l < W; ++l) out[i][l] = cr[l];
+      if (i + 1 < count) for (int l = 0; l < W; ++l) out[i + 1][l] = sr[l];
+    }}
+  }}
+}}
+#endif
 """

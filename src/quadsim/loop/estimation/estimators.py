@@ -47,11 +47,11 @@ class EkfSlot(NamedTuple):
             ago).
         imu_buf: The last ``L`` IMU samples ``(n, L, 7)`` (gyro, accel, fresh), or ``None``.
         truth_buf: The last ``L`` true poses ``(n, L, 10)`` (pos, vel, quat; for the NEES
-            only), or ``None``.
+            only), or ``None`` (no lag, or no NEES).
         pos: The current estimate ``(n, 3)`` [m].
         vel: ``(n, 3)`` [m/s].
         quat: ``(n, 4)``.
-        nees: ``(n,)``.
+        nees: ``(n,)``, or ``None`` (``nees=False``).
         late: Delay lines ``(n, d, size + 1)`` (reading, fresh) of the motion capture, GNSS and
             barometer readings that arrive ``d`` steps earlier than the filter's time needs
             (``None`` for each sensor that needs none).
@@ -117,6 +117,9 @@ class EkfEstimator:
             IMU preset's bias walk ``K_g``, the consistent choice; larger values track bias
             changes faster, as flight filters are tuned).
         accel_bias_noise: The accelerometer's likewise [m/s³/√Hz] (default ``K_a``).
+        nees: Compute and log the NEES against the truth (a simulator's diagnostic: it keeps
+            the last ``L`` true states and solves a 9x9 system each step; ``False`` leaves it
+            out, and ``est_nees`` with it).
 
     The filter's time lags by the largest latency of the sensors it fuses (in physics steps);
     readings of a sensor with less latency wait in a delay line until the filter reaches their
@@ -133,7 +136,7 @@ class EkfEstimator:
                  init_std: Any = None, mocap_attitude: bool = True,
                  latency_compensation: bool = True, init_error: bool = True, gnss: Any = None,
                  baro: Any = None, gyro_bias_noise: float | None = None,
-                 accel_bias_noise: float | None = None) -> None:  # fmt: skip
+                 accel_bias_noise: float | None = None, nees: bool = True) -> None:  # fmt: skip
         from ...physics.sensors import (
             check_baro_params,
             check_gnss_params,
@@ -181,7 +184,8 @@ class EkfEstimator:
             self.gnss_pos_std = np.sqrt(np.array([g.pos_std_h, g.pos_std_h, g.pos_std_v]) ** 2
                                         + np.array([g.gm_std_h, g.gm_std_h, g.gm_std_v]) ** 2)
             self.gnss_vel_std = np.array([g.vel_std_h, g.vel_std_h, g.vel_std_v])
-        self.outputs = list(EKF_OUTPUTS)
+        self.with_nees = bool(nees)
+        self.outputs = [o for o in EKF_OUTPUTS if self.with_nees or o[0] != "est_nees"]
 
     def init(self, n: int, pos: Any, vel: Any, quat: Any, *, seed: int = 0, k0: int = 0,
              xp: Any = np) -> EkfSlot:  # fmt: skip
@@ -206,11 +210,13 @@ class EkfEstimator:
             acc0 = -rotation.rotate_inverse(quat, np.broadcast_to(self.g_vec, (n, 3)))
             one = np.concatenate([np.zeros((n, 3)), acc0, np.zeros((n, 1))], -1)  # not fresh
             imu_buf = np.repeat(one[:, None], L, axis=1)  # the filter waits at the start
-            truth_buf = np.repeat(np.concatenate([pos, vel, quat], -1)[:, None], L, axis=1)
+            if self.with_nees:
+                truth_buf = np.repeat(np.concatenate([pos, vel, quat], -1)[:, None], L, axis=1)
         sizes = (3 + 4, 3 + 3, 1)  # mocap pose, GNSS fix, barometer altitude
         late = tuple(np.zeros((n, d, size + 1)) if d else None
                      for d, size in zip(self.waits, sizes, strict=True))  # fmt: skip
-        slot = EkfSlot(filt, imu_buf, truth_buf, filt.pos, filt.vel, filt.quat, np.zeros(n),
+        slot = EkfSlot(filt, imu_buf, truth_buf, filt.pos, filt.vel, filt.quat,
+                       np.zeros(n) if self.with_nees else None,
                        late if any(b is not None for b in late) else None)  # fmt: skip
         return _to(slot, xp)
 
@@ -228,9 +234,11 @@ class EkfEstimator:
         imu_buf = truth_buf = None
         if L:
             seq = xp.concat([est.imu_buf, sample[..., None, :]], axis=-2)
-            hist = xp.concat([est.truth_buf, now[..., None, :]], axis=-2)
             at, rest, imu_buf = seq[..., 0, :], seq[..., 1:, :], seq[..., 1:, :]
-            then, truth_buf = hist[..., 0, :], hist[..., 1:, :]
+            then = None
+            if self.with_nees:
+                hist = xp.concat([est.truth_buf, now[..., None, :]], axis=-2)
+                then, truth_buf = hist[..., 0, :], hist[..., 1:, :]
         else:
             at, rest, then = sample, None, now
         # the filter's step at its time: propagate, then fuse what was measured then
@@ -257,7 +265,9 @@ class EkfEstimator:
             (alt,), fresh, late[2] = _wait(xp, late[2], (readings["baro_alt"][..., None],),
                                            readings.get("baro_fresh", True))  # fmt: skip
             f = eskf.correct(f, eskf.altitude_rows(f, alt[..., 0], self.baro.noise_std), fresh)
-        nees = eskf.nees(f, then[..., 0:3], then[..., 3:6], then[..., 6:10])
+        nees = None
+        if self.with_nees:
+            nees = eskf.nees(f, then[..., 0:3], then[..., 3:6], then[..., 6:10])
         # carried to now through the buffered samples
         pos, vel, quat = f.pos, f.vel, f.quat
         for i in range(L):
@@ -277,7 +287,7 @@ class EkfEstimator:
         diag = eskf.unpack(f.cov)[..., np.arange(15), np.arange(15)]  # (not the baro bias)
         return {"est_pos": est.pos, "est_vel": est.vel, "est_quat": est.quat,
                 "est_accel_bias": f.accel_bias, "est_gyro_bias": f.gyro_bias, "est_cov": diag,
-                "est_nees": est.nees}  # fmt: skip
+                **({"est_nees": est.nees} if self.with_nees else {})}  # fmt: skip
 
 
 COMPLEMENTARY_OUTPUTS = [("est_pos", 3), ("est_vel", 3), ("est_quat", 4), ("est_gyro_bias", 3)]

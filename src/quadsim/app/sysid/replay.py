@@ -1,0 +1,631 @@
+r"""Replay of a real Crazyflie flight's PWM and battery voltage through quadsim's rotor model.
+
+For every sample of a logged flight (NanoBench, ``data/nanobench/``), the four PWM commands and
+the battery voltage ``vbat`` give each rotor's speed through the thrust-stand-fitted model
+``ω = c0 + c1 u``, ``u = (pwm / 65535) vbat`` (:mod:`quadsim.app.sysid.thrust_stand`, fitted on
+the stand's ``vbat``, the only voltage a flight logs), and the preset's curves give each rotor's
+thrust ``T_i`` and reaction torque ``Q_i``. From these:
+
+* the collective specific force along body z, ``f_z = Σ T_i / m``, against the accelerometer's
+  ``imu_acc_z`` (the IMU measures specific force);
+* the body angular acceleration by Euler's equation ``ω̇ = J⁻¹(τ - ω × J ω)`` with
+  ``τ = Σ r_i × (0, 0, T_i) - Σ s_i Q_i e_z`` (``s_i`` the rotor's spin, +1 counter-clockwise
+  seen from above) and ``ω`` the gyro, against the gyro differentiated by a Savitzky-Golay
+  filter.
+
+Fitted on a flight (:func:`replay`): the **mass** (least squares of the measured ``f_z`` on the
+predicted ``Σ T``, through the origin; the Vicon acceleration plus gravity projected on body z
+gives a second estimate) and the **time shifts** between the streams (cross-correlation): the
+PWM against the accelerometer (``pwm_to_imu``, which includes the rotors' response), the PWM
+against the gyro's derivative (``pwm_to_gyro``) and the IMU against Vicon
+(:func:`quadsim.app.validation.nanobench.estimate_imu_shift`).
+
+Metrics (both signals low-passed at 10 Hz, Butterworth order 2 forward and backward; samples in
+flight only): ``R²`` and RMSE of ``f_z`` and ``R²`` of the angular acceleration per axis, one
+step (the PWM at sample ``k`` predicts the IMU at ``k`` plus the delay). Short horizons
+(:func:`horizon_errors`): the predicted specific force and angular acceleration integrated over
+0.1 s and 0.5 s from the logged state (Vicon velocity and attitude, gyro) against the logged
+velocity and gyro change.
+
+``python -m quadsim.app.sysid.replay LOG [LOG ...]`` prints the table (:func:`main`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import gzip
+import io
+import json
+import math
+import sys
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.signal import butter, filtfilt, savgol_filter
+
+from ...physics import rotation
+from ..validation import nanobench
+from . import thrust_stand as ts
+
+__all__ = [
+    "AIRBORNE_CLEARANCE_M",
+    "CUTOFF_HZ",
+    "HORIZONS_S",
+    "REQUIRED_COLUMNS",
+    "airborne",
+    "cross_flights",
+    "fit_motor",
+    "horizon_errors",
+    "load_log",
+    "main",
+    "r2",
+    "replay",
+    "rotor_forces",
+]
+
+CUTOFF_HZ = 10.0
+"""Low-pass cut-off of the compared signals [Hz]."""
+
+HORIZONS_S = (0.1, 0.5)
+"""Short horizons of :func:`horizon_errors` [s]."""
+
+REQUIRED_COLUMNS = (
+    "t",
+    *("px", "py", "pz", "qx", "qy", "qz", "qw", "vx", "vy", "vz"),
+    *(f"imu_acc_{a}" for a in "xyz"),
+    *(f"imu_gyro_{a}" for a in "xyz"),
+    *(f"motor_motor_m{i}" for i in range(1, 5)),
+    *(f"est_stateEstimate_{a}" for a in "xyz"),
+    *(f"att_stateEstimate_q{a}" for a in "xyzw"),
+    "pwr_pm_vbat",
+)
+"""The NanoBench columns :func:`load_log` checks (those of
+:func:`~quadsim.app.validation.nanobench.load_flight` and the battery voltage)."""
+
+AIRBORNE_CLEARANCE_M = 0.05
+"""Height above the ground [m] from which a sample counts as airborne (:func:`airborne`)."""
+
+_SHIFTS_PWM = (-0.1, 0.3)  # search range of the PWM delays [s]
+_SAVGOL = (9, 3)  # window [samples], polynomial order of the gyro's derivative
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_log(path: str | Path, fmt: str = "nanobench") -> dict[str, Any]:
+    """A flight log, checked cell by cell, as
+    :func:`~quadsim.app.validation.nanobench.load_flight`'s dict plus ``"vbat"`` ``(T,)`` [V]
+    (``pwr_pm_vbat``) and ``"path"``.
+
+    Raises:
+        ValueError: an unknown format, an unreadable or truncated file, a missing column, a row
+            with too few fields, a cell that is not a finite number, time not increasing, or
+            fewer than 50 rows; the message starts with the file and names the column and row
+            (rows counted as lines of the CSV, the header being row 1).
+    """  # noqa: D205
+    path = Path(path)
+    if fmt != "nanobench":
+        raise ValueError(f"{path}: unknown log format {fmt!r} (known: 'nanobench')")
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", encoding="utf-8", newline="") as fh:
+            text = fh.read()
+    except (EOFError, OSError, zlib.error, UnicodeDecodeError) as e:
+        raise ValueError(f"{path}: unreadable or truncated file ({e})") from None
+    rows = csv.reader(io.StringIO(text))
+    header = [h.strip() for h in next(rows, [])]
+    if not header or header == [""]:
+        raise ValueError(f"{path}: empty file (no header row)")
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
+    if missing:
+        raise ValueError(f"{path}: row 1 (header): missing column {missing[0]!r} (all: {missing})")
+    idx = [(c, header.index(c)) for c in REQUIRED_COLUMNS]
+    n_rows = 0
+    t_prev = -math.inf
+    for r, row in enumerate(rows, start=2):
+        if not row:
+            continue
+        n_rows += 1
+        if len(row) < len(header):
+            raise ValueError(
+                f"{path}: row {r}: {len(row)} fields, the header has {len(header)} "
+                f"(truncated row); column {header[len(row)]!r} missing"
+            )
+        for c, k in idx:
+            try:
+                v = float(row[k])
+            except ValueError:
+                v = math.nan
+            if not math.isfinite(v):
+                raise ValueError(
+                    f"{path}: column {c!r}, row {r}: {row[k]!r} is not a finite number"
+                )
+            if c == "t":
+                if v <= t_prev:
+                    raise ValueError(f"{path}: column 't', row {r}: time {v} does not increase")
+                t_prev = v
+    if n_rows < 50:
+        raise ValueError(f"{path}: only {n_rows} data rows (truncated?); at least 50 needed")
+    flight = nanobench.load_flight(path)
+    with opener(path, "rt", encoding="utf-8") as fh:
+        head = fh.readline().strip().split(",")
+        flight["vbat"] = np.loadtxt(fh, delimiter=",", usecols=head.index("pwr_pm_vbat"), ndmin=1)
+    fly = flight["flying"]
+    if not np.any(fly):
+        raise ValueError(f"{path}: column 'motor_motor_m1': no row in flight (PWM > 1000)")
+    bad = np.nonzero(fly & (flight["vbat"] <= 0.0))[0]
+    if len(bad):
+        raise ValueError(
+            f"{path}: column 'pwr_pm_vbat', row {bad[0] + 2}: no battery voltage in flight"
+        )
+    flight["path"] = str(path)
+    return flight
+
+
+# --------------------------------------------------------------------------- models
+
+
+def fit_motor(stand_files: Sequence[str | Path] | None = None) -> ts.RpmFit:
+    """The linear rotor-speed model ``ω = c0 + c1 (pwm / 65535) vbat`` fitted on the stand runs.
+
+    The runs (default: :func:`~quadsim.app.sysid.thrust_stand.default_files`) are concatenated;
+    :func:`~quadsim.app.sysid.thrust_stand.fit_pwm_voltage_to_rpm` fits the coefficients with
+    its first-order lag (rows ``pwm >= 10000``), with the drone's ``vbat`` as the voltage. Only
+    the steady part (:meth:`RpmFit.steady`) is used in flight: the stand's lag is in rows of
+    unknown duration, and the delay fitted on the flight takes the rotors' response instead.
+    On the stand this model has a cross-run thrust error of 8-10 % of the mean thrust
+    (``docs/validation.md``, "Thrust stand"), from ``vbat``'s sag under load.
+    """
+    files = list(stand_files) if stand_files is not None else ts.default_files()
+    if not files:
+        raise ValueError(
+            "no thrust-stand runs given and none found in data/crazyflie-thrust-stand/"
+        )
+    runs = [ts.load_stand(f) for f in files]
+    cat = {k: np.concatenate([r[k] for r in runs]) for k in ("pwm", "vbat", "rpm")}
+    return ts.fit_pwm_voltage_to_rpm(cat["pwm"], cat["vbat"], cat["rpm"], "linear")
+
+
+def rotor_forces(
+    params: Any, motor: ts.RpmFit, pwm: np.ndarray, vbat: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rotor speeds, total thrust and body torque from the PWM and battery voltage.
+
+    Args:
+        params: A :class:`quadsim.physics.params.Params` (``rpm2thrust``, ``rpm2torque``,
+            ``rotor_positions``, ``rotor_spin``).
+        motor: The rotor-speed model (:func:`fit_motor`); its steady part is used.
+        pwm: ``(T, 4)`` PWM per motor (0..65535), the preset's rotor order.
+        vbat: ``(T,)`` battery voltage [V].
+
+    Returns:
+        ``(rpm (T, 4), thrust_total (T,) [N], torque (T, 3) [N m] in the body frame)``. A motor
+        with PWM 0 or a negative model speed gives 0 RPM.
+    """
+    pwm = np.asarray(pwm, dtype=np.float64)
+    v = np.asarray(vbat, dtype=np.float64)[:, None]
+    w = np.where(pwm > 0.0, np.maximum(motor.steady(pwm, v), 0.0), 0.0)
+    k, q = np.asarray(params.rpm2thrust), np.asarray(params.rpm2torque)
+    thrust = np.where(w > 0.0, k[0] + k[1] * w + k[2] * w * w, 0.0)
+    drag = np.where(w > 0.0, q[0] + q[1] * w + q[2] * w * w, 0.0)
+    r = np.asarray(params.rotor_positions)
+    spin = np.asarray(params.rotor_spin)
+    tau = np.stack([thrust @ r[:, 1], -(thrust @ r[:, 0]), -(drag @ spin)], axis=-1)
+    return w, thrust.sum(axis=1), tau
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def r2(pred: np.ndarray, meas: np.ndarray) -> float:
+    """Coefficient of determination ``1 - Σ(meas - pred)² / Σ(meas - mean(meas))²``."""
+    pred, meas = np.asarray(pred, dtype=np.float64), np.asarray(meas, dtype=np.float64)
+    ss = float(np.sum((meas - meas.mean()) ** 2))
+    return 1.0 - float(np.sum((meas - pred) ** 2)) / ss if ss > 0 else math.nan
+
+
+def _lowpass(x: np.ndarray, dt: float, cutoff: float = CUTOFF_HZ) -> np.ndarray:
+    b, a = butter(2, cutoff, fs=1.0 / dt)
+    return filtfilt(b, a, x, axis=0)
+
+
+def _shift(t: np.ndarray, x: np.ndarray, tau: float) -> np.ndarray:
+    """``x`` delayed by ``tau`` [s]: ``y(t) = x(t - tau)`` (linear interpolation, held at the
+    ends)."""  # noqa: D205, D209
+    if x.ndim == 1:
+        return np.interp(t - tau, t, x)
+    return np.stack([np.interp(t - tau, t, x[:, j]) for j in range(x.shape[1])], axis=-1)
+
+
+def _best_shift(
+    t: np.ndarray, pred: np.ndarray, meas: np.ndarray, keep: np.ndarray, step: float = 0.001
+) -> float:
+    """The delay ``tau`` in :data:`_SHIFTS_PWM` (grid ``step``) maximizing the correlation of
+    ``pred(t - tau)`` with ``meas(t)`` on the rows ``keep`` (columns pooled)."""  # noqa: D205, D209
+    y = meas[keep].reshape(len(t[keep]), -1)
+    y = y - y.mean(axis=0)
+    taus = np.arange(_SHIFTS_PWM[0], _SHIFTS_PWM[1] + step / 2, step)
+    corr = np.empty(len(taus))
+    for j, tau in enumerate(taus):
+        x = _shift(t, pred, tau)[keep].reshape(len(y), -1)
+        x = x - x.mean(axis=0)
+        corr[j] = np.sum(x * y) / math.sqrt(float(np.sum(x * x) * np.sum(y * y)))
+    return float(round(taus[int(np.argmax(corr))], 6))
+
+
+def _euler(params: Any, tau: np.ndarray, omega: np.ndarray) -> np.ndarray:
+    J = np.asarray(params.J)
+    return (tau - np.cross(omega, omega @ J.T)) @ np.asarray(params.J_inv).T
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def replay(
+    flight: str | Path | dict[str, Any],
+    *,
+    preset: str = "cf2x_L250",
+    stand_files: Sequence[str | Path] | None = None,
+    motor: ts.RpmFit | None = None,
+    mass: float | None = None,
+    delays: dict[str, float] | None = None,
+    ang_bias: Sequence[float] | None = None,
+    horizons: Sequence[float] = HORIZONS_S,
+) -> dict[str, Any]:
+    """Predicted against measured body-z specific force and angular acceleration of a flight.
+
+    Args:
+        flight: A log path (:func:`load_log`) or its dict (needs ``t``, ``pwm``, ``vbat``,
+            ``accel``, ``gyro``, ``flying``; ``quat`` and ``vel`` for the Vicon mass and the
+            horizons).
+        preset: The preset (name or TOML path) of the thrust and torque curves, geometry and
+            inertia.
+        stand_files: Thrust-stand runs of the rotor-speed model (:func:`fit_motor`).
+        motor: The rotor-speed model itself (then ``stand_files`` is not used).
+        mass: [kg]; ``None``: fitted on this flight. Give another flight's to test held out.
+        delays: ``{"pwm_to_imu": s, "pwm_to_gyro": s}``; missing entries are fitted on this
+            flight.
+        ang_bias: Constant angular acceleration [rad/s²] ``(3,)`` added to the prediction (the
+            torque of the centre-of-mass offset and rotor spread, see the module docstring);
+            ``None``: fitted on this flight (the mean residual).
+        horizons: Short horizons [s] of :func:`horizon_errors` (empty: none).
+
+    Returns:
+        dict: ``name``, ``preset``, ``n_samples`` (in flight), ``mass_kg`` (used), ``mass_fit_kg``
+        (fitted on this flight from the IMU), ``mass_vicon_kg`` (from the Vicon acceleration),
+        ``delays_s`` (``pwm_to_imu``, ``pwm_to_gyro``, ``imu_to_vicon``), ``delays_fitted_s``
+        (this flight's own), ``specific_force_z_r2``, ``specific_force_z_rmse_m_s2``,
+        ``specific_force_z_r2_zero_delay``, ``ang_acc_r2`` ``[x, y, z]``,
+        ``ang_acc_r2_debiased`` (the constant offset removed), ``ang_acc_rmse_rad_s2``,
+        ``ang_acc_std_rad_s2`` (of the measured signal), ``motor`` (the model's ``c0``, ``c1``),
+        ``horizons`` and, under ``"series"``, the arrays for plots (``t``, ``fz_pred``,
+        ``fz_meas``, ``ang_pred``, ``ang_meas``, ``flying``; not JSON).
+    """
+    fl = load_log(flight) if isinstance(flight, (str, Path)) else flight
+    from ...physics.params import load_params
+
+    params = load_params(preset)
+    motor = motor if motor is not None else fit_motor(stand_files)
+    t = np.asarray(fl["t"], dtype=np.float64)
+    flying = np.asarray(fl["flying"], dtype=bool)
+    keep = airborne(fl)
+    dt = float(np.median(np.diff(t)))
+    _, thrust, tau = rotor_forces(params, motor, fl["pwm"], fl["vbat"])
+
+    fz_meas = _lowpass(np.asarray(fl["accel"])[:, 2], dt)
+    thrust_lp = _lowpass(thrust, dt)
+    fitted: dict[str, float] = {
+        "pwm_to_imu": _best_shift(t, thrust_lp, fz_meas, keep),
+    }
+    delays = dict(delays or {})
+    d_imu = float(delays.get("pwm_to_imu", fitted["pwm_to_imu"]))
+    thrust_d = _shift(t, thrust_lp, d_imu)
+    x, y = thrust_d[keep], fz_meas[keep]
+    m_fit = float(np.sum(x * x) / np.sum(x * y))
+    m_use = m_fit if mass is None else float(mass)
+    fz_pred = thrust_d / m_use
+
+    # Vicon: (dv/dt - g) on body z, against the predicted total thrust
+    m_vicon = math.nan
+    if "vel" in fl and "quat" in fl:
+        acc_w = savgol_filter(np.asarray(fl["vel"]), 9, 2, deriv=1, delta=dt, axis=0)
+        acc_w = acc_w - np.asarray(params.gravity_vec)
+        fz_vic = _lowpass(rotation.rotate_inverse(np.asarray(fl["quat"]), acc_w)[:, 2], dt)
+        m_vicon = float(np.sum(x * x) / np.sum(x * fz_vic[keep]))
+
+    # rotation
+    gyro = np.asarray(fl["gyro"], dtype=np.float64)
+    w_dot = savgol_filter(gyro, *_SAVGOL, deriv=1, delta=dt, axis=0)
+    ang_meas = _lowpass(w_dot, dt)
+    tau_lp = _lowpass(tau, dt)
+    ang_raw = _euler(params, tau_lp, gyro)
+    fitted["pwm_to_gyro"] = _best_shift(t, ang_raw, ang_meas, keep)
+    d_gyro = float(delays.get("pwm_to_gyro", fitted["pwm_to_gyro"]))
+    ang_pred = _lowpass(_euler(params, _shift(t, tau, d_gyro), gyro), dt)
+    bias_fit = np.mean(ang_meas[keep] - ang_pred[keep], axis=0)
+    bias = bias_fit if ang_bias is None else np.asarray(ang_bias, dtype=np.float64)
+    ang_pred = ang_pred + bias
+    if "quat" in fl and "vel" in fl:
+        fitted["imu_to_vicon"] = nanobench.estimate_imu_shift(fl)
+    used = {"pwm_to_imu": d_imu, "pwm_to_gyro": d_gyro}
+    if "imu_to_vicon" in fitted:
+        used["imu_to_vicon"] = fitted["imu_to_vicon"]
+
+    res_a = ang_pred[keep] - ang_meas[keep]
+    out: dict[str, Any] = {
+        "name": fl.get("name", ""),
+        "preset": preset,
+        "n_samples": int(keep.sum()),
+        "mass_kg": m_use,
+        "mass_fit_kg": m_fit,
+        "mass_vicon_kg": m_vicon,
+        "delays_s": used,
+        "delays_fitted_s": fitted,
+        "specific_force_z_r2": r2(fz_pred[keep], fz_meas[keep]),
+        "specific_force_z_rmse_m_s2": float(np.sqrt(np.mean((fz_pred - fz_meas)[keep] ** 2))),
+        "specific_force_z_r2_zero_delay": r2(thrust_lp[keep] / m_use, fz_meas[keep]),
+        "specific_force_z_r2_flying_mask": r2(fz_pred[flying], fz_meas[flying]),
+        "n_samples_flying_mask": int(flying.sum()),
+        "ang_acc_r2": [r2(ang_pred[keep, j], ang_meas[keep, j]) for j in range(3)],
+        "ang_acc_r2_no_bias": [
+            r2(ang_pred[keep, j] - bias[j], ang_meas[keep, j]) for j in range(3)
+        ],
+        "ang_acc_bias_rad_s2": bias.tolist(),
+        "ang_acc_bias_fit_rad_s2": bias_fit.tolist(),
+        "ang_acc_rmse_rad_s2": np.sqrt(np.mean(res_a**2, axis=0)).tolist(),
+        "ang_acc_std_rad_s2": np.std(ang_meas[keep], axis=0).tolist(),
+        "motor": {"c0_rpm": float(motor.coef[0]), "c1_rpm_per_v": float(motor.coef[1])},
+        "horizons": {},
+        "series": {
+            "t": t,
+            "airborne": keep,
+            "fz_pred": fz_pred,
+            "fz_meas": fz_meas,
+            "ang_pred": ang_pred,
+            "ang_meas": ang_meas,
+            "flying": flying,
+        },
+    }
+    if horizons and "vel" in fl and "quat" in fl:
+        fz_raw = _shift(t, thrust, d_imu) / m_use
+        ang_h = _euler(params, _shift(t, tau, d_gyro), gyro)
+        ang_h = ang_h + bias
+        out["horizons"] = horizon_errors(fl, fz_raw, ang_h, params.gravity_vec, horizons)
+    return out
+
+
+def airborne(flight: dict[str, Any], clearance: float = AIRBORNE_CLEARANCE_M) -> np.ndarray:
+    """Samples in flight and off the ground: ``flying`` (motor 1's PWM > 1000) and the Vicon
+    height more than ``clearance`` [m] above its median over the first 0.5 s (on the ground).
+
+    Without ``pos`` (a synthetic flight), ``flying`` alone. On the ground with the motors
+    running (take-off and landing) the ground carries part of the weight and the accelerometer
+    reads about 1 g whatever the thrust, so those samples are left out.
+    """  # noqa: D205
+    fly = np.asarray(flight["flying"], dtype=bool)
+    if "pos" not in flight:
+        return fly
+    t, z = np.asarray(flight["t"]), np.asarray(flight["pos"])[:, 2]
+    z0 = float(np.median(z[t <= t[0] + 0.5]))
+    return fly & (z > z0 + clearance)
+
+
+def horizon_errors(
+    flight: dict[str, Any],
+    fz_pred: np.ndarray,
+    ang_pred: np.ndarray,
+    gravity_vec: Any,
+    horizons: Sequence[float] = HORIZONS_S,
+) -> dict[str, dict[str, Any]]:
+    """Errors of the predictions integrated over short horizons from the logged state.
+
+    From every sample ``k`` with the samples up to ``k + n`` in flight (``n = round(h / dt)``):
+    the velocity change ``Σ_j (R(q_j) e_z f_z,j + g) Δt_j`` over ``j = k .. k+n-1`` with the logged
+    (Vicon) attitude ``q_j`` against the Vicon ``v_{k+n} - v_k``, and the body-rate change
+    ``Σ_j ω̇_j Δt_j`` against the gyro's ``ω_{k+n} - ω_k``. Unfiltered.
+
+    Returns:
+        ``{"0.1": {"dv_rmse_m_s": [x, y, z], "dv_z_r2", "dw_rmse_rad_s": [x, y, z],
+        "dw_r2": [x, y, z], "n"}, ...}`` keyed by the horizon in seconds.
+    """
+    t = np.asarray(flight["t"], dtype=np.float64)
+    keep = airborne(flight)
+    dt = np.diff(t, append=t[-1])
+    dt[-1] = dt[-2] if len(dt) > 1 else 0.0
+    step = float(np.median(np.diff(t)))
+    ez = rotation.rotate(np.asarray(flight["quat"]), np.array([0.0, 0.0, 1.0]))
+    acc = ez * np.asarray(fz_pred)[:, None] + np.asarray(gravity_vec)
+    cv = np.vstack([np.zeros((1, 3)), np.cumsum(acc * dt[:, None], axis=0)])
+    cw = np.vstack([np.zeros((1, 3)), np.cumsum(np.asarray(ang_pred) * dt[:, None], axis=0)])
+    cfly = np.concatenate([[0], np.cumsum(keep)])
+    vel, gyro = np.asarray(flight["vel"]), np.asarray(flight["gyro"])
+    out: dict[str, dict[str, Any]] = {}
+    for h in horizons:
+        n = max(1, round(h / step))
+        k = np.arange(len(t) - n)
+        k = k[cfly[k + n + 1] - cfly[k] == n + 1]
+        if len(k) < 10:
+            continue
+        dv_p, dv_m = cv[k + n] - cv[k], vel[k + n] - vel[k]
+        dw_p, dw_m = cw[k + n] - cw[k], gyro[k + n] - gyro[k]
+        out[f"{h:g}"] = {
+            "n": len(k),
+            "dv_rmse_m_s": np.sqrt(np.mean((dv_p - dv_m) ** 2, axis=0)).tolist(),
+            "dv_z_r2": r2(dv_p[:, 2], dv_m[:, 2]),
+            "dw_rmse_rad_s": np.sqrt(np.mean((dw_p - dw_m) ** 2, axis=0)).tolist(),
+            "dw_r2": [r2(dw_p[:, j], dw_m[:, j]) for j in range(3)],
+        }
+    return out
+
+
+def cross_flights(
+    flights: Sequence[dict[str, Any]],
+    *,
+    preset: str = "cf2x_L250",
+    motor: ts.RpmFit | None = None,
+    horizons: Sequence[float] = (),
+) -> list[dict[str, Any]]:
+    """Held-out evaluation: the mass and PWM delays fitted on each flight, tested on each other.
+
+    Returns:
+        One dict per ordered pair ``(train, test)``: ``train``, ``test``, ``mass_kg``,
+        ``delays_s`` (the training flight's, used on the test flight) and the test flight's
+        :func:`replay` metrics (``specific_force_z_r2``, ``specific_force_z_rmse_m_s2``,
+        ``ang_acc_r2``).
+    """
+    motor = motor if motor is not None else fit_motor()
+    own = [replay(f, preset=preset, motor=motor, horizons=()) for f in flights]
+    rows = []
+    for a, ra in zip(flights, own, strict=True):
+        for b in flights:
+            if a is b:
+                continue
+            d = {k: ra["delays_s"][k] for k in ("pwm_to_imu", "pwm_to_gyro")}
+            rb = replay(
+                b,
+                preset=preset,
+                motor=motor,
+                mass=ra["mass_kg"],
+                delays=d,
+                ang_bias=ra["ang_acc_bias_rad_s2"],
+                horizons=horizons,
+            )
+            rows.append(
+                {
+                    "train": a.get("name", ""),
+                    "test": b.get("name", ""),
+                    "mass_kg": ra["mass_kg"],
+                    "delays_s": d,
+                    "specific_force_z_r2": rb["specific_force_z_r2"],
+                    "specific_force_z_rmse_m_s2": rb["specific_force_z_rmse_m_s2"],
+                    "ang_acc_r2": rb["ang_acc_r2"],
+                    "ang_acc_bias_rad_s2": ra["ang_acc_bias_rad_s2"],
+                    "n_samples": rb["n_samples"],
+                }
+            )
+    return rows
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items() if k != "series"}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _jsonable(x.tolist())
+    if isinstance(x, (np.floating, float)):
+        return None if not math.isfinite(float(x)) else float(x)
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
+
+
+def _plot(res: dict[str, Any], path: Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    s = res["series"]
+    t, keep = s["t"], s["airborne"]
+    fig = Figure(figsize=(10, 9))
+    FigureCanvasAgg(fig)
+    axs = fig.subplots(4, 1, sharex=True)
+    pairs = [("f_z [m/s²]", s["fz_pred"], s["fz_meas"], res["specific_force_z_r2"])]
+    for j, a in enumerate("xyz"):
+        pairs.append(
+            (f"ω̇_{a} [rad/s²]", s["ang_pred"][:, j], s["ang_meas"][:, j], res["ang_acc_r2"][j])
+        )
+    for ax, (label, p, m, score) in zip(axs, pairs, strict=True):
+        ax.plot(t, np.where(keep, m, np.nan), "k", lw=0.8, label="measured (IMU)")
+        ax.plot(t, np.where(keep, p, np.nan), "C1", lw=0.8, label="predicted (PWM, vbat)")
+        ax.set_ylabel(label)
+        ax.set_title(f"R² = {score:.3f}", fontsize=9, loc="right")
+    axs[0].legend(loc="lower left", fontsize=8)
+    axs[-1].set_xlabel("t [s]")
+    fig.suptitle(
+        f"{res['name']}: replay through {res['preset']}, m = {1e3 * res['mass_kg']:.1f} g, "
+        f"10 Hz low-pass"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def _row(name: str, r: dict[str, Any]) -> str:
+    a = r["ang_acc_r2"]
+    d = r.get("delays_s", {})
+    return (
+        f"{name:44s} {r.get('n_samples', 0):5d} {r['specific_force_z_r2']:6.3f} "
+        f"{r['specific_force_z_rmse_m_s2']:6.3f} {a[0]:6.2f} {a[1]:6.2f} {a[2]:6.2f} "
+        f"{1e3 * r['mass_kg']:6.1f} {1e3 * d.get('pwm_to_imu', math.nan):6.0f} "
+        f"{1e3 * d.get('pwm_to_gyro', math.nan):6.0f} {1e3 * d.get('imu_to_vicon', math.nan):6.0f}"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command line: ``LOG [LOG ...] [--format nanobench] [--preset NAME] [--json FILE]
+    [--out DIR]``; 0 on success, 2 (one line on stderr) for a malformed log."""  # noqa: D205, D209
+    ap = argparse.ArgumentParser(
+        prog="python -m quadsim.app.sysid.replay",
+        description="Replay a flight's PWM and battery voltage through the rotor model: "
+        "predicted against measured body-z specific force and angular acceleration.",
+    )
+    ap.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="flight log(s)")
+    ap.add_argument("--format", default="nanobench", choices=["nanobench"])
+    ap.add_argument("--preset", default="cf2x_L250")
+    ap.add_argument("--json", type=Path, default=None, help="write the metrics as JSON")
+    ap.add_argument("--out", type=Path, default=None, help="folder for the PNG plots")
+    args = ap.parse_args(argv)
+    flights = []
+    for p in args.logs:
+        try:
+            flights.append(load_log(p, args.format))
+        except ValueError as e:
+            msg = str(e)
+            if not msg.startswith(str(p)):
+                msg = f"{p}: {msg}"
+            print(f"quadsim: {msg}", file=sys.stderr)
+            return 2
+    motor = fit_motor()
+    results = [replay(f, preset=args.preset, motor=motor) for f in flights]
+    cross = cross_flights(flights, preset=args.preset, motor=motor) if len(flights) > 1 else []
+    print(
+        f"replay through {args.preset}: w = {motor.coef[0]:.0f} + {motor.coef[1]:.0f} u RPM, "
+        f"u = pwm/65535 x vbat (thrust stand); 10 Hz low-pass, one step, samples in flight"
+    )
+    print(
+        f"{'flight (mass and delays fitted on it)':44s} {'n':>5s} {'fz R2':>6s} {'RMSE':>6s} "
+        f"{'wdot x':>6s} {'y':>6s} {'z':>6s} {'m [g]':>6s} {'d_imu':>6s} {'d_gyr':>6s} "
+        f"{'d_vic':>6s}"
+    )
+    for r in results:
+        print(_row(r["name"], r))
+    for r in results:
+        for h, e in r["horizons"].items():
+            print(
+                f"  {r['name']} {h} s horizon: dv RMSE "
+                f"{', '.join(f'{v:.3f}' for v in e['dv_rmse_m_s'])} m/s (dv_z R2 "
+                f"{e['dv_z_r2']:.2f}); dw RMSE {', '.join(f'{v:.2f}' for v in e['dw_rmse_rad_s'])}"
+                f" rad/s (R2 {', '.join(f'{v:.2f}' for v in e['dw_r2'])})"
+            )
+    if cross:
+        print("held out (mass and delays of the training flight):")
+        for c in cross:
+            print(_row(f"{c['train'][:19]} -> {c['test'][:19]}", c))
+    if args.json is not None:
+        doc: Any = results[0] if len(results) == 1 else {"flights": results, "held_out": cross}
+        args.json.write_text(json.dumps(_jsonable(doc), indent=2) + "\n", encoding="utf-8")
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for r in results:
+            _plot(r, args.out / f"replay_{r['name']}.png")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
