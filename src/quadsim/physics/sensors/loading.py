@@ -127,31 +127,8 @@ def load_imu(name_or_path: str | os.PathLike[str]) -> ImuParams:
             missing required value, negative density, both walk and instability given.
         FileNotFoundError: A path that does not exist.
     """
-    is_path = not isinstance(name_or_path, str) or name_or_path.endswith(".toml")
-    if is_path or any(s in name_or_path for s in {os.sep, os.altsep or "/", "/"}):
-        path = Path(name_or_path)
-        where, stem, preset, raw = str(path), path.stem, False, path.read_bytes()
-    else:
-        names = list_imu_presets()
-        if name_or_path not in names:
-            raise ValueError(f"unknown IMU preset {name_or_path!r}; available presets: {names}")
-        where, stem, preset = f"IMU preset {name_or_path!r}", name_or_path, True
-        raw = (_preset_root() / f"{name_or_path}.toml").read_bytes()
-    try:
-        doc = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{where}: malformed TOML: {e}") from e
-
-    def fail(key: str, msg: str) -> ValueError:
-        return ValueError(f"{where}: key {key!r}: {msg}")
-
-    allowed = [*_TEXT_KEYS, *_IMU_KEYS]
-    for key in doc:
-        if key not in allowed:
-            raise fail(key, f"unknown key; allowed: {allowed}")
-    for key in _TEXT_KEYS:
-        if not isinstance(doc.get(key, ""), str):
-            raise fail(key, f"must be a string; got {doc.get(key)!r}")
+    doc, stem, preset, fail = read_sensor_file(name_or_path, "IMU", list_imu_presets(),
+                                               [*_TEXT_KEYS, *_IMU_KEYS])  # fmt: skip
     v = {k: _entry(doc, k, preset, fail) for k in _IMU_KEYS}
     for s in ("gyro", "accel"):
         walk, inst = v.pop(f"{s}_bias_walk"), v.pop(f"{s}_bias_instability")
@@ -172,6 +149,49 @@ def load_imu(name_or_path: str | os.PathLike[str]) -> ImuParams:
     except ValueError as e:
         key = str(e).split(" ", 1)[0]
         raise fail(key, str(e)) from e
+
+
+def read_sensor_file(name_or_path: str | os.PathLike[str], what: str, names: list[str],
+                     allowed: list[str], text_keys: tuple[str, ...] = _TEXT_KEYS,
+                     ) -> tuple[dict[str, Any], str, bool, Any]:  # fmt: skip
+    """A sensor preset (by name) or TOML file, parsed, its keys and text fields checked.
+
+    The one reader of the sensor files (IMU, barometer, GNSS): a name without a path separator
+    or ``.toml`` is a packaged preset among ``names``.
+
+    Returns:
+        ``(document, stem, is_preset, fail)``; ``fail(key, msg)`` builds the ``ValueError``
+        naming the file (or preset) and the key.
+
+    Raises:
+        ValueError: An unknown preset, malformed TOML, an unknown key, a text field that is not
+            a string (naming the file and the key).
+        FileNotFoundError: A path that does not exist.
+    """
+    is_path = not isinstance(name_or_path, str) or name_or_path.endswith(".toml")
+    if is_path or any(s in name_or_path for s in {os.sep, os.altsep or "/", "/"}):
+        path = Path(name_or_path)
+        where, stem, preset, raw = str(path), path.stem, False, path.read_bytes()
+    else:
+        if name_or_path not in names:
+            raise ValueError(f"unknown {what} preset {name_or_path!r}; available presets: {names}")
+        where, stem, preset = f"{what} preset {name_or_path!r}", name_or_path, True
+        raw = (_preset_root() / f"{name_or_path}.toml").read_bytes()
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"{where}: malformed TOML: {e}") from e
+
+    def fail(key: str, msg: str) -> ValueError:
+        return ValueError(f"{where}: key {key!r}: {msg}")
+
+    for key in doc:
+        if key not in allowed:
+            raise fail(key, f"unknown key; allowed: {allowed}")
+    for key in text_keys:
+        if not isinstance(doc.get(key, ""), str):
+            raise fail(key, f"must be a string; got {doc.get(key)!r}")
+    return doc, stem, preset, fail
 
 
 def _entry(doc: dict[str, Any], key: str, preset: bool, fail: Any) -> Any:

@@ -15,8 +15,6 @@ magnitude matters; the constant offset ``bias`` changes sign (a pressure reading
 from __future__ import annotations
 
 import os
-import tomllib
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,7 +22,7 @@ import numpy as np
 from .._toml import read_entry
 from .baro import M_PER_PA, BaroParams, check_baro_params
 from .gnss import GnssParams, check_gnss_params, gnss_delay_steps
-from .loading import _norm_unit, _preset_kind, _preset_root
+from .loading import _norm_unit, _preset_kind, _preset_root, read_sensor_file
 
 _REQ = object()
 _U_ALT = {"m": 1.0, "cm": 0.01, "mm": 1e-3, "Pa": M_PER_PA, "hPa": 100.0 * M_PER_PA}
@@ -89,32 +87,8 @@ def _read(
     name_or_path: str | os.PathLike[str], kind: str, keys: _Keys
 ) -> tuple[dict[str, float], str, Any]:
     """Parse a preset or file of ``kind``: (values in SI, name, fail)."""
-    what = _WHAT[kind]
-    is_path = not isinstance(name_or_path, str) or name_or_path.endswith(".toml")
-    if is_path or any(s in name_or_path for s in {os.sep, os.altsep or "/", "/"}):
-        path = Path(name_or_path)
-        where, stem, preset, raw = str(path), path.stem, False, path.read_bytes()
-    else:
-        names = _list(kind)
-        if name_or_path not in names:
-            raise ValueError(f"unknown {what} preset {name_or_path!r}; available presets: {names}")
-        where, stem, preset = f"{what} preset {name_or_path!r}", name_or_path, True
-        raw = (_preset_root() / f"{name_or_path}.toml").read_bytes()
-    try:
-        doc = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{where}: malformed TOML: {e}") from e
-
-    def fail(key: str, msg: str) -> ValueError:
-        return ValueError(f"{where}: key {key!r}: {msg}")
-
-    allowed = [*_TEXT_KEYS, *keys]
-    for key in doc:
-        if key not in allowed:
-            raise fail(key, f"unknown key; allowed: {allowed}")
-    for key in _TEXT_KEYS:
-        if not isinstance(doc.get(key, ""), str):
-            raise fail(key, f"must be a string; got {doc.get(key)!r}")
+    doc, stem, preset, fail = read_sensor_file(name_or_path, _WHAT[kind], _list(kind),
+                                               [*_TEXT_KEYS, *keys], _TEXT_KEYS)  # fmt: skip
     if doc.get("kind", kind) != kind:
         raise fail("kind", f"this is a {doc['kind']!r} file; expected kind = {kind!r}")
     if preset and "kind" not in doc:
