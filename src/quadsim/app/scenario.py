@@ -796,18 +796,15 @@ def _mocap_params(sv: dict, dt: float) -> Any:
 def _baro_gnss(sv: dict, fail: Any) -> tuple[Any, Any]:
     """The barometer and GNSS of a ``[sensors]`` section (``None`` where absent); a preset or
     file that does not load names its key."""  # noqa: D205, D209
-    from ..physics.sensors import load_baro, load_gnss
+    from ..physics.sensors import list_baro_presets, list_gnss_presets, load_baro, load_gnss
 
     out = []
-    for key, load in (("baro", load_baro), ("gnss", load_gnss)):
+    for key, load, names, what in (("baro", load_baro, list_baro_presets, "barometer preset"),
+                                   ("gnss", load_gnss, list_gnss_presets, "GNSS preset")):
         name = sv[key]
-        if name == "none":
-            out.append(None)
-            continue
-        try:
-            out.append(load(name))
-        except (ValueError, OSError) as e:
-            raise fail("sensors", key, str(e)) from None
+        out.append(None if name == "none" else
+                   _load_named(fail, "sensors", key, name, load, names(), what, "available",
+                               none=True))  # fmt: skip
     gnss = out[1]
     if gnss is not None and sv["gnss_pos_std"] is not None:
         sd = sv["gnss_pos_std"]
@@ -873,6 +870,25 @@ def _check_ranges(v: dict, fail: Any) -> None:
         raise fail("world", "restitution", f"must lie in [0, 1]; got {e}")
 
 
+def _load_named(fail: Any, section: str, key: str, name: str, load: Any, names: list[str],
+                what: str, avail: str, none: bool = False) -> Any:  # fmt: skip
+    """``load(name)`` of a preset name or file path given at ``section.key``; an unknown
+    preset, a missing or unreadable file, or what the loader rejects names the key (the one
+    home of that rule for the drone and the sensors; ``none``: "none" is also a choice)."""  # noqa: D205, D209
+    if not _is_path(name) and name not in names:
+        shown = ["none", *names] if none else names
+        raise fail(section, key, f"unknown {what} {name!r}; {avail}: {shown}")
+    if _is_path(name) and not Path(name).is_file():
+        label = what.removesuffix(" preset").removesuffix("preset") or "preset"
+        raise fail(section, key, f"{label} file not found: {name}")
+    try:
+        return load(name)
+    except ValueError as e:
+        raise fail(section, key, str(e)) from None
+    except OSError as e:
+        raise fail(section, key, f"cannot read {name}: {e.strerror or e}") from None
+
+
 def _is_path(name: str) -> bool:
     """Whether a preset argument is a file path (as :func:`quadsim.params.load_params` decides)."""
     return name.endswith(".toml") or any(c in name for c in {os.sep, os.altsep or "/", "/"})
@@ -884,18 +900,8 @@ def _load_drone(v: dict, fail: Any) -> Any:
     from ..physics.params import PhysicalError, check_physical, list_presets, load_params
 
     dr = v["drone"]
-    name = dr["preset"]
-    if not _is_path(name) and name not in list_presets():
-        names = list_presets()
-        raise fail("drone", "preset", f"unknown preset {name!r}; available presets: {names}")
-    if _is_path(name) and not Path(name).is_file():
-        raise fail("drone", "preset", f"preset file not found: {name}")
-    try:
-        drone = load_params(name)
-    except ValueError as e:
-        raise fail("drone", "preset", str(e)) from None
-    except OSError as e:
-        raise fail("drone", "preset", f"cannot read {name}: {e.strerror or e}") from None
+    drone = _load_named(fail, "drone", "preset", dr["preset"], load_params, list_presets(),
+                        "preset", "available presets")  # fmt: skip
     over: dict[str, Any] = {}
     if dr["mass"] is not None:
         over["mass"] = dr["mass"]
@@ -942,17 +948,8 @@ def _check_imu(v: dict, fail: Any) -> None:
         return
     from ..physics.sensors import list_imu_presets, load_imu
 
-    if not _is_path(name) and name not in list_imu_presets():
-        names = ["none", *list_imu_presets()]
-        raise fail("sensors", "imu", f"unknown IMU preset {name!r}; available: {names}")
-    if _is_path(name) and not Path(name).is_file():
-        raise fail("sensors", "imu", f"IMU file not found: {name}")
-    try:
-        imu = load_imu(name)
-    except ValueError as e:
-        raise fail("sensors", "imu", str(e)) from None
-    except OSError as e:
-        raise fail("sensors", "imu", f"cannot read {name}: {e.strerror or e}") from None
+    imu = _load_named(fail, "sensors", "imu", name, load_imu, list_imu_presets(), "IMU preset",
+                      "available", none=True)  # fmt: skip
     from ..loop.brain import loop_periods
 
     try:  # the IMU's period against the physics step (the loop's rule, checked once here)
