@@ -3,9 +3,14 @@ r"""Compiled rollouts: a CasADi step function turned into vectorised, multi-thre
 A step ``x_{s+1} = f(x_s, u_s[, p])`` of one drone, given as a CasADi ``SX`` Function, is walked
 instruction by instruction and emitted as C that uses GCC/Clang vector extensions: every C variable
 is a vector of ``lanes`` drones (8 in float32, 4 in float64 with 32-byte vectors; twice that with
-64-byte vectors where the target has AVX-512), the state stays in
-registers over all steps, and OpenMP spreads blocks of drones over the cores. Transcendental
-functions are libm's, called once per lane, except where the C library has vector variants of
+64-byte vectors where the target has AVX-512), a block's state stays in two local buffers
+(this step's and the next, swapped, not copied, between steps) over all steps, and OpenMP
+spreads blocks of drones over the cores. Instructions whose results only a select that is
+false in every lane of a vector would read run only when a lane needs them
+(:mod:`quadsim.engines.native_schedule`: a sensor update, an estimator's correction, a
+controller at a lower rate cost nothing on the steps where no drone of the block has one).
+Transcendental functions are libm's, called once per lane, except where the C library has
+vector variants of
 them (glibc's libmvec, probed once and cached like the toolchain): those are declared ``simd``
 and called once per vector (``sin``, ``asin``, ``atan2``, ``exp``, ...; within libmvec's 4 ulp
 of libm). The library is
@@ -43,6 +48,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .native_schedule import ALWAYS, guarded_schedule
 
 __all__ = ["NativeRollout", "available", "compile_rollout"]
 
@@ -277,7 +284,8 @@ def _generator_id() -> str | None:
 
     try:
         noise = Path(__file__).parents[1] / "physics" / "noise.py"  # the C twin of the normals
-        own = Path(__file__).read_bytes() + noise.read_bytes()
+        plan = Path(__file__).with_name("native_schedule.py")
+        own = Path(__file__).read_bytes() + noise.read_bytes() + plan.read_bytes()
     except OSError:
         return None
     return hashlib.sha256(own + b"\0" + cs.__version__.encode()).hexdigest()
@@ -336,26 +344,19 @@ def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int 
              if hasattr(cs, "OP_" + k)}  # fmt: skip
     rows_in = [F.sparsity_in(i).find() for i in range(F.n_in())]
     rows_out = F.sparsity_out(0).find()
-    body, used = [], set()
-    for k in range(F.n_instructions()):
-        op, i, o = F.instruction_id(k), F.instruction_input(k), F.instruction_output(k)
-        name = names.get(op)
-        if name is None:
-            all_ops = {getattr(cs, n): n for n in dir(cs) if n.startswith("OP_")}
-            raise NotImplementedError(f"CasADi operation {all_ops.get(op, op)} is not supported")
-        if name == "CONST":
-            rhs = f"((vf){{}} + {_literal(F.instruction_constant(k), sfx)})"
-        elif name == "INPUT":
-            rhs = f"{'xupz'[i[0]]}s[{rows_in[i[0]][i[1]]}]"
-        elif name == "OUTPUT":
-            body.append(f"xn[{rows_out[o[1]]}] = t{i[0]};")
-            continue
-        elif isinstance(_OPS[name], tuple):
-            used.add(name)
-            rhs = f"v_{name}({', '.join(f't{a}' for a in i)})"
-        else:
-            rhs = _OPS[name].format(*[f"t{a}" for a in i])
-        body.append(f"t{o[0]} = {rhs};")
+    blocks, deps = guarded_schedule(F)
+    body, used, stale = [], set(), []
+    for guard, ks in blocks:
+        if guard is not ALWAYS:  # evaluated when a lane needs it (quadsim.native_schedule)
+            terms = (" && ".join(f"any_nz(t{c})" for c in t) for t in guard)
+            body.append(f"if (({') || ('.join(terms)})) {{")
+            stale += ks
+        for k in ks:
+            body.append(("  " if guard is not ALWAYS else "") + _instruction(F, k, deps[k], names,
+                                                                            rows_in, rows_out,
+                                                                            sfx, used))
+        if guard is not ALWAYS:
+            body.append("}")
     body += [f"xn[{r}] = ZERO;" for r in sorted(set(range(sizes[0])) - set(rows_out))]
     helpers = [_simd_decls(sorted({_OPS[k][1] for k in used} & set(simd)), T)]
     for name in sorted(used):
@@ -377,7 +378,9 @@ def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int 
                 f"for (int l = 0; l < W; ++l) zs[k][l] = (T)zb[k][l]; }}")
         # Box-Muller's log, cos and sin in double, as vector functions where the C library has
         helpers.insert(0, _simd_decls(sorted({"log", "cos", "sin"} & set(simd)), "double"))
-    decl = "vf " + ", ".join(f"t{k}" for k in range(max(F.sz_w(), 1))) + ";"
+    decl = "vf " + ", ".join(f"t{k}" for k in range(max(F.n_instructions(), 1))) + ";"
+    if stale:  # a skipped block's variables are read only where masked away; give them a value
+        decl += " " + " ".join(f"t{k} = ZERO;" for k in stale)
     load = "memcpy(&{0}[k], {1}, sizeof(vf));"
     return f"""/* quadsim.native: generated from CasADi Function '{F.name()}' */
 #include <math.h>
@@ -396,6 +399,8 @@ typedef {Ti} vi __attribute__((vector_size({vbytes})));
 #define ABS_BITS ((vi){{}} + {absb})
 #define B(m) ((vf)((m) & ONE_BITS))
 static inline T sgn(T a) {{ return a < 0 ? -1 : (a > 0 ? 1 : a); }}
+static inline int any_nz(vf a) {{ vi m = (vi)(a != ZERO); int r = 0;
+  for (int l = 0; l < W; ++l) r |= m[l] != 0; return r; }}
 {chr(10).join(helpers)}
 {c_source() if nz else ""}
 int quadsim_roll(T *restrict X, const T *restrict U, const T *restrict P, int64_t N,
@@ -411,7 +416,8 @@ int quadsim_roll(T *restrict X, const T *restrict U, const T *restrict P, int64_
 #pragma omp parallel for schedule(static) num_threads(nt) \
     if(N / W >= 2 && (N / W) * steps * {F.n_instructions()} >= {_OMP_WORK})
   for (int64_t j = 0; j < N; j += W) {{
-    vf xs[{max(nx, 1)}], xn[{max(nx, 1)}], us[{max(nu, 1)}], ps[{max(npar, 1)}], zs[{max(nz, 1)}];
+    vf xa[{max(nx, 1)}], xb[{max(nx, 1)}], us[{max(nu, 1)}], ps[{max(npar, 1)}], zs[{max(nz, 1)}];
+    vf *xs = xa, *xn = xb;  /* this step's state and the next: swapped */
     {decl}
     for (int k = 0; k < {nx}; ++k) {load.format("xs", "X + k * N + j")}
     for (int k = 0; k < {nu}; ++k) {load.format("us", "U + k * N + j")}
@@ -425,7 +431,7 @@ int quadsim_roll(T *restrict X, const T *restrict U, const T *restrict P, int64_
           for (int k = 0; k < {nu}; ++k) {load.format("us", "U + (s * " + str(nu) + " + k) * N + j")}
         {draw}
         {chr(10).join("        " + b for b in body).lstrip()}
-        for (int k = 0; k < {nx}; ++k) xs[k] = xn[k];
+        {{ vf *t = xs; xs = xn; xn = t; }}
       }}
       if (rec > 0 && s % rec == 0)
         for (int k = 0; k < {nx}; ++k) memcpy(R + ((s / rec - 1) * {nx} + k) * N + j, &xs[k], sizeof(vf));
@@ -435,6 +441,32 @@ int quadsim_roll(T *restrict X, const T *restrict U, const T *restrict P, int64_
   return 0;
 }}
 """  # noqa: E501
+
+
+def _instruction(F: Any, k: int, args: list[int], names: dict, rows_in: list, rows_out: list,
+                 sfx: str, used: set) -> str:  # fmt: skip
+    """C statement of instruction ``k`` of ``F``, its result in ``t{k}`` (SSA: ``args`` are the
+    instructions whose results it reads); ``used`` collects the per-lane helpers it needs."""  # noqa: D205, D209
+    import casadi as cs
+
+    op = F.instruction_id(k)
+    name = names.get(op)
+    if name is None:
+        all_ops = {getattr(cs, n): n for n in dir(cs) if n.startswith("OP_")}
+        raise NotImplementedError(f"CasADi operation {all_ops.get(op, op)} is not supported")
+    if name == "CONST":
+        rhs = f"((vf){{}} + {_literal(F.instruction_constant(k), sfx)})"
+    elif name == "INPUT":
+        i = F.instruction_input(k)
+        rhs = f"{'xupz'[i[0]]}s[{rows_in[i[0]][i[1]]}]"
+    elif name == "OUTPUT":
+        return f"xn[{rows_out[F.instruction_output(k)[1]]}] = t{args[0]};"
+    elif isinstance(_OPS[name], tuple):
+        used.add(name)
+        rhs = f"v_{name}({', '.join(f't{a}' for a in args)})"
+    else:
+        rhs = _OPS[name].format(*[f"t{a}" for a in args])
+    return f"t{k} = {rhs};"
 
 
 class NativeRollout:

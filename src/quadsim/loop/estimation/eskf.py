@@ -44,8 +44,10 @@ vector: ``P`` stays symmetric to rounding). The accumulated ``δx`` is then inje
 ``G = I - [½ δθ]_×``, of order ``|δθ|``, is neglected, as is usual).
 
 Everything is array-API code over the batch ``...`` (NumPy, JAX, CasADi through
-:class:`~quadsim._array.SymArray`): a measurement that is not fresh gets a zero gain
-(``fresh`` multiplies ``k``), so nothing branches on values. ``P`` is stored as its upper
+:class:`~quadsim._array.SymArray`): a measurement that is not fresh leaves the state as it
+was through a select (``where``), so nothing branches on values in Python, and the compiled
+loop evaluates the update only when some drone of a vector has one
+(:mod:`quadsim.engines.native_schedule`). ``P`` is stored as its upper
 triangle, row by row (``d(d+1)/2`` numbers, :func:`pack`, :func:`unpack`): every operation
 computes only those entries (in the compiled loop the lower triangle is never evaluated).
 """
@@ -73,6 +75,7 @@ __all__ = [
     "nees",
     "pack",
     "position_rows",
+    "propagate_cov",
     "strapdown",
     "unpack",
     "velocity_rows",
@@ -235,21 +238,36 @@ def eskf_predict(state: EskfState, gyro: Any, accel: Any, g_vec: Any, dt: float,
         noise: :class:`EskfNoise`.
     """
     s = state
-    xp = namespace(s.pos, s.cov, gyro)
-    d = error_dim(s)
     w = gyro - s.gyro_bias
     a = accel - s.accel_bias
     pos, vel, quat, R = strapdown(s.pos, s.vel, s.quat, w, a, g_vec, dt)
+    cov = propagate_cov(s, R, w * dt, a * dt, dt, noise)
+    return EskfState(pos, vel, quat, s.accel_bias, s.gyro_bias, s.baro_bias, cov)
+
+
+def propagate_cov(state: EskfState, R: Any, w_dt: Any, a_dt: Any, dt: Any,
+                  noise: EskfNoise) -> Any:  # fmt: skip
+    """The covariance ``P ← F P Fᵀ + Q`` over an interval (module docstring), packed.
+
+    For one sample ``w_dt = ω Δt`` and ``a_dt = a Δt`` (bias-corrected); for an interval of
+    several, their sums, ``dt`` the interval [s] (a float or ``(..., 1)``) and ``R`` ``(..., 3,
+    3)`` the attitude in it: the mean rate and specific force over the interval stand for the
+    samples (``F`` to first order in the interval, what a filter that predicts its covariance
+    at a lower rate than its IMU does; an interval of length 0 leaves ``P`` as it is).
+    """
+    s = state
+    xp = namespace(s.pos, s.cov, w_dt)
+    d = error_dim(s)
     batch = tuple(s.pos.shape[:-1])
     c = lambda m: xp.broadcast_to(as_like(xp, m, s.pos), (*batch, *np.shape(m)))  # noqa: E731
+    T = dt[..., None] if hasattr(dt, "shape") and dt.shape else dt  # (..., 1, 1) or a float
     eye, zero = c(np.eye(3)), c(np.zeros((3, 3)))
-    Ra = R @ _skew(xp, a)
-    Rt_w = rotation.to_matrix(rotation.exp(-w * dt))  # exp(-[ω]× dt)
-    h2 = 0.5 * dt * dt
+    Ra_dt = R @ _skew(xp, a_dt)  # R [a]× Δt
+    Rt_w = rotation.to_matrix(rotation.exp(-w_dt))  # exp(-[ω]× Δt)
     rows = [
-        [eye, eye * dt, -h2 * Ra, -h2 * R, zero],
-        [zero, eye, -dt * Ra, -dt * R, zero],
-        [zero, zero, Rt_w, zero, -dt * eye],
+        [eye, eye * T, (-0.5 * T) * Ra_dt, (-0.5 * T * T) * R, zero],
+        [zero, eye, -Ra_dt, -T * R, zero],
+        [zero, zero, Rt_w, zero, -T * eye],
         [zero, zero, zero, eye, zero],
         [zero, zero, zero, zero, eye],
     ]
@@ -262,10 +280,10 @@ def eskf_predict(state: EskfState, gyro: Any, accel: Any, g_vec: Any, dt: float,
     ka2 = np.broadcast_to(np.asarray(noise.accel_bias_walk, np.float64) ** 2, (3,))
     kg2 = np.broadcast_to(np.asarray(noise.gyro_bias_walk, np.float64) ** 2, (3,))
     if np.all(na2 == na2[0]):  # isotropic: R N² Rᵀ = N² I
-        Qv = c(np.diag(na2) * dt)
+        Qv = c(np.diag(na2)) * T
     else:
-        Qv = (R * as_like(xp, na2 * dt, s.pos)[..., None, :]) @ _mT(xp, R)
-    q_rest = c(np.diag(np.concatenate([ng2, ka2, kg2]) * dt))
+        Qv = (R * as_like(xp, na2, s.pos)[..., None, :]) @ _mT(xp, R) * T
+    q_rest = c(np.diag(np.concatenate([ng2, ka2, kg2]))) * T
     z3, z9 = c(np.zeros((3, 3))), c(np.zeros((3, 9)))
     Q = xp.concat([
         xp.concat([z3, z3, z9], axis=-1),
@@ -276,10 +294,10 @@ def eskf_predict(state: EskfState, gyro: Any, accel: Any, g_vec: Any, dt: float,
     if d == 16:  # the barometer bias: a random walk, coupled to the rest through P only
         Pb = full[..., :15, 15:16]
         top = xp.concat([Pn, F @ Pb], axis=-1)
-        corner = full[..., 15:16, 15:16] + float(noise.baro_bias_walk) ** 2 * dt
+        corner = full[..., 15:16, 15:16] + float(noise.baro_bias_walk) ** 2 * T
         bottom = xp.concat([_mT(xp, F @ Pb), corner], axis=-1)
         Pn = xp.concat([top, bottom], axis=-2)
-    return EskfState(pos, vel, quat, s.accel_bias, s.gyro_bias, s.baro_bias, pack(Pn))
+    return pack(Pn)
 
 
 def correct(state: EskfState, rows: list[tuple[dict[int, float], Any, Any]],
@@ -298,16 +316,25 @@ def correct(state: EskfState, rows: list[tuple[dict[int, float], Any, Any]],
     d = error_dim(s)
     iu, ju, where = _triu(d)
     cov = s.cov
-    gain = xp.where(fresh, 1.0, 0.0) + 0.0 * s.pos[..., 0]
     dx = 0.0 * s.pos[..., 0:1] + np.zeros(d)
     for h, r, var in rows:
         Ph = sum(coef * cov[..., where[:, i]] for i, coef in h.items())  # P hᵀ (..., d)
         s_ = sum(coef * Ph[..., i] for i, coef in h.items()) + var
         y = r - sum(coef * dx[..., i] for i, coef in h.items())
-        k = Ph * (gain / s_)[..., None]  # the gain
+        k = Ph / s_[..., None]  # the gain
         dx = dx + k * y[..., None]
         cov = cov - k[..., iu] * Ph[..., ju]  # P - k (P hᵀ)ᵀ, upper triangle only
-    return inject(s._replace(cov=cov), dx)
+    new = inject(s._replace(cov=cov), dx)
+    if fresh is True:
+        return new
+    # a select, not a zero gain: the compiled loop then skips the update when no lane has one
+    return EskfState(*(None if a is None else xp.where(_col(fresh, a), a, b)
+                       for a, b in zip(new, s, strict=True)))  # fmt: skip
+
+
+def _col(fresh: Any, like: Any) -> Any:
+    """``fresh`` ``(...)`` as a column ``(..., 1)`` that broadcasts against ``like``."""
+    return fresh[..., None] if hasattr(fresh, "shape") and fresh.shape else fresh
 
 
 def inject(state: EskfState, dx: Any) -> EskfState:

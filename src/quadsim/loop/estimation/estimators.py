@@ -55,6 +55,8 @@ class EkfSlot(NamedTuple):
         late: Delay lines ``(n, d, size + 1)`` (reading, fresh) of the motion capture, GNSS and
             barometer readings that arrive ``d`` steps earlier than the filter's time needs
             (``None`` for each sensor that needs none).
+        acc: The IMU samples since the covariance was last predicted ``(n, 7)``: ``Σ ω Δt``
+            [rad], ``Σ a Δt`` [m/s], ``Σ Δt`` [s] (bias-corrected).
     """
 
     filt: Any
@@ -65,6 +67,7 @@ class EkfSlot(NamedTuple):
     quat: Any
     nees: Any
     late: Any = None
+    acc: Any = None
 
 
 def _pick(fresh: Any, new: Any, old: Any, xp: Any) -> Any:
@@ -120,6 +123,12 @@ class EkfEstimator:
         nees: Compute and log the NEES against the truth (a simulator's diagnostic: it keeps
             the last ``L`` true states and solves a 9x9 system each step; ``False`` leaves it
             out, and ``est_nees`` with it).
+        cov_interval: The longest interval [s] over which the covariance is predicted in one
+            step (:func:`~quadsim.estimation.eskf.propagate_cov`, with the mean rate and
+            specific force of the IMU samples in it); it is predicted as well at every sample
+            where a measurement is fused. ``0``: at every IMU sample. The nominal state is
+            propagated at every sample whatever this is. Logged covariances are those of the
+            last prediction.
 
     The filter's time lags by the largest latency of the sensors it fuses (in physics steps);
     readings of a sensor with less latency wait in a delay line until the filter reaches their
@@ -136,7 +145,8 @@ class EkfEstimator:
                  init_std: Any = None, mocap_attitude: bool = True,
                  latency_compensation: bool = True, init_error: bool = True, gnss: Any = None,
                  baro: Any = None, gyro_bias_noise: float | None = None,
-                 accel_bias_noise: float | None = None, nees: bool = True) -> None:  # fmt: skip
+                 accel_bias_noise: float | None = None, nees: bool = True,
+                 cov_interval: float = 0.01) -> None:  # fmt: skip
         from ...physics.sensors import (
             check_baro_params,
             check_gnss_params,
@@ -184,6 +194,10 @@ class EkfEstimator:
             self.gnss_pos_std = np.sqrt(np.array([g.pos_std_h, g.pos_std_h, g.pos_std_v]) ** 2
                                         + np.array([g.gm_std_h, g.gm_std_h, g.gm_std_v]) ** 2)
             self.gnss_vel_std = np.array([g.vel_std_h, g.vel_std_h, g.vel_std_v])
+        if not (math.isfinite(cov_interval) and cov_interval >= 0):
+            raise ValueError(f"estimator cov_interval must be a time >= 0 [s]; "
+                             f"got {cov_interval!r}")  # fmt: skip
+        self.cov_every = max(1, round(float(cov_interval) / self.imu_dt))
         self.with_nees = bool(nees)
         self.outputs = [o for o in EKF_OUTPUTS if self.with_nees or o[0] != "est_nees"]
 
@@ -217,7 +231,8 @@ class EkfEstimator:
                      for d, size in zip(self.waits, sizes, strict=True))  # fmt: skip
         slot = EkfSlot(filt, imu_buf, truth_buf, filt.pos, filt.vel, filt.quat,
                        np.zeros(n) if self.with_nees else None,
-                       late if any(b is not None for b in late) else None)  # fmt: skip
+                       late if any(b is not None for b in late) else None,
+                       np.zeros((n, 7)))  # fmt: skip
         return _to(slot, xp)
 
     def __call__(self, k: Any, truth: Any, readings: dict, est: EkfSlot) -> tuple[Any, EkfSlot]:
@@ -233,53 +248,85 @@ class EkfEstimator:
         now = xp.concat([truth.pos, truth.vel, truth.quat], axis=-1)
         imu_buf = truth_buf = None
         if L:
-            seq = xp.concat([est.imu_buf, sample[..., None, :]], axis=-2)
-            at, rest, imu_buf = seq[..., 0, :], seq[..., 1:, :], seq[..., 1:, :]
+            at = est.imu_buf[..., 0, :7]
             then = None
             if self.with_nees:
                 hist = xp.concat([est.truth_buf, now[..., None, :]], axis=-2)
                 then, truth_buf = hist[..., 0, :], hist[..., 1:, :]
         else:
-            at, rest, then = sample, None, now
-        # the filter's step at its time: propagate, then fuse what was measured then
-        pred = eskf.eskf_predict(f, at[..., 0:3], at[..., 3:6], self.g_vec, self.imu_dt, self.noise)
-        gate = self.m_i > 1 or L > 0  # held IMU readings, or the start's empty buffer
-        f = _pick(at[..., 6] > 0.5, pred, f, xp) if gate else pred
+            at, then = sample, now
+        # the filter's step at its time: what arrives for it, the nominal state propagated, the
+        # covariance predicted where something is fused (or the interval is full), the fusion
         late = list(est.late) if est.late is not None else [None, None, None]
+        ticks = []
         if self.mocap is not None:
-            (p_m, q_m), fresh, late[0] = _wait(xp, late[0], (readings["mocap_pos"],
-                                                             readings["mocap_quat"]),
-                                               readings.get("mocap_fresh", True))  # fmt: skip
+            (p_m, q_m), fresh_m, late[0] = _wait(xp, late[0], (readings["mocap_pos"],
+                                                               readings["mocap_quat"]),
+                                                 readings.get("mocap_fresh", True))  # fmt: skip
+            ticks.append(fresh_m)
+        if self.gnss is not None:
+            (p_g, v_g), fresh_g, late[1] = _wait(xp, late[1], (readings["gnss_pos"],
+                                                               readings["gnss_vel"]),
+                                                 readings.get("gnss_fresh", True))  # fmt: skip
+            ticks.append(fresh_g)
+        if self.baro is not None:
+            (alt,), fresh_b, late[2] = _wait(xp, late[2], (readings["baro_alt"][..., None],),
+                                             readings.get("baro_fresh", True))  # fmt: skip
+            ticks.append(fresh_b)
+        f, acc = self._predict(f, at, est.acc, ticks, xp)
+        if self.mocap is not None:
             rows = eskf.position_rows(f, p_m, self.mocap.pos_std)
             if self.mocap_attitude:
                 rows += eskf.attitude_rows(f, q_m, self.mocap.att_std)
-            f = eskf.correct(f, rows, fresh)
+            f = eskf.correct(f, rows, fresh_m)
         if self.gnss is not None:
-            (p_g, v_g), fresh, late[1] = _wait(xp, late[1], (readings["gnss_pos"],
-                                                             readings["gnss_vel"]),
-                                               readings.get("gnss_fresh", True))  # fmt: skip
             rows = (eskf.position_rows(f, p_g, self.gnss_pos_std)
                     + eskf.velocity_rows(f, v_g, self.gnss_vel_std))  # fmt: skip
-            f = eskf.correct(f, rows, fresh)
+            f = eskf.correct(f, rows, fresh_g)
         if self.baro is not None:
-            (alt,), fresh, late[2] = _wait(xp, late[2], (readings["baro_alt"][..., None],),
-                                           readings.get("baro_fresh", True))  # fmt: skip
-            f = eskf.correct(f, eskf.altitude_rows(f, alt[..., 0], self.baro.noise_std), fresh)
+            f = eskf.correct(f, eskf.altitude_rows(f, alt[..., 0], self.baro.noise_std), fresh_b)
         nees = None
         if self.with_nees:
             nees = eskf.nees(f, then[..., 0:3], then[..., 3:6], then[..., 6:10])
         # carried to now through the buffered samples
         pos, vel, quat = f.pos, f.vel, f.quat
+        if L:
+            imu_buf = xp.concat([est.imu_buf[..., 1:, :], sample[..., None, :]], axis=-2)
         for i in range(L):
-            u = rest[..., i, :]
+            u = imu_buf[..., i, :]
             p1, v1, q1, _ = eskf.strapdown(pos, vel, quat, u[..., 0:3] - f.gyro_bias,
                                         u[..., 3:6] - f.accel_bias, self.g_vec,
                                         self.imu_dt)  # fmt: skip
-            p1, v1, q1 = _pick(u[..., 6] > 0.5, (p1, v1, q1), (pos, vel, quat), xp)
-            pos, vel, quat = p1, v1, q1
+            pos, vel, quat = _pick(u[..., 6] > 0.5, (p1, v1, q1), (pos, vel, quat), xp)
         state = State(pos, quat, vel, readings["gyro"] - f.gyro_bias, None)
         late = tuple(late) if est.late is not None else None
-        return state, EkfSlot(f, imu_buf, truth_buf, pos, vel, quat, nees, late)
+        return state, EkfSlot(f, imu_buf, truth_buf, pos, vel, quat, nees, late, acc)
+
+    def _predict(self, f: Any, at: Any, acc: Any, ticks: list, xp: Any) -> tuple[Any, Any]:
+        """The filter propagated with the IMU sample ``at`` (gyro, accel, fresh): the nominal
+        state by one strapdown step, the covariance over the samples accumulated in ``acc``
+        (``Σ ω Δt``, ``Σ a Δt``, ``Σ Δt``) where a measurement is fused now (``ticks``) or the
+        interval reaches ``cov_interval`` (:func:`~quadsim.estimation.eskf.propagate_cov`);
+        returns ``(filter, acc)``."""  # noqa: D205, D209
+        w, a, fresh = at[..., 0:3] - f.gyro_bias, at[..., 3:6] - f.accel_bias, at[..., 6:7]
+        pos, vel, quat, R = eskf.strapdown(f.pos, f.vel, f.quat, w, a, self.g_vec, self.imu_dt)
+        if self.m_i > 1 or self.L > 0:  # held IMU readings, or the start's empty buffer
+            pos, vel, quat = _pick(fresh[..., 0] > 0.5, (pos, vel, quat), (f.pos, f.vel, f.quat),
+                                   xp)  # fmt: skip
+        dt = fresh * self.imu_dt
+        acc = acc + xp.concat([w * dt, a * dt, dt], axis=-1)
+        cov = eskf.propagate_cov(f, R, acc[..., 0:3], acc[..., 3:6], acc[..., 6:7], self.noise)
+        tick = acc[..., 6] > (self.cov_every - 0.5) * self.imu_dt
+        for t in ticks:
+            if t is True:
+                tick = True
+                break
+            tick = xp.logical_or(tick, t)
+        f = f._replace(pos=pos, vel=vel, quat=quat)
+        if tick is True:
+            return f._replace(cov=cov), 0.0 * acc
+        return (f._replace(cov=xp.where(tick[..., None], cov, f.cov)),
+                xp.where(tick[..., None], 0.0 * acc, acc))
 
     def log(self, est: EkfSlot) -> dict:
         """What :attr:`outputs` names, from the state."""
