@@ -240,3 +240,40 @@ def test_numpy_jax_and_the_casadi_trace_agree():
                                                    (p, v, q, gyro, accel, zp, zq)])  # fmt: skip
         for a, b in zip(jgot, want, strict=True):
             np.testing.assert_allclose(np.asarray(a), b, rtol=1e-9, atol=1e-12)
+
+
+def test_covariance_over_an_interval_approaches_the_per_sample_prediction():
+    """``propagate_cov`` over 5 samples at once (their summed rate and specific force, the EKF's
+    ``cov_interval``) against 5 per-sample predictions: equal to first order in the interval;
+    an empty interval leaves the covariance as it is."""
+    rng = np.random.default_rng(4)
+    noise = E.EskfNoise(2e-3, 2e-2, 1e-4, 1e-3)
+    std = np.array([1e-3] * 3 + [1e-2] * 3 + [1e-2] * 3 + [0.05] * 3 + [2e-3] * 3)
+    s0 = E.eskf_init(np.zeros((1, 3)), np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]), std)
+    dt, m = 0.002, 5
+    gyro = rng.normal(0, 0.5, (m, 1, 3))
+    acc = rng.normal(0, 1.0, (m, 1, 3)) + np.array([0.0, 0.0, 9.81])
+    s = s0
+    for i in range(m):
+        s = E.eskf_predict(s, gyro[i], acc[i], (0, 0, -9.81), dt, noise)
+    R = rotation.to_matrix(s0.quat)
+    once = E.propagate_cov(s0, R, gyro.sum(0) * dt, acc.sum(0) * dt, np.full((1, 1), m * dt), noise)
+    P1, P2 = E.unpack(s.cov)[0], E.unpack(once)[0]
+    rel = np.abs(P2 - P1).max() / np.abs(P1).max()
+    assert 0 < rel < 0.02, rel
+    np.testing.assert_allclose(np.diag(P2), np.diag(P1), rtol=0.02, atol=1e-12)
+    same = E.propagate_cov(s0, R, 0 * gyro[0], 0 * acc[0], np.zeros((1, 1)), noise)
+    np.testing.assert_array_equal(same, s0.cov)
+
+
+def test_ekf_rejects_a_negative_covariance_interval():
+    from quadsim.brain import loop_periods
+    from quadsim.estimation.estimators import EkfEstimator
+
+    imu = sensors.load_imu("bmi088")
+    mocap = sensors.MocapParams(pos_std=1e-3, att_std=0.01, latency=0.0, rate=100.0)
+    per = loop_periods(0.002, None, imu, mocap)
+    with pytest.raises(ValueError, match="cov_interval"):
+        EkfEstimator(imu, mocap, (0, 0, -9.81), 0.002, per, cov_interval=-0.01)
+    with pytest.raises(ValueError, match="cov_interval"):
+        EkfEstimator(imu, mocap, (0, 0, -9.81), 0.002, per, cov_interval=float("nan"))
