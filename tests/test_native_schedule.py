@@ -40,6 +40,20 @@ def _multirate() -> object:
     return cs.Function("multirate", [x, u], [y])
 
 
+def _cycle() -> object:
+    """Guards that read each other both ways: ``u`` (needed where ``c1``) feeds ``v`` (needed
+    where ``c1`` and ``c2``), whose select on ``c2`` is needed where ``c1`` again."""
+    x, uu = cs.SX.sym("x", 6), cs.SX.sym("u", 1)
+    c1 = cs.fmod(x[0], 3) == 0
+    c2 = x[5] > 0.0
+    u = _heavy(x[1], 12)
+    v = _heavy(u * 0.7, 12)
+    inner = cs.if_else(c2, v, x[2])
+    outer = cs.if_else(c1, _heavy(inner + u, 12), x[3])
+    y = cs.vertcat(x[0] + 1, outer, x[2], x[3] * 0.9 + inner * 0.0 + 0.1, x[4], x[5] + uu[0])
+    return cs.Function("cycle", [x, uu], [y])
+
+
 def test_blocks_are_formed_and_every_instruction_scheduled_once():
     F = _multirate()
     blocks, deps = ns.guarded_schedule(F)
@@ -57,9 +71,10 @@ def test_blocks_are_formed_and_every_instruction_scheduled_once():
     assert any(len(t) == 2 for g, _ in guarded for t in g)
 
 
+@pytest.mark.parametrize("make", [_multirate, _cycle])
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_guarded_rollout_equals_casadi_lane_by_lane(dtype, tmp_path):
-    F = _multirate()
+def test_guarded_rollout_equals_casadi_lane_by_lane(make, dtype, tmp_path):
+    F = make()
     n, steps = 21, 13  # lanes with mixed branch choices, a padded last vector
     rng = np.random.default_rng(3)
     X = rng.uniform(-1, 1, (6, n))
@@ -76,6 +91,9 @@ def test_guarded_rollout_equals_casadi_lane_by_lane(dtype, tmp_path):
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
     src = roll.source
     assert "any_nz(" in src and "if ((" in src
+    blocks, deps = ns.guarded_schedule(F)
+    at = {k: i for i, k in enumerate(k for _, ks in blocks for k in ks)}
+    assert all(at[a] < at[k] for k in at for a in deps[k])  # every input computed first
 
 
 def test_a_condition_computed_from_a_selected_value_is_not_tested_early():

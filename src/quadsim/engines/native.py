@@ -49,7 +49,7 @@ from typing import Any
 
 import numpy as np
 
-from .native_schedule import ALWAYS, guarded_schedule
+from .native_schedule import ALWAYS, guarded_schedule, selects
 
 __all__ = ["NativeRollout", "available", "compile_rollout"]
 
@@ -345,6 +345,7 @@ def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int 
     rows_in = [F.sparsity_in(i).find() for i in range(F.n_in())]
     rows_out = F.sparsity_out(0).find()
     blocks, deps = guarded_schedule(F)
+    blends = selects(F, deps)
     body, used, stale = [], set(), []
     for guard, ks in blocks:
         if guard is not ALWAYS:  # evaluated when a lane needs it (quadsim.native_schedule)
@@ -352,9 +353,10 @@ def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int 
             body.append(f"if (({') || ('.join(terms)})) {{")
             stale += ks
         for k in ks:
-            body.append(("  " if guard is not ALWAYS else "") + _instruction(F, k, deps[k], names,
-                                                                            rows_in, rows_out,
-                                                                            sfx, used))
+            line = (f"t{k} = SEL(t{blends[k][0]}, t{blends[k][1]}, t{blends[k][2]});"
+                    if k in blends else
+                    _instruction(F, k, deps[k], names, rows_in, rows_out, sfx, used))  # fmt: skip
+            body.append(("  " if guard is not ALWAYS else "") + line)
         if guard is not ALWAYS:
             body.append("}")
     body += [f"xn[{r}] = ZERO;" for r in sorted(set(range(sizes[0])) - set(rows_out))]
@@ -398,6 +400,7 @@ typedef {Ti} vi __attribute__((vector_size({vbytes})));
 #define ONE_BITS ((vi){{}} + {one})
 #define ABS_BITS ((vi){{}} + {absb})
 #define B(m) ((vf)((m) & ONE_BITS))
+#define SEL(c, a, b) ((vf)((((vi)((c) != ZERO)) & (vi)(a)) | (~((vi)((c) != ZERO)) & (vi)(b))))
 static inline T sgn(T a) {{ return a < 0 ? -1 : (a > 0 ? 1 : a); }}
 static inline int any_nz(vf a) {{ vi m = (vi)(a != ZERO); int r = 0;
   for (int l = 0; l < W; ++l) r |= m[l] != 0; return r; }}

@@ -21,9 +21,10 @@ value) is made ``ALWAYS``, since it must be computed before that condition can b
 **Blocks.** Guards with more than :data:`MAX_CONDS` conditions, and groups of fewer than
 :data:`MIN_BLOCK` instructions (not worth a branch), are made ``ALWAYS`` and the guards are
 recomputed until nothing changes. The instructions keep CasADi's order (its register-friendly
-schedule), except that a guarded one waits until an ``ALWAYS`` instruction reads it; then all
-the waiting instructions of its guard run as one block (after those of wider guards that they
-read), with the guard's later instructions whose inputs are all computed by then. A block
+schedule), except that a guarded one waits until an ``ALWAYS`` instruction reads it; then it
+runs with the waiting instructions it reads (whatever their guard: guards may read each other
+both ways), the waiting ones of its guard, and the guard's later instructions whose inputs are
+all computed by then, in CasADi's order, one block per run of one guard. A block
 whose conditions are not all computed by then (a guard ``{c_1, c_2}`` needed first by the
 select on ``c_1`` before ``c_2`` exists) runs unconditionally. The C evaluates a block with
 guard ``{c_i}`` when any lane of any ``c_i`` is non-zero; otherwise its variables keep stale
@@ -35,7 +36,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ALWAYS", "MAX_CONDS", "MAX_TERM", "MIN_BLOCK", "guarded_schedule"]
+__all__ = ["ALWAYS", "MAX_CONDS", "MAX_TERM", "MIN_BLOCK", "guarded_schedule", "selects"]
 
 ALWAYS = None
 """The guard of an instruction every step needs."""
@@ -176,44 +177,60 @@ def guarded_schedule(F: Any) -> tuple[list[tuple[Any, list[int]]], list[list[int
 
 
 def _sink(g: list[Any], deps: list[list[int]]) -> list[tuple[Any, list[int]]]:
-    """The instructions in CasADi's order, except that guarded ones wait, by guard, until an
-    ``ALWAYS`` instruction (or the end) needs them; then the waiting ones of that guard run as one
-    block, after any waiting ones they read (module docstring)."""  # noqa: D205, D209
+    """The instructions in CasADi's order, except that guarded ones wait until an ``ALWAYS``
+    instruction (or the end) needs them; then they run with all the waiting instructions they
+    read (of any guard) and the waiting ones of their guard, in CasADi's (topological) order,
+    one block per run of a guard (module docstring)."""  # noqa: D205, D209
     blocks: list[tuple[Any, list[int]]] = []
     waiting: dict[frozenset, list[int]] = {}
-    home: dict[int, frozenset] = {}
+    home: dict[int, frozenset] = {}  # the waiting instructions and their guards
     done: set[int] = set()  # the instructions emitted so far
     later: dict[frozenset, list[int]] = {}  # each guard's instructions, in order
     for k, gk in enumerate(g):
         if gk:
             later.setdefault(gk, []).append(k)
 
+    def emit(ks: list[int], key: Any) -> None:
+        if key is ALWAYS or not _conds(key) <= done:  # (a condition not computed yet)
+            key = ALWAYS
+        else:
+            key = tuple(sorted(tuple(sorted(t)) for t in key))
+        if blocks and blocks[-1][0] == key:
+            blocks[-1][1].extend(ks)
+        else:
+            blocks.append((key, list(ks)))
+
     def flush(key: frozenset) -> None:
         ks = waiting.pop(key, None)
         if not ks:
             return
-        for k in ks:  # a guard's instructions read ALWAYS ones or those of wider guards
-            for a in deps[k]:
-                if a in home and home[a] != key:
-                    flush(home[a])
-        # and the guard's later instructions that can run now (all they read is computed)
-        here = set(ks)
-        rest = []
-        for k in later.get(key, []):
-            if k in done or k in here:
-                continue
-            if k > ks[-1] and all(a in done or a in here for a in deps[k]):
-                ks.append(k)
-                here.add(k)
-            else:
-                rest.append(k)
-        later[key] = rest
-        for k in ks:
-            home.pop(k, None)
-        done.update(ks)
-        # a condition not computed yet (read by a later select) cannot be tested: run it always
-        ready = _conds(key) <= done
-        blocks.append((tuple(sorted(tuple(sorted(t)) for t in key)) if ready else ALWAYS, ks))
+        S, stack = set(ks), list(ks)
+        while stack:  # what they read that waits too, whatever its guard
+            for a in deps[stack.pop()]:
+                if a in home and a not in S:
+                    S.add(a)
+                    stack.append(a)
+        top = max(S)
+        for k in later.get(key, []):  # the guard's later instructions that can run now
+            if k > top and k not in done and k not in S and all(a in done or a in S
+                                                                for a in deps[k]):  # fmt: skip
+                S.add(k)
+        later[key] = [k for k in later.get(key, []) if k not in S and k not in done]
+        for other in {home[k] for k in S if k in home} - {key}:
+            waiting[other] = [k for k in waiting[other] if k not in S]
+        order = sorted(S)
+        run: list[int] = []
+        run_key: Any = key
+        for k in order:  # runs of one guard, each a block
+            gk = home.pop(k, key)
+            if run and gk != run_key:
+                emit(run, run_key)
+                done.update(run)
+                run = []
+            run_key = gk
+            run.append(k)
+        emit(run, run_key)
+        done.update(run)
 
     for k, gk in enumerate(g):
         if gk is False or k in done:
@@ -222,9 +239,7 @@ def _sink(g: list[Any], deps: list[list[int]]) -> list[tuple[Any, list[int]]]:
             for a in deps[k]:
                 if a in home:
                     flush(home[a])
-            if not blocks or blocks[-1][0] is not ALWAYS:
-                blocks.append((ALWAYS, []))
-            blocks[-1][1].append(k)
+            emit([k], ALWAYS)
             done.add(k)
         else:
             waiting.setdefault(gk, []).append(k)
@@ -232,3 +247,26 @@ def _sink(g: list[Any], deps: list[list[int]]) -> list[tuple[Any, list[int]]]:
     for key in list(waiting):
         flush(key)
     return blocks
+
+
+def selects(F: Any, deps: list[list[int]]) -> dict[int, tuple[int, int, int]]:
+    """The two-way selects of ``F``: ``{k: (c, a, b)}`` for each ``ADD`` instruction ``k`` that
+    sums ``if_else_zero(c, a)`` and ``if_else_zero(not c, b)`` (how CasADi writes ``c ? a : b``),
+    which the C emits as one bitwise blend (``a`` or ``b`` exactly, NaN in the other ignored)."""  # noqa: D205, D209
+    import casadi as cs
+
+    ops = [F.instruction_id(k) for k in range(len(deps))]
+    iez, add, neg = cs.OP_IF_ELSE_ZERO, cs.OP_ADD, cs.OP_NOT
+    out = {}
+    for k, op in enumerate(ops):
+        if op != add or len(deps[k]) != 2:
+            continue
+        i, j = deps[k]
+        if ops[i] != iez or ops[j] != iez:
+            continue
+        (ci, a), (cj, b) = deps[i], deps[j]
+        if ops[cj] == neg and deps[cj][0] == ci:
+            out[k] = (ci, a, b)
+        elif ops[ci] == neg and deps[ci][0] == cj:
+            out[k] = (cj, b, a)
+    return out

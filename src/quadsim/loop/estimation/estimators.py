@@ -14,8 +14,11 @@ An estimator is an object with
 **delayed fusion** for late measurements: with a motion-capture latency of ``L`` physics steps
 the filter itself runs ``L`` steps behind, at the time the measurement arriving now was taken
 (its IMU samples wait in a buffer of ``L``), fuses it there, and the estimate the controller
-reads is that state carried to now through the buffered samples (:func:`~quadsim.estimation.
-eskf.strapdown`, no covariance: the state buffer and re-propagation of the issue). With
+reads is that state carried to now through the buffered samples (no covariance: the state
+buffer and re-propagation of the issue), in O(1) per step through their preintegration over the
+sliding window (:mod:`quadsim.estimation.preintegration`: the strapdown through them; a sample
+is pushed and popped with the bias estimates of those two times, and the window is rebuilt with
+the present ones every ``8 L`` steps). With
 ``latency_compensation=False`` the measurement is fused as if it were current (the baseline).
 """
 
@@ -27,7 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ...physics import rotation
-from . import eskf
+from . import eskf, preintegration
 
 __all__ = ["COMPLEMENTARY_OUTPUTS", "EKF_OUTPUTS", "ComplementaryEstimator", "EkfEstimator",
            "EkfSlot", "default_init_std"]
@@ -55,6 +58,8 @@ class EkfSlot(NamedTuple):
         late: Delay lines ``(n, d, size + 1)`` (reading, fresh) of the motion capture, GNSS and
             barometer readings that arrive ``d`` steps earlier than the filter's time needs
             (``None`` for each sensor that needs none).
+        win: The buffered samples preintegrated ``(n, 11)``
+            (:mod:`~quadsim.estimation.preintegration`), or ``None`` (no lag).
         acc: The IMU samples since the covariance was last predicted ``(n, 7)``: ``Σ ω Δt``
             [rad], ``Σ a Δt`` [m/s], ``Σ Δt`` [s] (bias-corrected).
     """
@@ -67,6 +72,7 @@ class EkfSlot(NamedTuple):
     quat: Any
     nees: Any
     late: Any = None
+    win: Any = None
     acc: Any = None
 
 
@@ -132,7 +138,7 @@ class EkfEstimator:
 
     The filter's time lags by the largest latency of the sensors it fuses (in physics steps);
     readings of a sensor with less latency wait in a delay line until the filter reaches their
-    time. The carry to now costs one strapdown step per step of lag.
+    time. The carry to now costs the same whatever the lag (a sliding preintegration).
 
     Raises:
         ValueError: No IMU or no position sensor, a standard deviation that is not finite and
@@ -219,11 +225,12 @@ class EkfEstimator:
                               xp=np)  # fmt: skip
         filt = filt._replace(accel_bias=-e[:, 9:12], gyro_bias=-e[:, 12:15])
         L = self.L
-        imu_buf = truth_buf = None
+        imu_buf = truth_buf = win = None
         if L:
             acc0 = -rotation.rotate_inverse(quat, np.broadcast_to(self.g_vec, (n, 3)))
             one = np.concatenate([np.zeros((n, 3)), acc0, np.zeros((n, 1))], -1)  # not fresh
             imu_buf = np.repeat(one[:, None], L, axis=1)  # the filter waits at the start
+            win = preintegration.empty(acc0)
             if self.with_nees:
                 truth_buf = np.repeat(np.concatenate([pos, vel, quat], -1)[:, None], L, axis=1)
         sizes = (3 + 4, 3 + 3, 1)  # mocap pose, GNSS fix, barometer altitude
@@ -231,7 +238,7 @@ class EkfEstimator:
                      for d, size in zip(self.waits, sizes, strict=True))  # fmt: skip
         slot = EkfSlot(filt, imu_buf, truth_buf, filt.pos, filt.vel, filt.quat,
                        np.zeros(n) if self.with_nees else None,
-                       late if any(b is not None for b in late) else None,
+                       late if any(b is not None for b in late) else None, win,
                        np.zeros((n, 7)))  # fmt: skip
         return _to(slot, xp)
 
@@ -273,7 +280,8 @@ class EkfEstimator:
             (alt,), fresh_b, late[2] = _wait(xp, late[2], (readings["baro_alt"][..., None],),
                                              readings.get("baro_fresh", True))  # fmt: skip
             ticks.append(fresh_b)
-        f, acc = self._predict(f, at, est.acc, ticks, xp)
+        old_cov = f.cov
+        f, acc, tick = self._predict(f, at, est.acc, ticks, xp)
         if self.mocap is not None:
             rows = eskf.position_rows(f, p_m, self.mocap.pos_std)
             if self.mocap_attitude:
@@ -285,29 +293,48 @@ class EkfEstimator:
             f = eskf.correct(f, rows, fresh_g)
         if self.baro is not None:
             f = eskf.correct(f, eskf.altitude_rows(f, alt[..., 0], self.baro.noise_std), fresh_b)
+        if tick is not True:  # the covariance changes where predicted (and so where fused)
+            f = f._replace(cov=xp.where(tick[..., None], f.cov, old_cov))
         nees = None
         if self.with_nees:
             nees = eskf.nees(f, then[..., 0:3], then[..., 3:6], then[..., 6:10])
-        # carried to now through the buffered samples
-        pos, vel, quat = f.pos, f.vel, f.quat
+        # carried to now through the buffered samples: the window slides by this step's sample
+        pos, vel, quat, win = f.pos, f.vel, f.quat, None
         if L:
+            win = preintegration.push(preintegration.pop(est.win, self._sample(at, f)),
+                                      self._sample(sample, f))  # fmt: skip
             imu_buf = xp.concat([est.imu_buf[..., 1:, :], sample[..., None, :]], axis=-2)
-        for i in range(L):
-            u = imu_buf[..., i, :]
-            p1, v1, q1, _ = eskf.strapdown(pos, vel, quat, u[..., 0:3] - f.gyro_bias,
-                                        u[..., 3:6] - f.accel_bias, self.g_vec,
-                                        self.imu_dt)  # fmt: skip
-            pos, vel, quat = _pick(u[..., 6] > 0.5, (p1, v1, q1), (pos, vel, quat), xp)
+            win = self._rebuilt(k, win, imu_buf, f, xp)
+            pos, vel, quat = preintegration.apply(pos, vel, quat, win, self.g_vec)
         state = State(pos, quat, vel, readings["gyro"] - f.gyro_bias, None)
         late = tuple(late) if est.late is not None else None
-        return state, EkfSlot(f, imu_buf, truth_buf, pos, vel, quat, nees, late, acc)
+        return state, EkfSlot(f, imu_buf, truth_buf, pos, vel, quat, nees, late, win, acc)
 
-    def _predict(self, f: Any, at: Any, acc: Any, ticks: list, xp: Any) -> tuple[Any, Any]:
+    def _sample(self, reading: Any, f: Any) -> Any:
+        """A buffered IMU reading (gyro, accel, fresh) as a window sample, corrected with the
+        filter's present bias estimates (:func:`~quadsim.estimation.preintegration.sample`)."""  # noqa: D205, D209
+        return preintegration.sample(reading[..., 0:3] - f.gyro_bias,
+                                     reading[..., 3:6] - f.accel_bias,
+                                     reading[..., 6:7] * self.imu_dt)  # fmt: skip
+
+    def _rebuilt(self, k: Any, win: Any, imu_buf: Any, f: Any, xp: Any) -> Any:
+        """The window rebuilt from the buffered readings every ``8 L`` steps (``L`` pushes; the
+        compiled loop evaluates them only then, :mod:`~quadsim.estimation.preintegration`)."""  # noqa: D205, D209
+        from ..brain import _due
+
+        fresh = preintegration.empty(win)
+        for i in range(self.L):
+            fresh = preintegration.push(fresh, self._sample(imu_buf[..., i, :], f))
+        due = _due(k + 0.0 * win[..., 0], 8 * self.L, xp)
+        return xp.where(due[..., None], fresh, win)
+
+    def _predict(self, f: Any, at: Any, acc: Any, ticks: list, xp: Any) -> tuple[Any, Any, Any]:
         """The filter propagated with the IMU sample ``at`` (gyro, accel, fresh): the nominal
         state by one strapdown step, the covariance over the samples accumulated in ``acc``
         (``Σ ω Δt``, ``Σ a Δt``, ``Σ Δt``) where a measurement is fused now (``ticks``) or the
         interval reaches ``cov_interval`` (:func:`~quadsim.estimation.eskf.propagate_cov`);
-        returns ``(filter, acc)``."""  # noqa: D205, D209
+        returns ``(filter, acc, tick)``: the filter with the predicted covariance, to be kept
+        only where ``tick`` (the caller selects after fusing, which happens only there)."""  # noqa: D205, D209
         w, a, fresh = at[..., 0:3] - f.gyro_bias, at[..., 3:6] - f.accel_bias, at[..., 6:7]
         pos, vel, quat, R = eskf.strapdown(f.pos, f.vel, f.quat, w, a, self.g_vec, self.imu_dt)
         if self.m_i > 1 or self.L > 0:  # held IMU readings, or the start's empty buffer
@@ -322,11 +349,10 @@ class EkfEstimator:
                 tick = True
                 break
             tick = xp.logical_or(tick, t)
-        f = f._replace(pos=pos, vel=vel, quat=quat)
+        f = f._replace(pos=pos, vel=vel, quat=quat, cov=cov)
         if tick is True:
-            return f._replace(cov=cov), 0.0 * acc
-        return (f._replace(cov=xp.where(tick[..., None], cov, f.cov)),
-                xp.where(tick[..., None], 0.0 * acc, acc))
+            return f, 0.0 * acc, True
+        return f, xp.where(tick[..., None], 0.0 * acc, acc), tick
 
     def log(self, est: EkfSlot) -> dict:
         """What :attr:`outputs` names, from the state."""
