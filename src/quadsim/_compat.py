@@ -19,9 +19,9 @@ from typing import Any
 
 LAYERS = {
     "physics": ("_array", "_toml", "bind", "commands", "envelope", "integrators", "models",
-                "noise", "params", "presets", "rotation", "rotors", "sensors", "systems", "wind",
-                "world"),
-    "engines": ("native", "native_schedule", "sim", "sim_native"),
+                "noise", "params", "power", "presets", "rotation", "rotors", "sensors", "systems",
+                "wind", "world"),
+    "engines": ("native", "native_schedule", "pwm", "sim", "sim_native"),
     "loop": ("brain", "closed_loop", "closed_loop_jax", "control", "estimation", "flight",
              "initial", "trajectories"),
     "app": ("bench", "bench_closed_loop", "bench_peers", "cli", "envs", "io", "plotting",

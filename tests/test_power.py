@@ -1,0 +1,124 @@
+"""The power chain (quadsim.physics.power), its identification on the thrust stand
+(quadsim.app.sysid.power) and the PWM command level (quadsim.engines.pwm)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from quadsim.sim import Simulator
+
+from quadsim.app.sysid import power as fit
+from quadsim.app.sysid import thrust_stand as ts
+from quadsim.engines.pwm import PwmDrive
+from quadsim.physics import power as pw
+from quadsim.physics.envelope import envelope
+
+P_LAG_ROWS = 23  # the fitted lag (rows of the stand's log)
+
+
+@pytest.fixture(scope="module")
+def P():
+    return pw.load_power("cf21_stock")
+
+
+def test_the_preset_is_the_fit_on_the_stand(P, tmp_path):
+    """The packaged preset is what `python -m quadsim.app.sysid.power` fits (rounded to 6
+    significant digits in the file), and its sources name the data set."""
+    f = fit.fit_power()
+    np.testing.assert_allclose(P.r_internal, f["r_internal"], rtol=1e-5)
+    np.testing.assert_allclose(P.rpm_coef, f["rpm"].coef, rtol=1e-5, atol=1e-9)
+    np.testing.assert_allclose(P.power_coef, f["power_coef"], rtol=1e-5)
+    path = tmp_path / "p.toml"
+    path.write_text(fit.preset_text(f))
+    again = pw.load_power(path)
+    for a, b in zip(again, P, strict=True):
+        if not isinstance(a, str):
+            np.testing.assert_array_equal(a, b)  # the written file reads back as the preset
+    text = (pw._root() / "cf21_stock.toml").read_text()
+    assert text.count("crazyflie-system-id") >= 4
+
+
+def test_stand_fit_figures(P):
+    """Internal resistance of the two runs within 25 % of each other (0.16 and 0.20 ohm); the
+    power curve fitted on one run predicts the other within 10 % of its mean power."""
+    f = fit.fit_power()
+    r = f["r_runs"]
+    assert 0.1 < min(r) and max(r) < 0.3 and max(r) / min(r) < 1.3
+    for c in fit.cross_run():
+        print(f"power {c['fit']} -> {c['test']}: {c['power_rmse_w']:.3f} W "
+              f"({100 * c['power_rmse_rel']:.1f} %)")  # fmt: skip
+        assert c["power_rmse_rel"] < 0.10
+
+
+def test_battery_voltage_current_and_power_agree(P):
+    q = np.linspace(0, 1, 11)
+    np.testing.assert_allclose(pw.ocv(q, P), P.ocv, atol=1e-12)  # the table's points
+    for power in (0.0, 5.0, 12.0):
+        V, cur = pw.battery_state(q, np.full(11, power), P)
+        np.testing.assert_allclose(V * cur, power, rtol=1e-12)  # P = V I
+        np.testing.assert_allclose(V, pw.ocv(q, P) - P.r_internal * cur, atol=1e-12)  # sag
+    assert np.all(np.diff(pw.battery_state(q, np.full(11, 8.0), P)[0]) > 0)
+
+
+def test_pwm_model_inverts_and_rises_with_voltage(P):
+    pwm = np.array([5000.0, 20000.0, 40000.0, 65535.0])
+    lo, hi = pw.rpm_from_pwm(pwm, 3.5, P), pw.rpm_from_pwm(pwm, 4.1, P)
+    assert lo[0] == 0 and np.all(hi[1:] > lo[1:]) and np.all(np.diff(hi) > 0)
+    # the stand's rotor speeds predicted from its PWM and deck voltage (lagged rows aside)
+    d = ts.load_stand(ts.default_files()[1])
+    keep = d["pwm"] >= ts.PWM_MIN
+    pred = ts.lowpass(pw.rpm_from_pwm(d["pwm"], d["v_deck"], P), P_LAG_ROWS)[keep]
+    rel = np.sqrt(np.mean((pred - d["rpm"][keep]) ** 2)) / np.mean(d["rpm"][keep])
+    print(f"rotor speed from PWM and voltage on {d['name']}: {100 * rel:.2f} % RMS")
+    assert rel < 0.04, rel
+
+
+def test_bad_power_values_are_rejected(P, tmp_path):
+    with pytest.raises(ValueError, match="capacity"):
+        pw.check_power_params(P._replace(capacity=-1.0))
+    with pytest.raises(ValueError, match="ocv"):
+        pw.check_power_params(P._replace(ocv=P.ocv[::-1]))
+    with pytest.raises(ValueError, match="rpm_coef"):
+        pw.check_power_params(P._replace(rpm_coef=np.array([0.0, -1.0, 0.0])))
+    bad = tmp_path / "bad.toml"
+    bad.write_text((pw._root() / "cf21_stock.toml").read_text().replace('unit = "ohm"',
+                                                                         'unit = "furlong"'))
+    with pytest.raises(ValueError, match="r_internal"):
+        pw.load_power(bad)
+    with pytest.raises(ValueError, match="unknown power preset"):
+        pw.load_power("nope")
+
+
+def test_pwm_drive_hovers_drains_and_counts_energy(P):
+    sim = Simulator("cf2x_L250", n=2, dt=1 / 500)
+    sim.reset(pos=np.array([[0.0, 0.0, 1.0]] * 2))
+    h = envelope(sim.drone).hover_rpm
+    d = PwmDrive(sim, charge=[1.0, 0.3])
+    v0 = d.voltage.copy()
+    e = 0.0
+    for _ in range(1000):  # 2 s at the PWM that holds the hover speed at the present voltage
+        p_before = d.power
+        d.step(d.hover_pwm(h)[:, None] * np.ones(4))
+        e += 0.5 * (p_before + d.power) * sim.dt
+    np.testing.assert_allclose(sim.state.pos[:, 2], 1.0, atol=2e-3)
+    np.testing.assert_allclose(d.energy, e, rtol=1e-12)
+    np.testing.assert_allclose(d.energy, 2.0 * pw.electrical_power(np.full(4, h), P), rtol=1e-3)
+    assert np.all(d.voltage < v0) and d.voltage[1] < d.voltage[0]  # sag, lower when emptier
+    used = (1.0 - d.charge[0]) * 3600 * P.capacity  # charge in coulombs
+    np.testing.assert_allclose(used, d.energy[0] / np.mean([v0[0], d.voltage[0]]), rtol=2e-3)
+    with pytest.raises(ValueError, match="pwm"):
+        d.step(np.full(4, 70000.0))
+
+
+def test_hover_endurance_matches_the_drive(P):
+    """The closed-form endurance and a PwmDrive hovering until the cut-off agree (the drive
+    stepped at 0.1 s with its rotor speeds held)."""
+    h = envelope(Simulator("cf2x_L250", n=1).drone).hover_rpm
+    t = pw.hover_endurance(P, h, dt=0.1)
+    print(f"cf2x_L250 hover endurance on the cf21_stock battery: {t / 60:.2f} min")
+    assert 4 * 60 < t < 8 * 60  # Bitcraze quotes up to 7 min for the lighter stock drone
+    q, tt, Pw = 1.0, 0.0, float(pw.electrical_power(np.full(4, h), P))
+    while pw.battery_state(np.asarray(q), np.asarray(Pw), P)[0] >= P.v_cutoff:
+        _, i = pw.battery_state(np.asarray(q), np.asarray(Pw), P)
+        q, tt = q + 0.01 * float(pw.charge_rate(i, P)), tt + 0.01
+    assert abs(tt - t) < 1.0
