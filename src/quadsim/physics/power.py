@@ -40,9 +40,7 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from importlib import resources
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -224,26 +222,10 @@ def load_power(name_or_path: str | os.PathLike[str] = "cf21_stock") -> PowerPara
             missing key, a unit not accepted, a value :func:`check_power_params` rejects.
         FileNotFoundError: A path that does not exist.
     """  # noqa: D205
-    s = str(name_or_path)
-    if s.endswith(".toml") or "/" in s or os.sep in s:
-        path = Path(s)
-        where, raw, packaged, name = str(path), path.read_bytes(), False, path.stem
-    else:
-        if s not in list_power_presets():
-            raise ValueError(f"unknown power preset {s!r}; available: {list_power_presets()}")
-        where, packaged, name = f"power preset {s!r}", True, s
-        raw = (_root() / f"{s}.toml").read_bytes()
-    try:
-        doc = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{where}: malformed TOML: {e}") from e
+    from .sensors.loading import read_sensor_file
 
-    def fail(key: str, msg: str) -> ValueError:
-        return ValueError(f"{where}: key {key!r}: {msg}")
-
-    for key in doc:
-        if key not in _KEYS and key not in _TEXT:
-            raise fail(key, f"unknown key; allowed: {sorted([*_KEYS, *_TEXT])}")
+    doc, name, packaged, fail = read_sensor_file(name_or_path, "power", list_power_presets(),
+                                                 [*_KEYS, *_TEXT], _TEXT, root=_root())  # fmt: skip
     values = {}
     for key, units in _KEYS.items():
         if key not in doc:

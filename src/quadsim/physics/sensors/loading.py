@@ -153,11 +153,13 @@ def load_imu(name_or_path: str | os.PathLike[str]) -> ImuParams:
 
 def read_sensor_file(name_or_path: str | os.PathLike[str], what: str, names: list[str],
                      allowed: list[str], text_keys: tuple[str, ...] = _TEXT_KEYS,
-                     ) -> tuple[dict[str, Any], str, bool, Any]:  # fmt: skip
+                     root: Any = None) -> tuple[dict[str, Any], str, bool, Any]:  # fmt: skip
     """A sensor preset (by name) or TOML file, parsed, its keys and text fields checked.
 
-    The one reader of the sensor files (IMU, barometer, GNSS): a name without a path separator
-    or ``.toml`` is a packaged preset among ``names``.
+    The one reader of the preset files with ``{ value, unit, source }`` entries (IMU,
+    barometer, GNSS, and the power chain's, :func:`quadsim.power.load_power`): a name without a
+    path separator or ``.toml`` is a packaged preset among ``names``, in ``root`` (default the
+    sensor presets).
 
     Returns:
         ``(document, stem, is_preset, fail)``; ``fail(key, msg)`` builds the ``ValueError``
@@ -176,7 +178,7 @@ def read_sensor_file(name_or_path: str | os.PathLike[str], what: str, names: lis
         if name_or_path not in names:
             raise ValueError(f"unknown {what} preset {name_or_path!r}; available presets: {names}")
         where, stem, preset = f"{what} preset {name_or_path!r}", name_or_path, True
-        raw = (_preset_root() / f"{name_or_path}.toml").read_bytes()
+        raw = ((root or _preset_root()) / f"{name_or_path}.toml").read_bytes()
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
