@@ -122,3 +122,19 @@ def test_hover_endurance_matches_the_drive(P):
         _, i = pw.battery_state(np.asarray(q), np.asarray(Pw), P)
         q, tt = q + 0.01 * float(pw.charge_rate(i, P)), tt + 0.01
     assert abs(tt - t) < 1.0
+
+
+def test_fit_command_prints_and_fails_cleanly(tmp_path):
+    """`python -m quadsim.app.sysid.power` as a user runs it: the table, the preset written,
+    and a missing file exiting 2 with one line and no traceback."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "p.toml"
+    r = subprocess.run([sys.executable, "-m", "quadsim.app.sysid.power", "--write", str(out)],
+                       capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert r.returncode == 0 and "internal resistance" in r.stdout and out.exists()
+    assert pw.load_power(out).r_internal > 0
+    r = subprocess.run([sys.executable, "-m", "quadsim.app.sysid.power", "--files", "/no.csv",
+                        "/no2.csv"], capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "/no.csv" in r.stderr

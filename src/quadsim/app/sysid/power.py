@@ -121,7 +121,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--files", nargs="*", help="stand CSV files (default: the two in data/)")
     ap.add_argument("--write", metavar="PATH", help="write the preset TOML here")
     a = ap.parse_args(argv)
-    f = fit_power(a.files)
+    if a.files is not None and len(a.files) != 2:
+        print("error: --files takes the two runs (each model is tested across them)",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        f = fit_power(a.files)
+        cross = cross_run(a.files)
+    except (OSError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     print(f"internal resistance: {f['r_internal']:.4f} ohm (runs: "
           f"{', '.join(f'{r:.4f}' for r in f['r_runs'])}; open-circuit "
           f"{', '.join(f'{e:.3f}' for e in f['e_runs'])} V)")  # fmt: skip
@@ -130,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{f['rpm'].rmse:.0f} RPM RMS")  # fmt: skip
     p = f["power_coef"]
     print(f"power: {p[0]:.3f} W + 4 ({p[1]:.3e} w + {p[2]:.3e} w^2) W")
-    for r in cross_run(a.files):
+    for r in cross:
         print(f"  power fitted on {r['fit']}, tested on {r['test']}: {r['power_rmse_w']:.3f} W "
               f"({100 * r['power_rmse_rel']:.1f} % of the mean)")  # fmt: skip
     if a.write:
