@@ -135,6 +135,8 @@ def fly_scenario(
             estimator=objs.estimator,
             baro=objs.baro,
             gnss=objs.gnss,
+            power=objs.power,
+            battery_charge=objs.battery_charge,
             seed=objs.seed,
             log_every=o["log_every"],
             chunk_steps=o["chunk_steps"],

@@ -97,6 +97,21 @@ SCHEMA: dict[str, dict[str, Key]] = {
         ),
         "dtype": Key("str", "float64", "Floating-point type.", choices=("float32", "float64")),
         "rotor_dynamics": Key("bool", True, "Rotor speeds lag the command (motor model)."),
+        "command": Key(
+            "str", "rpm", "What reaches the motors: `rpm`, the rotor speeds the controller asks "
+            "for (an ideal supply); `pwm`, those speeds through the battery's PWM chain "
+            "(`sim.power`): capped at what full PWM gives at the sagging voltage, with the "
+            "battery's voltage, current, power and charge logged and the energy in the summary.",
+            choices=("rpm", "pwm"),
+        ),
+        "power": Key(
+            "str", "cf21_stock", "Power preset (battery, PWM-and-voltage motor model, power; "
+            "`quadsim.power`) or path to a TOML file; with `sim.command = \"pwm\"`.",
+        ),
+        "battery_charge": Key(
+            "float", 1.0, "Battery charge at the start, 0..1; with `sim.command = \"pwm\"`.",
+            nonneg=True,
+        ),
     },
     "initial": {
         "pos": Key(
@@ -658,6 +673,8 @@ class Assembly(NamedTuple):
             (:mod:`quadsim.estimation.estimators`), or ``None``.
         baro: :class:`~quadsim.sensors.BaroParams`, or ``None``.
         gnss: :class:`~quadsim.sensors.GnssParams`, or ``None``.
+        power: :class:`~quadsim.power.PowerParams` (``sim.command = "pwm"``), or ``None``.
+        battery_charge: The battery's charge at the start (0..1).
         meta: The run's metadata (:func:`quadsim.flight.run_meta`): drone, time step, duration
             in whole steps, rotors, backend, model, integrator, dtype, scenario, name,
             controller, trajectory, seed and output options (``animate``: ``None``).
@@ -678,6 +695,8 @@ class Assembly(NamedTuple):
     estimator: Any = None
     baro: Any = None
     gnss: Any = None
+    power: Any = None
+    battery_charge: float = 1.0
 
 
 def build(sc: Scenario) -> Assembly:
@@ -738,6 +757,7 @@ def build(sc: Scenario) -> Assembly:
     if sv["mocap_pos_std"] is not None:
         mocap = _mocap_params(sv, sm["dt"])
     baro, gnss = _baro_gnss(sv, _failer(sc.source, sc.text))
+    power = _power(sm, prep.drone, _failer(sc.source, sc.text))
     estimator = _estimator(v["estimator"], imu, mocap, prep.drone, sm["dt"], prep.gains, baro,
                            gnss)  # fmt: skip
     o = v["output"]
@@ -752,6 +772,9 @@ def build(sc: Scenario) -> Assembly:
             "name": top["name"] or Path(sc.source).stem,
             "controller": v["controller"]["kind"],
             "estimator": v["estimator"]["kind"],
+            "command": sm["command"],
+            **({"power": power.name, "hover_endurance_s": _hover_endurance(power, prep.drone)}
+               if power is not None else {}),
             "trajectory": v["trajectory"]["kind"],
             "seed": seed,
             "output": {
@@ -779,7 +802,29 @@ def build(sc: Scenario) -> Assembly:
         estimator=estimator,
         baro=baro,
         gnss=gnss,
+        power=power,
+        battery_charge=sm["battery_charge"],
     )
+
+
+def _power(sm: dict, drone: Any, fail: Any) -> Any:
+    """The power chain of a ``[sim]`` section (``sim.command = "pwm"``), or ``None``."""
+    if sm["command"] != "pwm":
+        return None
+    from ..physics.power import list_power_presets, load_power
+
+    if sm["battery_charge"] > 1:
+        raise fail("sim", "battery_charge", f"must be in 0..1; got {sm['battery_charge']}")
+    return _load_named(fail, "sim", "power", sm["power"], load_power, list_power_presets(),
+                       "power preset", "available")  # fmt: skip
+
+
+def _hover_endurance(power: Any, drone: Any) -> float:
+    """Seconds of hover of ``drone`` on a full battery (:func:`quadsim.power.hover_endurance`)."""
+    from ..physics.envelope import envelope
+    from ..physics.power import hover_endurance
+
+    return hover_endurance(power, envelope(drone).hover_rpm, drone.mixing_matrix.shape[1])
 
 
 def _mocap_params(sv: dict, dt: float) -> Any:

@@ -61,12 +61,17 @@ __all__ = [
 
 
 class Sensors(NamedTuple):
-    """The loop's sensors, ``None`` where absent (the order of :func:`noise_groups`)."""
+    """The loop's sensors, ``None`` where absent (the order of :func:`noise_groups`), and the
+    battery (``power``, :class:`~quadsim.power.PowerParams`: the rotors get their command
+    through its PWM chain and its voltage is read, as the Crazyflie's firmware reads ``vbat``)
+    with its charge at the start (``charge``, 0..1)."""  # noqa: D205, D209
 
     imu: Any = None
     mocap: Any = None
     baro: Any = None
     gnss: Any = None
+    power: Any = None
+    charge: Any = 1.0
 
 
 class Periods(NamedTuple):
@@ -256,6 +261,7 @@ class BrainState(NamedTuple):
         gnss: :class:`~quadsim.sensors.GnssState` (delay line, correlated error), or ``None``.
         mocap_gap: Whether motion capture is in a dropout gap ``(n,)`` (0/1), or ``None``
             without dropouts.
+        battery: The battery's charge ``(n,)`` (0..1), or ``None`` without a power chain.
     """
 
     j: Any
@@ -268,6 +274,7 @@ class BrainState(NamedTuple):
     baro: Any = None
     gnss: Any = None
     mocap_gap: Any = None
+    battery: Any = None
 
 
 def _dropping(mocap: Any) -> bool:
@@ -278,7 +285,8 @@ def _dropping(mocap: Any) -> bool:
 def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, imu: Any = None,
                mocap: Any = None, dt: float, periods: Periods, seed: int = 0, k0: int = 0,
                n_rotors: int = 4, xp: Any = np, estimator: Any = None, baro: Any = None,
-               gnss: Any = None) -> BrainState:  # fmt: skip
+               gnss: Any = None, power: Any = None, battery_charge: Any = 1.0,
+               ) -> BrainState:  # fmt: skip
     """The brain state at a flight's start (step ``k0``): float64 arrays of ``xp``.
 
     The IMU's turn-on biases are :func:`quadsim.sensors.imu_init` of the normals
@@ -287,7 +295,8 @@ def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, imu: Any = N
     (:func:`quadsim.sensors.gnss_init`, its correlated error and the barometer's turn-on bias
     from the normals ``(seed, "gnss_init" | "baro_init", k0, drone)``); the held outputs start
     at zero (every update runs at ``j = 0``); an estimator with an ``init`` method starts from
-    ``estimator.init(n, pos, vel, quat, seed=, k0=, xp=)``.
+    ``estimator.init(n, pos, vel, quat, seed=, k0=, xp=)``; with a power chain the battery
+    starts at ``battery_charge`` (0..1, a number or ``(n,)``).
     """
     from ..physics.noise import normals
 
@@ -328,18 +337,25 @@ def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, imu: Any = N
     if estimator is not None and hasattr(estimator, "init"):
         est = estimator.init(n, np.asarray(pos), np.asarray(vel), np.asarray(quat), seed=seed,
                              k0=k0, xp=xp)  # fmt: skip
+    battery = None
+    if power is not None:
+        q = np.broadcast_to(np.asarray(battery_charge, np.float64), (n,))
+        if not np.all((q >= 0) & (q <= 1)):
+            raise ValueError(f"battery_charge must be in 0..1; got {battery_charge!r}")
+        battery = xp.asarray(q.copy())
     return BrainState(xp.zeros((n,), dtype=f64), ctrl, imu_s, imu_vel, mocap_s, held, est,
-                      baro_s, gnss_s, gap)  # fmt: skip
+                      baro_s, gnss_s, gap, battery)  # fmt: skip
 
 
 def brain_outputs(imu: Any, mocap: Any, estimator: Any = None, baro: Any = None,
-                  gnss: Any = None) -> list[tuple[str, int]]:  # fmt: skip
+                  gnss: Any = None, power: Any = None) -> list[tuple[str, int]]:  # fmt: skip
     """``(name, size)`` of the brain's outputs besides the reference and the command, in the
     order every loop logs them: the sensor readings (``gyro``, ``accel`` with an IMU,
     ``mocap_pos`` and its time stamp ``mocap_stamp`` with motion capture, ``baro_alt`` with a
     barometer, ``gnss_pos``, ``gnss_vel`` and ``gnss_stamp`` with GNSS), then the estimator's
     ``outputs``. A time stamp [s] is when the delivered reading was taken (its latency before
-    the sample that delivered it)."""  # noqa: D205, D209
+    the sample that delivered it). With a power chain: ``battery_v`` [V], ``battery_i`` [A],
+    ``battery_p`` [W] and ``battery_charge`` (0..1), before the estimator's."""  # noqa: D205, D209
     out = [("gyro", 3), ("accel", 3)] if imu is not None else []
     if mocap is not None:
         out += [("mocap_pos", 3), ("mocap_stamp", 1)]
@@ -347,6 +363,8 @@ def brain_outputs(imu: Any, mocap: Any, estimator: Any = None, baro: Any = None,
         out.append(("baro_alt", 1))
     if gnss is not None:
         out += [("gnss_pos", 3), ("gnss_vel", 3), ("gnss_stamp", 1)]
+    if power is not None:
+        out += [("battery_v", 1), ("battery_i", 1), ("battery_p", 1), ("battery_charge", 1)]
     return out + list(getattr(estimator, "outputs", None) or [])
 
 
@@ -397,10 +415,34 @@ def _pick(due: Any, new: Any, old: Any, xp: Any) -> Any:
     return xp.where(d, new, old)
 
 
+def _powered(out: dict, charge: Any, power: Any, dt: float, xp: Any) -> tuple[dict, Any]:
+    """The rotor command as the battery lets the motors turn (:mod:`quadsim.power`): the
+    firmware's PWM compensates the voltage, so a command gets through up to the speed of full
+    PWM at the present voltage ``V`` (``saturated`` where cut); ``V`` and the current at the
+    power of the speeds that get through; the charge integrated over the step."""  # noqa: D205, D209
+    from ..physics import power as pw
+
+    rpm = out["cmd_rpm"]
+    v0, _ = pw.battery_state(charge, pw.electrical_power(rpm, power), power)
+    top = pw.rpm_from_pwm(pw.PWM_FULL + 0.0 * rpm, v0[..., None], power)
+    cut = rpm > top
+    rpm = xp.minimum(rpm, top)
+    p = pw.electrical_power(rpm, power)
+    v, i = pw.battery_state(charge, p, power)
+    sat = out["saturated"]
+    sat = sat > 0.5 if hasattr(sat, "shape") else sat
+    for r in range(cut.shape[-1]):  # (the traced namespaces have no ``any``)
+        sat = xp.logical_or(sat, cut[..., r])
+    out = out | {"cmd_rpm": rpm, "battery_v": v, "battery_i": i, "battery_p": p,
+                 "saturated": sat,
+                 "battery_charge": xp.clip(charge + dt * pw.charge_rate(i, power), 0.0, 1.0)}
+    return out, out["battery_charge"]
+
+
 def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: Any, imu: Any,
                mocap: Any, g_vec: Any, dt: float, command: str | None = None,
                periods: Periods | None = None, estimator: Callable | None = None, *,
-               baro: Any = None, gnss: Any = None) -> Callable:  # fmt: skip
+               baro: Any = None, gnss: Any = None, power: Any = None) -> Callable:  # fmt: skip
     """The per-step function ``brain(k, pos, quat, vel, ang_vel, offset, bstate, z, ref=None)``.
 
     It returns ``(out, bstate)`` (module docstring).
@@ -419,6 +461,9 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
             ``baro_fresh``).
         gnss: :class:`~quadsim.sensors.GnssParams` or ``None`` (readings ``gnss_pos``,
             ``gnss_vel``, ``gnss_fresh``).
+        power: :class:`~quadsim.power.PowerParams` or ``None``: the rotor command goes through
+            the battery's PWM chain (:func:`_powered`; state :attr:`BrainState.battery`,
+            outputs ``battery_*``, :func:`brain_outputs`).
         dt: Physics step [s].
         command: What the controller's command is (:func:`command_kind`).
         periods: :func:`loop_periods` (default: every period one step).
@@ -549,7 +594,10 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
         if held is not None:
             held = Held(**{key: (out.get(key) if getattr(held, key) is not None else None)
                            for key in Held._fields})  # fmt: skip
+        battery = bs.battery
+        if power is not None:  # 4. the command through the battery's PWM chain
+            out, battery = _powered(out, battery, power, dt, xp)
         return out, BrainState(j + 1, cstate, imu_s, imu_vel, mocap_s, held, est, baro_s, gnss_s,
-                               gap)  # fmt: skip
+                               gap, battery)  # fmt: skip
 
     return brain

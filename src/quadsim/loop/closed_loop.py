@@ -134,7 +134,7 @@ def closed_loop_step(
     world: Any = None, sample: bool = False, *, imu: Any = None, mocap: Any = None,
     gravity_vec: Any = (0.0, 0.0, -9.81), ctrl_state: Any = _INIT, brain_state: Any = None,
     command: str | None = None, periods: Any = None, dryden: Any = None, estimator: Any = None,
-    baro: Any = None, gnss: Any = None,
+    baro: Any = None, gnss: Any = None, power: Any = None,
 ) -> tuple[Any, dict[str, slice], Any]:  # fmt: skip
     """The one-drone closed-loop step as a CasADi ``SX`` Function (see the module docstring).
 
@@ -184,6 +184,8 @@ def closed_loop_step(
         baro: :class:`~quadsim.sensors.BaroParams` (needs ``sample``): output ``baro_alt``.
         gnss: :class:`~quadsim.sensors.GnssParams` (needs ``sample``): outputs ``gnss_pos``,
             ``gnss_vel``.
+        power: :class:`~quadsim.power.PowerParams` (needs ``sample``): the command through the
+            battery's PWM chain, outputs ``battery_*``.
 
     Returns:
         ``(F, rows, template)``: ``F(x, u, p[, z]) -> x_next`` (``z`` with a sensor, its groups
@@ -212,7 +214,7 @@ def closed_loop_step(
     )
     from .control import init_state
 
-    if any(x is not None for x in (imu, mocap, baro, gnss, estimator)) and not sample:
+    if any(x is not None for x in (imu, mocap, baro, gnss, estimator, power)) and not sample:
         raise ValueError("sensors and an estimator need sample=True (they read the sample's "
                          "rows)")  # fmt: skip
     if periods is None:
@@ -225,7 +227,7 @@ def closed_loop_step(
         brain_state = first_drone(brain_init(
             1, ctrl, np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]), np.zeros((1, 3)),
             imu=imu, mocap=mocap, dt=dt, periods=periods, n_rotors=nc,
-            estimator=estimator, baro=baro, gnss=gnss))  # fmt: skip
+            estimator=estimator, baro=baro, gnss=gnss, power=power))  # fmt: skip
     bfields = [(name, tuple(np.shape(v))) for name, v in state_leaves(brain_state)]
     rows: dict[str, slice] = {}
     at = 0
@@ -246,7 +248,7 @@ def closed_loop_step(
         outputs += [("ref_pos", 3), ("ref_vel", 3), ("ref_yaw", 1), ("lost_wrench", 4)]
         if dryden is not None:
             outputs.append(("prev_gust_state", 5))
-    sensed = brain_outputs(imu, mocap, estimator, baro, gnss)
+    sensed = brain_outputs(imu, mocap, estimator, baro, gnss, power)
     outputs += sensed
     for name, size in outputs:
         rows[name], at = slice(at, at + size), at + size
@@ -268,7 +270,7 @@ def closed_loop_step(
     bs = tree_rebuild(brain_state, iter([sym(name, shape) for name, shape in bfields]))
     brain = make_brain(trajectory, control, gains, allocator, imu, mocap,
                        np.asarray(gravity_vec, np.float64), dt, command, periods,
-                       estimator, baro=baro, gnss=gnss)  # fmt: skip
+                       estimator, baro=baro, gnss=gnss, power=power)  # fmt: skip
     out, bs1 = brain(SymArray(k, dtype), sym("pos"), sym("quat"), sym("vel"), sym("ang_vel"),
                      symbolic([P[0], P[1], P[2]], dtype), bs,
                      symbolic([Z[i] for i in range(n_s)], dtype))  # fmt: skip
@@ -356,14 +358,15 @@ class ClosedLoop:
     def __init__(self, rollout: Any, rows: dict, template: Any, system: Any, dt: float,
                  hover_rpm: float, params: np.ndarray | None = None, imu: Any = None,
                  mocap: Any = None, periods: Any = None,
-                 estimator: Any = None, baro: Any = None, gnss: Any = None) -> None:  # fmt: skip
+                 estimator: Any = None, baro: Any = None, gnss: Any = None,
+                 power: Any = None) -> None:  # fmt: skip
         from .brain import Periods
 
         self.rollout, self.rows, self.system, self.dt = rollout, rows, system, dt
         self.dtype, self.n_x = rollout.dtype, rollout.n_state
         self._template, self._hover = template, hover_rpm
         self._sensors = (imu, mocap, Periods() if periods is None else periods)
-        self._estimator, self._more = estimator, (baro, gnss)
+        self._estimator, self._more = estimator, (baro, gnss, power)
         self.sample = "ref_pos" in rows
         self.params = None if params is None else np.asarray(params, np.float64)
 
@@ -408,7 +411,7 @@ class ClosedLoop:
                                      imu=imu, mocap=mocap, dt=self.dt, periods=periods,
                                      n_rotors=self.system.n_cmd,
                                      estimator=self._estimator, baro=self._more[0],
-                                     gnss=self._more[1])  # fmt: skip
+                                     gnss=self._more[1], power=self._more[2])  # fmt: skip
         leaves = state_leaves(brain_state)
         names = [name for name, _ in state_leaves(self._template)]
         if [name for name, _ in leaves] != names:
@@ -540,6 +543,7 @@ def compile_for_simulator(
     threads: int | None = None, imu: Any = None, mocap: Any = None,
     ctrl_state: Any = _INIT, brain_state: Any = None, command: str | None = None,
     periods: Any = None, estimator: Any = None, baro: Any = None, gnss: Any = None,
+    power: Any = None,
 ) -> ClosedLoop:  # fmt: skip
     """The closed loop around a :class:`~quadsim.sim.Simulator`'s plant (``fly``'s compiled path).
 
@@ -567,6 +571,8 @@ def compile_for_simulator(
         estimator: The brain's estimator (:func:`closed_loop_step`), or ``None`` (the truth).
         baro: :class:`~quadsim.sensors.BaroParams` read in the loop, or ``None``.
         gnss: :class:`~quadsim.sensors.GnssParams` read in the loop, or ``None``.
+        power: :class:`~quadsim.power.PowerParams`: the command through the battery's PWM
+            chain (:func:`quadsim.brain.make_brain`), or ``None``.
 
     Returns:
         :class:`ClosedLoop` (with per-drone parameters it runs exactly ``sim.n`` drones).
@@ -583,6 +589,7 @@ def compile_for_simulator(
         gravity_vec=np.asarray(sim.drone.gravity_vec, np.float64), ctrl_state=ctrl_state,
         brain_state=brain_state, command=command, periods=periods,
         dryden=getattr(sim, "_dryden", None), estimator=estimator, baro=baro, gnss=gnss,
+        power=power,
     )  # fmt: skip
     groups = (noise_groups(imu, mocap, baro, gnss)
               + ((("dryden", 5, 1),) if "gust_state" in rows else ()))  # fmt: skip
@@ -594,4 +601,4 @@ def compile_for_simulator(
 
         periods = loop_periods(float(sim.dt), gains, imu, mocap, baro=baro, gnss=gnss)
     return ClosedLoop(rollout, rows, template, system, float(sim.dt), hover, values, imu, mocap,
-                      periods, estimator, baro, gnss)  # fmt: skip
+                      periods, estimator, baro, gnss, power)  # fmt: skip

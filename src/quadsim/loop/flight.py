@@ -374,7 +374,8 @@ def _sensor_noise(seed: int, sens: Any, steps: Any, n: int) -> np.ndarray:
     from .brain import noise_groups
 
     k, d = np.asarray(steps)[:, None], np.arange(n)[None]
-    z = [normals(seed, stream, k, d, count) for stream, count in noise_groups(*sens)]
+    groups = noise_groups(sens.imu, sens.mocap, sens.baro, sens.gnss)
+    z = [normals(seed, stream, k, d, count) for stream, count in groups]
     return np.concatenate(z, -1) if z else np.zeros((k.shape[0], n, 0))
 
 
@@ -473,7 +474,7 @@ def _fly_compiled(
     from .brain import brain_outputs
 
     sens = Sensors() if sens is None else sens
-    sensed = brain_outputs(sens.imu, sens.mocap, estimator, sens.baro, sens.gnss)
+    sensed = brain_outputs(sens.imu, sens.mocap, estimator, sens.baro, sens.gnss, sens.power)
     brain_keys = sorted(["ref_pos", "ref_vel", "ref_yaw", "cmd_rpm", "cmd_wrench", "lost_wrench",
                          "saturated", *(k for k, _ in sensed)])  # fmt: skip
     scalars = ["ref_yaw", *(k for k, size in sensed if size == 1)]
@@ -602,6 +603,8 @@ def fly(
     estimator: Any = None,
     baro: Any = None,
     gnss: Any = None,
+    power: Any = None,
+    battery_charge: Any = 1.0,
 ) -> FlightResult:
     """Fly ``sim`` (already reset) along ``trajectory`` for ``duration`` seconds.
 
@@ -664,6 +667,12 @@ def fly(
             (``baro_alt``, normals ``(seed, "baro", k, i)``).
         gnss: :class:`~quadsim.sensors.GnssParams` to simulate and log GNSS fixes
             (``gnss_pos``, ``gnss_vel``, normals ``(seed, "gnss", k, i)``).
+        power: :class:`~quadsim.power.PowerParams` (or a preset name, ``"cf21_stock"``): the
+            rotor commands go through the battery's PWM chain (the speed a full PWM gives at
+            the sagging voltage caps them) and ``battery_v``, ``battery_i``, ``battery_p``,
+            ``battery_charge`` are logged (:func:`quadsim.brain.make_brain`). ``None``: an
+            ideal supply.
+        battery_charge: The battery's charge at the start, 0..1 (a number or ``(n,)``).
 
     Returns:
         :class:`FlightResult`. After the flight ``sim`` holds the state, flags and clock of the
@@ -711,7 +720,11 @@ def fly(
     from .brain import loop_periods
 
     periods = loop_periods(sim.dt, gains, imu, mocap, baro=baro, gnss=gnss)  # validated once
-    sens = Sensors(imu, mocap, baro, gnss)
+    if isinstance(power, str):
+        from ..physics.power import load_power
+
+        power = load_power(power)
+    sens = Sensors(imu, mocap, baro, gnss, power, battery_charge)
     kw = {"ctrl_state": ctrl_state, "imu": imu, "mocap": mocap, "jit": jit}
     if compiled is False:
         reason = "compiled=False"
@@ -814,7 +827,8 @@ def _brain_state0(sim, control, gains, ctrl_state, sens, periods, seed, xp=np,
     state = _numpy_state(sim.state)
     cstate = initial_ctrl_state(control, gains, ctrl_state, sim.n, xp, xp.float64)
     return brain_init(sim.n, cstate, state.pos, state.quat, state.vel, imu=sens.imu,
-                      mocap=sens.mocap, baro=sens.baro, gnss=sens.gnss,
+                      mocap=sens.mocap, baro=sens.baro, gnss=sens.gnss, power=sens.power,
+                      battery_charge=sens.charge,
                       dt=float(sim.dt), periods=periods, seed=seed, k0=int(sim.k),
                       n_rotors=sim.drone.mixing_matrix.shape[1], xp=xp,
                       estimator=estimator)  # fmt: skip
@@ -829,7 +843,7 @@ def _compile_native(sim, control, gains, trajectory, ctrl_state, sens, command, 
     bstate0 = _brain_state0(sim, control, gains, ctrl_state, sens, periods, seed,
                             estimator=estimator)  # fmt: skip
     loop = compile_for_simulator(sim, control, gains, trajectory, imu=sens.imu, mocap=sens.mocap,
-                                 baro=sens.baro, gnss=sens.gnss,
+                                 baro=sens.baro, gnss=sens.gnss, power=sens.power,
                                  brain_state=first_drone(bstate0), command=command,
                                  periods=periods, estimator=estimator)  # fmt: skip
     return loop, bstate0
@@ -838,7 +852,7 @@ def _compile_native(sim, control, gains, trajectory, ctrl_state, sens, command, 
 def _n_noise(sens: Any) -> int:
     from .brain import noise_groups
 
-    return sum(count for _, count in noise_groups(*sens))
+    return sum(count for _, count in noise_groups(sens.imu, sens.mocap, sens.baro, sens.gnss))
 
 
 def _build_scan(sim, trajectory, control, gains, allocator, sens, command, ctrl_state,
@@ -864,7 +878,7 @@ def _build_scan(sim, trajectory, control, gains, allocator, sens, command, ctrl_
 
         brain = make_brain(trajectory, control, gains, allocator, sens.imu, sens.mocap, g_vec, dt,
                            command, periods, estimator, baro=sens.baro,
-                           gnss=sens.gnss)  # fmt: skip
+                           gnss=sens.gnss, power=sens.power)  # fmt: skip
         loop = ScanLoop(sim, brain, nz, gusty, L, per_call)
         bstate = _brain_state0(sim, control, gains, ctrl_state, sens, periods, seed, jnp,
                                estimator)  # fmt: skip
@@ -902,7 +916,7 @@ def _python_loop(sim, trajectory, control, gains, allocator, sens, command, ctrl
         """``(brain, brain state)`` on JAX (traced) or NumPy."""
         brain = make_brain(trajectory, control, gains, allocator, sens.imu, sens.mocap, g_vec, dt,
                            command, periods, estimator, baro=sens.baro,
-                           gnss=sens.gnss)  # fmt: skip
+                           gnss=sens.gnss, power=sens.power)  # fmt: skip
         with _x64(jax):
             xp = np
             if jax is not None:

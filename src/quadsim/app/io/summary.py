@@ -22,7 +22,13 @@ samples before a drone's first crash counted ("flying" samples):
   aligned to its truth by Umeyama's SE(3) least squares,
   :func:`quadsim.estimation.metrics.ate_from_moments`; pooled over the drones); ``None`` without
   an estimator. ``rte_1m_m`` (the relative trajectory error over 1 m of travel) is added by the
-  run from the drones it keeps for the figures.
+  run from the drones it keeps for the figures;
+* with a battery in the loop (``battery_*`` columns), ``power``: ``energy_j`` (the electrical
+  energy ``∑ P Δt`` of the flying samples, sample-and-hold, summed over the drones, and its mean
+  per drone ``energy_j_per_drone``), ``mean_power_w`` per drone, ``voltage_min_v``,
+  ``charge_start`` and ``charge_end`` (means over the drones) and ``hover_endurance_s`` (from a
+  full battery at the drone's hover speed, :func:`quadsim.power.hover_endurance`, when the run
+  put it in the metadata); ``None`` without.
 
 :class:`SummaryAccumulator` computes the same from chunks, so a flight's summary needs only
 per-drone sums and the sample times in memory, not the log.
@@ -103,6 +109,7 @@ class SummaryAccumulator:
         self._has_ref = False
         self._landed: np.ndarray | None = None
         self._est: dict[str, float] | None = None  # sums of squared estimate errors
+        self._pw: dict[str, Any] | None = None  # energy, voltage and charge of the batteries
 
     def add(self, chunk: Mapping[str, Any]) -> None:
         """Fold in the next chunk of samples (``time`` (T,), ``pos`` (T, N, 3), ...)."""
@@ -130,6 +137,8 @@ class SummaryAccumulator:
             self._emax = np.maximum(self._emax, np.where(use, e, -np.inf).max(axis=0))
         if "est_pos" in chunk:
             self._add_estimate(chunk, flying & (time >= self.t_from)[:, None])
+        if "battery_p" in chunk:
+            self._add_power(chunk, time, flying)
         til = np.degrees(tilt(chunk["quat"]))
         til = np.where(flying & np.isfinite(til), til, -np.inf)
         self._tilt = np.maximum(self._tilt, til.max(axis=0))
@@ -145,6 +154,36 @@ class SummaryAccumulator:
         self._times.append(time)
         if "landed" in chunk:
             self._landed = np.asarray(chunk["landed"], dtype=bool)[-1]
+
+    def _add_power(self, chunk: Mapping[str, Any], time: np.ndarray, flying: np.ndarray) -> None:
+        """Fold in the batteries' energy (sample-and-hold, like the saturated time), voltage
+        and charge."""  # noqa: D205, D209
+        p = np.where(flying, np.asarray(chunk["battery_p"], np.float64).reshape(flying.shape), 0.0)
+        v = np.asarray(chunk["battery_v"], np.float64).reshape(flying.shape)
+        q = np.asarray(chunk["battery_charge"], np.float64).reshape(flying.shape)
+        a = self._pw or {"e": np.zeros(p.shape[1]), "pending": None, "vmin": math.inf,
+                         "q0": q[0].copy()}  # fmt: skip
+        if a["pending"] is not None:
+            a["e"] += a["pending"] * (time[0] - self._times[-1][-1])
+        a["e"] += (p[:-1] * np.diff(time)[:, None]).sum(axis=0)
+        a["pending"], a["q1"] = p[-1], q[-1]
+        a["vmin"] = min(a["vmin"], float(np.min(np.where(flying, v, np.inf))))
+        self._pw = a
+
+    def _power(self, last: float, sim_time: float) -> dict[str, Any] | None:
+        """The ``power`` entry of the summary (module docstring)."""
+        a = self._pw
+        if a is None:
+            return None
+        e = a["e"] + (a["pending"] * last if a["pending"] is not None else 0.0)
+        a["pending"] = None
+        n = max(len(e), 1)
+        hover = self.meta.get("hover_endurance_s")
+        return {"energy_j": float(e.sum()), "energy_j_per_drone": float(e.sum() / n),
+                "mean_power_w": float(e.sum() / n / sim_time) if sim_time > 0 else None,
+                "voltage_min_v": a["vmin"] if math.isfinite(a["vmin"]) else None,
+                "charge_start": float(np.mean(a["q0"])), "charge_end": float(np.mean(a["q1"])),
+                "hover_endurance_s": None if hover is None else float(hover)}  # fmt: skip
 
     def _add_estimate(self, chunk: Mapping[str, Any], use: np.ndarray) -> None:
         """Fold in the squared errors of the estimate (``est_*``) on the samples ``use``."""
@@ -304,6 +343,7 @@ class SummaryAccumulator:
             "crashes": crashes,
             "landed_count": None if landed is None else int(landed.sum()),
             "estimation": self._estimation(),
+            "power": self._power(last, sim_time),
             "per_drone": per_drone,
         }
 
@@ -406,5 +446,14 @@ def format_summary_table(summary: Mapping[str, Any], max_crashes: int = 5) -> st
         if est.get("nees_mean") is not None:
             rows.append(("estimate NEES", f"{_fmt(est['nees_mean'])} (mean; "
                          f"{est['nees_dof']} degrees of freedom)"))  # fmt: skip
+    pw = s.get("power")
+    if pw:  # a battery in the loop
+        rows.append(("energy", f"{_fmt(pw['energy_j_per_drone'], 'J')} per drone (mean "
+                     f"{_fmt(pw.get('mean_power_w'), 'W')}); battery "
+                     f"{_fmt(pw['charge_start'])} -> {_fmt(pw['charge_end'])}, min "
+                     f"{_fmt(pw.get('voltage_min_v'), 'V')}"))  # fmt: skip
+        if pw.get("hover_endurance_s") is not None:
+            rows.append(("hover endurance", f"{_fmt(pw['hover_endurance_s'] / 60, 'min')} "
+                         "(full battery)"))  # fmt: skip
     w = max(len(k) for k, _ in rows)
     return "\n".join(f"{k:<{w}}  {v}" for k, v in rows)
