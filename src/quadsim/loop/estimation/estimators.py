@@ -255,7 +255,7 @@ class EkfEstimator:
         now = xp.concat([truth.pos, truth.vel, truth.quat], axis=-1)
         imu_buf = truth_buf = None
         if L:
-            at = est.imu_buf[..., 0, :7]
+            at = est.imu_buf[..., 0, :]
             then = None
             if self.with_nees:
                 hist = xp.concat([est.truth_buf, now[..., None, :]], axis=-2)
