@@ -5,6 +5,12 @@ inner loops are called at every physics substep with the current state (the loop
 physics rate, the policy at the control rate). All maps are affine in ``a``:
 
 * ``"rotor_speeds"`` (``k = N`` rotors): ``Ω_i = Ω_min + (a_i + 1)/2 (Ω_max - Ω_min)`` [RPM].
+* ``"pwm"`` (``k = N``): the firmware's motor command ``pwm_i = (a_i + 1)/2 · 65535``, turned into
+  the rotor speed ``ω_ss(pwm, V)`` at the battery's voltage ``V`` (:mod:`quadsim.power`; one
+  battery per environment, drained by the power of the rotor speeds after each control step,
+  refilled to its start charge on reset; held over the control step). Options ``power`` (preset
+  or :class:`~quadsim.power.PowerParams`, default ``"cf21_stock"``) and ``battery_charge``
+  (0..1, default 1). Runs on the reference path (the compiled env step has no battery state).
 * ``"thrust_rates"`` (``k = 4``): collective thrust ``F = T_min + (a_0 + 1)/2 (T_max - T_min)``
   [N] (:func:`quadsim.envelope`) and body rates ``ω_d = a_{1:4} ω_max`` [rad/s], tracked by the
   PID rate stage (``quadsim.control.pid.rate_control``) and allocated to rotor speeds with
@@ -36,6 +42,7 @@ __all__ = [
     "ActionLevel",
     "InnerConsts",
     "InnerState",
+    "Pwm",
     "RotorSpeeds",
     "ThrustAttitude",
     "ThrustRates",
@@ -91,6 +98,52 @@ class RotorSpeeds(ActionLevel):
     def action_of(self, rpm: Any) -> np.ndarray:
         """The action that commands rotor speeds ``rpm`` [RPM] (inverse map, e.g. hover)."""
         return 2.0 * (np.asarray(rpm, dtype=np.float64) - self.lo) / (self.hi - self.lo) - 1.0
+
+
+class Pwm(ActionLevel):
+    """Motor PWM through a battery (module docstring); ``voltage`` and ``charge`` ``(n,)``."""
+
+    name = "pwm"
+    inner_loop = False
+
+    def __init__(self, params: Any, n: int, dt: float, power: Any = "cf21_stock",
+                 battery_charge: float = 1.0) -> None:  # fmt: skip
+        from ...physics import power as pw
+
+        super().__init__(params, n, dt)
+        self.dim = int(params.mixing_matrix.shape[1])
+        self.power = pw.load_power(power) if isinstance(power, str) else \
+            pw.check_power_params(power)  # fmt: skip
+        q = float(battery_charge)
+        if not (0.0 <= q <= 1.0):
+            raise ValueError(f"battery_charge must be in 0..1; got {battery_charge!r}")
+        self.q0 = q
+        self.charge = np.full(n, q)
+        self.voltage = np.asarray(pw.ocv(self.charge, self.power), np.float64)
+
+    def reset(self, which: np.ndarray) -> None:
+        """The selected environments' batteries back to the start charge."""
+        from ...physics import power as pw
+
+        self.charge[which] = self.q0
+        self.voltage = np.asarray(pw.battery_state(self.charge, 0.0 * self.charge,
+                                                   self.power)[0], np.float64)  # fmt: skip
+
+    def command(self, action: np.ndarray, state: Any = None) -> np.ndarray:
+        """Rotor speeds [RPM] ``(n, N)`` of PWM ``(a + 1)/2 · 65535`` at the present voltage."""
+        from ...physics import power as pw
+
+        pwm = 0.5 * (np.asarray(action, np.float64) + 1.0) * pw.PWM_FULL
+        return pw.rpm_from_pwm(pwm, self.voltage[:, None], self.power)
+
+    def advance(self, rotor_rpm: Any, dt: float) -> None:
+        """Drain the batteries over ``dt`` [s] at the power of rotor speeds ``(n, N)`` [RPM]."""
+        from ...physics import power as pw
+
+        p = pw.electrical_power(np.asarray(rotor_rpm, np.float64), self.power)
+        _, i = pw.battery_state(self.charge, p, self.power)
+        self.charge = np.clip(self.charge + dt * pw.charge_rate(i, self.power), 0.0, 1.0)
+        self.voltage = np.asarray(pw.battery_state(self.charge, p, self.power)[0], np.float64)
 
 
 def default_gains(params: Any, dt: float) -> Any:
@@ -437,6 +490,7 @@ class ThrustAttitude(ThrustRates):
 
 ACTION_LEVELS: dict[str, type[ActionLevel]] = {
     "rotor_speeds": RotorSpeeds,
+    "pwm": Pwm,
     "thrust_rates": ThrustRates,
     "thrust_attitude": ThrustAttitude,
 }

@@ -117,6 +117,9 @@ class CompiledStep:
         from ...engines.sim_native import _varying
 
         system = sim.system
+        if core.level.name == "pwm":
+            raise NotImplementedError("the pwm action level (a battery per environment) runs on "
+                                      "the reference path")  # fmt: skip
         if (system.attitude != "quat" or system.model == "wrench"
                 or system.n_cmd != sim.drone.mixing_matrix.shape[1]):  # fmt: skip
             raise NotImplementedError(f"model {system.model!r} (the compiled env step needs a "

@@ -302,7 +302,7 @@ class QuadCore:
     Args:
         n: Number of environments.
         task: :class:`HoverTask` or :class:`TrackTask`.
-        action_level: ``"rotor_speeds"``, ``"thrust_rates"`` or ``"thrust_attitude"``.
+        action_level: ``"rotor_speeds"``, ``"pwm"``, ``"thrust_rates"`` or ``"thrust_attitude"``.
         drone: Preset name, TOML path or :class:`~quadsim.params.Params`.
         dt: Physics step [s].
         sim_steps_per_action: Physics steps per control step.
@@ -550,6 +550,8 @@ class QuadCore:
                     sim.step(self.level.command(a, sim.state))
         except SimulationError:  # n == 1: the state is kept at its last good value
             diverged = True
+        if hasattr(self.level, "advance"):  # a level with a battery (pwm)
+            self.level.advance(np.asarray(sim.state.rotor_vel), self.control_dt)
         self._steps += 1
         prev, self._last_action = self._last_action, a
         obs, (e_p, e_v, w, R_zz) = self._observe()
@@ -568,4 +570,6 @@ class QuadCore:
             truncated = self._steps >= self.max_episode_steps
         info = {"crashed": crashed, "fault": fault, "out_of_bounds": out, "tilted": tilted,
                 "pos_error": dist, "time": self._steps * self.control_dt}  # fmt: skip
+        if hasattr(self.level, "voltage"):
+            info["battery_v"] = self.level.voltage.copy()
         return obs, reward, terminated, truncated, info

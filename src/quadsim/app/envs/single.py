@@ -58,7 +58,7 @@ class QuadsimEnv(gym.Env):
 
     Args:
         task: The task.
-        action_level: ``"rotor_speeds"``, ``"thrust_rates"`` or ``"thrust_attitude"``.
+        action_level: ``"rotor_speeds"``, ``"pwm"``, ``"thrust_rates"`` or ``"thrust_attitude"``.
         max_episode_steps: Internal truncation in control steps (``None``: none; the
             registered ids get a :class:`gymnasium.wrappers.TimeLimit` of 500 steps instead).
         render_mode: Only ``None`` (no rendering).

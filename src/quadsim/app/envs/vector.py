@@ -47,7 +47,7 @@ class QuadsimVectorEnv(VectorEnv):
     Args:
         task: :class:`~quadsim.envs.core.HoverTask` or ``TrackTask``.
         num_envs: Number of environments.
-        action_level: ``"rotor_speeds"``, ``"thrust_rates"`` or ``"thrust_attitude"``.
+        action_level: ``"rotor_speeds"``, ``"pwm"``, ``"thrust_rates"`` or ``"thrust_attitude"``.
         max_episode_steps: Truncation in control steps (``None``: none).
         autoreset_mode: :class:`gymnasium.vector.AutoresetMode` (or its value string).
         randomize_params: Model parameter name -> relative half-width of its per-environment
@@ -173,6 +173,8 @@ class QuadsimVectorEnv(VectorEnv):
         masks = np.ones((len(_INFO_KEYS), self.num_envs), bool)  # one allocation, 6 rows
         for key, mask in zip(_INFO_KEYS, masks, strict=True):
             infos[key], infos["_" + key] = info[key], mask
+        if "battery_v" in info:  # the pwm action level's batteries
+            infos["battery_v"], infos["_battery_v"] = info["battery_v"], masks[0].copy()
         if mode == AutoresetMode.SAME_STEP and finished.any():
             final_obs = np.full(self.num_envs, None, dtype=object)
             for i in np.flatnonzero(finished):
