@@ -18,15 +18,17 @@ instruction is never skipped where it is needed. Conditions themselves are alway
 instruction that a condition of its own guard depends on (a condition computed from a selected
 value) is made ``ALWAYS``, since it must be computed before that condition can be tested.
 
-**Blocks.** Guards with more than :data:`MAX_CONDS` conditions, and groups of fewer than
-:data:`MIN_BLOCK` instructions (not worth a branch), are made ``ALWAYS`` and the guards are
-recomputed until nothing changes. The instructions keep CasADi's order (its register-friendly
-schedule), except that a guarded one waits until an ``ALWAYS`` instruction reads it; then it
-runs with the waiting instructions it reads (whatever their guard: guards may read each other
-both ways), the waiting ones of its guard, and the guard's later instructions whose inputs are
-all computed by then, in CasADi's order, one block per run of one guard. A block
-whose conditions are not all computed by then (a guard ``{c_1, c_2}`` needed first by the
-select on ``c_1`` before ``c_2`` exists) runs unconditionally. The C evaluates a block with
+**Blocks.** Guards with more than :data:`MAX_CONDS` terms are made ``ALWAYS``; a group of fewer
+than :data:`MIN_BLOCK` instructions (not worth a branch of its own) joins the largest group whose
+guard its own implies (a wider guard: evaluated more often, never less), or else is made
+``ALWAYS``; the guards are recomputed until nothing changes. The instructions keep CasADi's
+order (its register-friendly schedule), except that a guarded one waits until an ``ALWAYS``
+instruction reads it; then it runs with the waiting instructions it reads (whatever their
+guard: guards may read each other both ways), the waiting ones of its guard, and the guard's
+later instructions whose inputs are all computed by then, in CasADi's order, one block per run
+of one guard. A condition not computed by then (CasADi places it before its first use, which
+may come later) is computed first, with what it reads, when all that is ``ALWAYS`` work;
+otherwise the block runs unconditionally. The C evaluates a block with
 guard ``{c_i}`` when any lane of any ``c_i`` is non-zero; otherwise its variables keep stale
 values that only masked selects read. Values are unchanged: every instruction computes what it
 computed before, only some are not computed.
@@ -94,14 +96,18 @@ def _simplify(terms: set[frozenset], neg: dict[int, int]) -> Any:
 
 
 def _guards(ops: list[int], deps: list[list[int]], forced: set[int], iez: int, output: int,
-            neg: dict[int, int]) -> list[Any]:  # fmt: skip
+            neg: dict[int, int], widen: dict[int, frozenset] | None = None,
+            ) -> list[Any]:  # fmt: skip
     """One backward pass (module docstring): each instruction's guard, ``ALWAYS``, a frozenset
-    of terms (frozensets of condition instructions, all non-zero), or ``False`` (not needed)."""  # noqa: D205, D209
+    of terms (frozensets of condition instructions, all non-zero), or ``False`` (not needed);
+    ``widen`` replaces an instruction's guard by a wider one it implies."""  # noqa: D205, D209
     n = len(ops)
     g: list[Any] = [False] * n
     for k in range(n - 1, -1, -1):
         if ops[k] == output or (k in forced and g[k] is not False):
             g[k] = ALWAYS
+        elif widen and k in widen and g[k] and _implies(g[k], widen[k]):
+            g[k] = widen[k]
         gk = g[k]
         if gk is False:
             continue
@@ -118,6 +124,11 @@ def _guards(ops: list[int], deps: list[list[int]], forced: set[int], iez: int, o
             else:
                 g[a] = add if g[a] is False else _simplify(g[a] | add, neg)
     return g
+
+
+def _implies(a: frozenset, b: frozenset) -> bool:
+    """Whether guard ``a`` implies guard ``b`` (each term of ``a`` contains a term of ``b``)."""
+    return all(any(t >= u for u in b) for t in a)
 
 
 def _conds(guard: frozenset) -> set[int]:
@@ -158,8 +169,9 @@ def guarded_schedule(F: Any) -> tuple[list[tuple[Any, list[int]]], list[list[int
     neg = {k: deps[k][0] for k in range(len(ops)) if ops[k] == cs.OP_NOT}
     anc: dict[int, int] = {}  # the ancestors of each condition, as a bit set
     forced: set[int] = set()
-    while True:
-        g = _guards(ops, deps, forced, iez, output, neg)
+    widen: dict[int, frozenset] = {}
+    for rounds in range(50):
+        g = _guards(ops, deps, forced, iez, output, neg, widen)
         size: dict[frozenset, int] = {}
         for gk in g:
             if gk:
@@ -167,12 +179,26 @@ def guarded_schedule(F: Any) -> tuple[list[tuple[Any, list[int]]], list[list[int
         missing = set().union(*[_conds(gk) for gk in g if gk]) - anc.keys()
         if missing:  # (making instructions ALWAYS can expose new conditions)
             anc.update(_ancestors(deps, missing))
-        more = {k for k, gk in enumerate(g)
-                if gk and (size[gk] < MIN_BLOCK
-                           or any(anc[c] >> k & 1 for c in _conds(gk)))} - forced  # fmt: skip
-        if not more:
+        large = sorted((key for key, m in size.items() if m >= MIN_BLOCK), key=size.get,
+                       reverse=True)  # fmt: skip
+        more, wider = set(), {}
+        for k, gk in enumerate(g):
+            if not gk:
+                continue
+            if any(anc[c] >> k & 1 for c in _conds(gk)):
+                more.add(k)
+            elif size[gk] < MIN_BLOCK:  # a small group joins the largest one it implies
+                to = None if rounds >= 40 else next(
+                    (key for key in large if key != gk and _implies(gk, key)), None)  # fmt: skip
+                if to is None:
+                    more.add(k)
+                else:
+                    wider[k] = to
+        more -= forced
+        if not more and not wider:
             break
         forced |= more
+        widen.update(wider)
     return _sink(g, deps), deps
 
 
@@ -190,8 +216,29 @@ def _sink(g: list[Any], deps: list[list[int]]) -> list[tuple[Any, list[int]]]:
         if gk:
             later.setdefault(gk, []).append(k)
 
+    def pull(conds: set[int]) -> bool:
+        """Compute the conditions not computed yet, and what they read, now, if all of that is
+        ``ALWAYS`` work; whether the conditions are all computed then."""  # noqa: D205, D209
+        need, stack = set(), [c for c in conds if c not in done]
+        while stack:
+            k = stack.pop()
+            if k in need or k in done:
+                continue
+            if g[k] is not ALWAYS or k in home:
+                return False
+            need.add(k)
+            stack.extend(deps[k])
+        if need:
+            ks = sorted(need)
+            if blocks and blocks[-1][0] is ALWAYS:
+                blocks[-1][1].extend(ks)
+            else:
+                blocks.append((ALWAYS, ks))
+            done.update(ks)
+        return True
+
     def emit(ks: list[int], key: Any) -> None:
-        if key is ALWAYS or not _conds(key) <= done:  # (a condition not computed yet)
+        if key is ALWAYS or not pull(_conds(key)):  # (a condition that cannot come first)
             key = ALWAYS
         else:
             key = tuple(sorted(tuple(sorted(t)) for t in key))
