@@ -8,7 +8,7 @@ PWM ``(n, n_rotors)`` (0..65535, the Crazyflie firmware's motor commands):
 2. the rotor-speed command ``ω_ss(pwm, V)`` (:func:`~quadsim.physics.power.rpm_from_pwm`), which
    the simulator's rotor dynamics follow (its motor time constant);
 3. the simulator's step;
-4. the charge integrated with the current at the new rotor speeds (trapezoid in the power).
+4. the charge integrated at the mean power of the step (:func:`~quadsim.power.discharge`).
 
 Attributes after a step: ``voltage`` [V], ``current`` [A], ``power`` [W], ``charge`` (0..1),
 ``energy`` [J] used since the start, each ``(n,)``; ``empty`` where the voltage fell below the
@@ -81,10 +81,7 @@ class PwmDrive:
         state = self.sim.step(self.rpm_command(pwm), **kw)
         p1 = pw.electrical_power(self._rpm(), self.params)
         dt = self.sim.dt
-        _, i0 = pw.battery_state(self.charge, p0, self.params)
-        qm = self.charge + 0.5 * dt * pw.charge_rate(i0, self.params)
-        _, im = pw.battery_state(qm, 0.5 * (p0 + p1), self.params)
-        self.charge = np.clip(self.charge + dt * pw.charge_rate(im, self.params), 0.0, 1.0)
+        self.charge = pw.discharge(self.charge, 0.5 * (p0 + p1), dt, self.params)
         self.energy = self.energy + 0.5 * (p0 + p1) * dt
         self.power = p1
         self.voltage, self.current = pw.battery_state(self.charge, p1, self.params)

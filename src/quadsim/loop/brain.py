@@ -435,7 +435,7 @@ def _powered(out: dict, charge: Any, power: Any, dt: float, xp: Any) -> tuple[di
         sat = xp.logical_or(sat, cut[..., r])
     out = out | {"cmd_rpm": rpm, "battery_v": v, "battery_i": i, "battery_p": p,
                  "saturated": sat,
-                 "battery_charge": xp.clip(charge + dt * pw.charge_rate(i, power), 0.0, 1.0)}
+                 "battery_charge": pw.discharge(charge, p, dt, power)}
     return out, out["battery_charge"]
 
 

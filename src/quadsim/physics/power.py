@@ -54,6 +54,7 @@ __all__ = [
     "battery_state",
     "charge_rate",
     "check_power_params",
+    "discharge",
     "electrical_power",
     "hover_endurance",
     "list_power_presets",
@@ -155,6 +156,16 @@ def charge_rate(current: Any, p: PowerParams) -> Any:
     return -current / (3600.0 * p.capacity)
 
 
+def discharge(charge: Any, power: Any, dt: float, p: PowerParams) -> Any:
+    """The charge ``(...)`` after delivering ``power`` [W] for ``dt`` [s]: the midpoint rule in
+    the current (the one integrator of the charge: the loop, :class:`~quadsim.pwm.PwmDrive`,
+    the envs' pwm level and :func:`hover_endurance`), clipped to 0..1."""  # noqa: D205, D209
+    xp = namespace(charge, power)
+    _, i0 = battery_state(charge, power, p)
+    _, im = battery_state(charge + 0.5 * dt * charge_rate(i0, p), power, p)
+    return xp.clip(charge + dt * charge_rate(im, p), 0.0, 1.0)
+
+
 def rpm_from_pwm(pwm: Any, voltage: Any, p: PowerParams) -> Any:
     """Steady rotor speed [RPM] ``(..., n)`` from PWM ``(..., n)`` and battery voltage ``(...)``
     or ``(..., 1)`` [V] (module docstring)."""  # noqa: D205, D209
@@ -183,12 +194,10 @@ def hover_endurance(p: PowerParams, hover_rpm: float, n_rotors: int = 4,
     P = float(electrical_power(np.full(n_rotors, float(hover_rpm)), p))
     q, t = 1.0, 0.0
     while True:
-        V, cur = battery_state(np.asarray(q), np.asarray(P), p)
+        V, _ = battery_state(np.asarray(q), np.asarray(P), p)
         if float(V) < p.v_cutoff or t > 36000:
             return t
-        qm = q + 0.5 * dt * float(charge_rate(cur, p))
-        _, cur_m = battery_state(np.asarray(qm), np.asarray(P), p)
-        q, t = q + dt * float(charge_rate(cur_m, p)), t + dt
+        q, t = float(discharge(np.asarray(q), np.asarray(P), dt, p)), t + dt
 
 
 _KEYS = {

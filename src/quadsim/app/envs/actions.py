@@ -141,8 +141,7 @@ class Pwm(ActionLevel):
         from ...physics import power as pw
 
         p = pw.electrical_power(np.asarray(rotor_rpm, np.float64), self.power)
-        _, i = pw.battery_state(self.charge, p, self.power)
-        self.charge = np.clip(self.charge + dt * pw.charge_rate(i, self.power), 0.0, 1.0)
+        self.charge = pw.discharge(self.charge, p, dt, self.power)
         self.voltage = np.asarray(pw.battery_state(self.charge, p, self.power)[0], np.float64)
 
 
