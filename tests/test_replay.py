@@ -35,7 +35,10 @@ def flights() -> dict:
 
 @pytest.fixture(scope="module")
 def own(flights, motor) -> dict:
-    return {k: rp.replay(f, motor=motor) for k, f in flights.items()}
+    out = {k: rp.replay(f, motor=motor) for k, f in flights.items()}
+    for k in ("B2", "B3"):
+        out[k]["no_lag"] = rp.replay(flights[k], motor=motor, time_constant=0.0, horizons=())
+    return out
 
 
 def test_motor_model_from_stand(motor):
@@ -45,9 +48,10 @@ def test_motor_model_from_stand(motor):
 
 
 def test_in_sample_specific_force(own):
-    """Mass and delays fitted on the flight itself: measured R² 0.865 (B2), 0.649 (B3), 0.889
-    (B9); RMSE 0.16, 0.22, 0.11 m/s² (10 Hz low-pass, airborne samples)."""
-    floor = {"B2": 0.82, "B3": 0.60, "B9": 0.85}
+    """Mass, rotor time constant and delays fitted on the flight itself: measured R² 0.898
+    (B2), 0.700 (B3), 0.889 (B9); RMSE 0.14, 0.20, 0.11 m/s² (10 Hz low-pass, airborne
+    samples)."""
+    floor = {"B2": 0.85, "B3": 0.65, "B9": 0.85}
     for k, r in own.items():
         assert r["specific_force_z_r2"] >= floor[k], k
         assert r["specific_force_z_rmse_m_s2"] < 0.25, k
@@ -69,30 +73,41 @@ def test_mass_is_an_effective_mass(own):
     assert max(masses) / min(masses) < 1.08
 
 
-def test_delays(own):
+def test_delays_and_rotor_time_constant(own):
+    """The rotors' response is a first-order lag, not a pure delay: with the lag fitted the
+    PWM-to-IMU delay is within ±5 ms of zero and the time constant 35-60 ms (measured 60, 45,
+    35 ms on B2, B3, B9; delays 1, 4, -2 ms). Without the lag the delay stands in for it (35-44
+    ms) and the fit is worse (R² 0.865 / 0.649 / 0.889 against 0.898 / 0.700 / 0.889)."""
     for k, r in own.items():
         d = r["delays_s"]
-        assert 0.02 <= d["pwm_to_imu"] <= 0.06, k
-        assert 0.03 <= d["pwm_to_gyro"] <= 0.055, k
+        assert abs(d["pwm_to_imu"]) <= 0.008, k
+        assert 0.03 <= r["time_constant_s"] <= 0.065, k
+        assert r["time_constant_fitted_s"] == r["time_constant_s"]
+        assert -0.005 <= d["pwm_to_gyro"] <= 0.02, k
         assert abs(d["imu_to_vicon"]) <= 0.01, k
+    for k in ("B2", "B3"):
+        f = own[k]
+        assert f["specific_force_z_r2"] > 0.03 + f["no_lag"]["specific_force_z_r2"], k
+        assert 0.03 <= f["no_lag"]["delays_s"]["pwm_to_imu"] <= 0.05, k
 
 
 def test_held_out_specific_force(flights, motor):
-    """Mass, delays and angular bias fitted on one flight, tested on another. Measured: B2->B3
-    0.333, B3->B2 0.635, and negative to and from B9 (-1.80, -0.22, -0.93, -0.37): a 3-6 %
-    mismatch of the effective mass shifts the level by 0.3-0.6 m/s² against a signal of
-    0.33-0.43 m/s² standard deviation. The issue's target (>= 0.8) is not met held out."""
+    """Mass, rotor lag, delays and angular bias fitted on one flight, tested on another.
+    Measured: B2->B3 0.398, B3->B2 0.663, and negative to and from B9 (-1.77, -0.21, -0.91,
+    -0.33): a 3-6 % mismatch of the effective mass shifts the level by 0.3-0.6 m/s² against a
+    signal of 0.33-0.43 m/s² standard deviation. The issue's target (>= 0.8) is not met held
+    out on these three flights (docs/validation.md: it holds for three pairs of B2, B5, B7)."""
     rows = {
         (r["train"][:2], r["test"][:2]): r
         for r in rp.cross_flights([flights[k] for k in ("B2", "B3", "B9")], motor=motor)
     }
     measured = {
-        ("B2", "B3"): 0.333,
-        ("B3", "B2"): 0.635,
-        ("B3", "B9"): -0.220,
-        ("B9", "B3"): -0.371,
-        ("B9", "B2"): -0.930,
-        ("B2", "B9"): -1.799,
+        ("B2", "B3"): 0.398,
+        ("B3", "B2"): 0.663,
+        ("B3", "B9"): -0.212,
+        ("B9", "B3"): -0.329,
+        ("B9", "B2"): -0.909,
+        ("B2", "B9"): -1.768,
     }
     for pair, value in measured.items():
         assert rows[pair]["specific_force_z_r2"] >= value - 0.1, pair
@@ -183,13 +198,16 @@ def test_missing_column_and_bad_cell(tmp_path):
 
 
 def test_synthetic_oracle():
-    """Known motor model, mass, PWM delays and inertia; the data generated independently
-    (thrust from the curve, torque as r × F and the rotors' reaction, Euler's equation
-    integrated at 1 kHz); replay recovers the mass and both delays."""
+    """Known motor model, rotor time constant, mass, PWM delays and inertia; the data generated
+    independently (the rotors' lag by ``scipy.signal.lsim`` on a 1 ms grid, thrust from the
+    curve, torque as r × F and the rotors' reaction, Euler's equation integrated at 1 kHz);
+    replay recovers the mass, the time constant and both delays."""
+    from scipy.signal import lsim
+
     p = load_params("cf2x_L250")
     coef = np.array([3000.0, 6500.0, 0.0])
     motor = ts.RpmFit("linear", coef, 0.0, 0.0, 0)
-    mass, d_f, d_w = 0.036, 0.05, 0.03
+    mass, d_f, d_w, t_m = 0.036, 0.05, 0.03, 0.04
     rng = np.random.default_rng(3)
     freq = rng.uniform(0.3, 2.5, size=(4, 3))
     phase = rng.uniform(0, 2 * np.pi, size=(4, 3))
@@ -202,10 +220,20 @@ def test_synthetic_oracle():
     def vbat_at(t):
         return 3.9 - 0.02 * np.asarray(t)
 
-    def forces(t):
-        w = coef[0] + coef[1] * pwm_at(t) / 65535.0 * vbat_at(t)[..., None]
+    dt, n = 0.01, 1200
+    t = np.arange(n) * dt
+    fine = np.arange(-100, n * 10) * dt / 10  # from -0.1 s: delays need the past
+    w_ss = coef[0] + coef[1] * pwm_at(fine) / 65535.0 * vbat_at(fine)[:, None]
+    lag = ([1.0], [t_m, 1.0])
+    w = np.stack(
+        [lsim(lag, w_ss[:, i], fine - fine[0], X0=[w_ss[0, i] * t_m])[1] for i in range(4)],
+        axis=-1,
+    )
+
+    def forces(tq):
+        wq = np.stack([np.interp(tq, fine, w[:, i]) for i in range(4)], axis=-1)
         k, q = p.rpm2thrust, p.rpm2torque
-        T, Q = k[0] + k[1] * w + k[2] * w * w, q[0] + q[1] * w + q[2] * w * w
+        T, Q = k[0] + k[1] * wq + k[2] * wq * wq, q[0] + q[1] * wq + q[2] * wq * wq
         r = np.concatenate([p.rotor_positions, np.zeros((4, 1))], axis=1)
         F = np.zeros((*T.shape, 3))
         F[..., 2] = T
@@ -213,13 +241,11 @@ def test_synthetic_oracle():
         tau[..., 2] += -np.sum(p.rotor_spin * Q, axis=-1)
         return T.sum(axis=-1), tau
 
-    dt, n = 0.01, 1200
-    t = np.arange(n) * dt
-    fine = np.arange(n * 10) * dt / 10
-    _, tau_f = forces(fine - d_w)
+    fine_t = np.arange(n * 10) * dt / 10
+    _, tau_f = forces(fine_t - d_w)
     J, Ji = np.asarray(p.J), np.linalg.inv(np.asarray(p.J))
-    om = np.zeros((len(fine), 3))
-    for i in range(1, len(fine)):
+    om = np.zeros((len(fine_t), 3))
+    for i in range(1, len(fine_t)):
         o = om[i - 1]
         om[i] = o + dt / 10 * Ji @ (tau_f[i - 1] - np.cross(o, J @ o))
     gyro = om[::10]
@@ -237,11 +263,17 @@ def test_synthetic_oracle():
     }
     r = rp.replay(flight, motor=motor)
     assert r["mass_kg"] == pytest.approx(mass, rel=0.01)
-    assert r["delays_s"]["pwm_to_imu"] == pytest.approx(d_f, abs=0.003)
-    assert r["delays_s"]["pwm_to_gyro"] == pytest.approx(d_w, abs=0.003)
+    assert r["time_constant_s"] == pytest.approx(t_m, abs=0.006)
+    # the replay holds the command over a sample: half a sample of delay is its own
+    assert r["delays_s"]["pwm_to_imu"] == pytest.approx(d_f, abs=0.008)
+    assert r["delays_s"]["pwm_to_gyro"] == pytest.approx(d_w, abs=0.008)
     assert r["specific_force_z_r2"] > 0.99
     assert min(r["ang_acc_r2"]) > 0.95
     assert np.max(np.abs(r["ang_acc_bias_rad_s2"])) < 0.5
+    # without the lag the delay has to stand in for it and the fit is worse
+    r0 = rp.replay(flight, motor=motor, time_constant=0.0, horizons=())
+    assert r0["delays_s"]["pwm_to_imu"] > d_f + 0.02
+    assert r0["specific_force_z_r2"] < r["specific_force_z_r2"]
 
 
 def test_the_quadsim_replay_command(tmp_path):

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy.signal import butter, filtfilt, savgol_filter
+from scipy.signal import butter, filtfilt, lfilter, savgol_filter
 
 from ...physics import rotation
 from ..validation import nanobench
@@ -56,6 +56,7 @@ __all__ = [
     "CUTOFF_HZ",
     "HORIZONS_S",
     "REQUIRED_COLUMNS",
+    "TIME_CONSTANTS_S",
     "airborne",
     "cross_flights",
     "fit_motor",
@@ -90,6 +91,8 @@ AIRBORNE_CLEARANCE_M = 0.05
 """Height above the ground [m] from which a sample counts as airborne (:func:`airborne`)."""
 
 _SHIFTS_PWM = (-0.1, 0.3)  # search range of the PWM delays [s]
+TIME_CONSTANTS_S = tuple(round(0.005 * i, 3) for i in range(21))
+"""The rotors' time constants [s] tried when :func:`replay` fits one (0 to 100 ms)."""
 _SAVGOL = (9, 3)  # window [samples], polynomial order of the gyro's derivative
 
 
@@ -191,9 +194,19 @@ def fit_motor(stand_files: Sequence[str | Path] | None = None) -> ts.RpmFit:
 
 
 def rotor_forces(
-    params: Any, motor: ts.RpmFit, pwm: np.ndarray, vbat: np.ndarray
+    params: Any,
+    motor: ts.RpmFit,
+    pwm: np.ndarray,
+    vbat: np.ndarray,
+    time_constant: float = 0.0,
+    dt: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Rotor speeds, total thrust and body torque from the PWM and battery voltage.
+
+    With ``time_constant > 0`` each rotor's speed follows the steady speed ``ω_ss`` through the
+    first-order lag ``ω̇ = (ω_ss - ω) / time_constant``, discretized exactly for a command held
+    over each sample (``ω_k = a ω_{k-1} + (1 - a) ω_ss,k-1`` with ``a = exp(-dt /
+    time_constant)``, started at the first sample's steady speed).
 
     Args:
         params: A :class:`quadsim.physics.params.Params` (``rpm2thrust``, ``rpm2torque``,
@@ -201,6 +214,8 @@ def rotor_forces(
         motor: The rotor-speed model (:func:`fit_motor`); its steady part is used.
         pwm: ``(T, 4)`` PWM per motor (0..65535), the preset's rotor order.
         vbat: ``(T,)`` battery voltage [V].
+        time_constant: The rotors' time constant [s] (0: the steady speed).
+        dt: The sample period [s], needed with a time constant (a log's median step).
 
     Returns:
         ``(rpm (T, 4), thrust_total (T,) [N], torque (T, 3) [N m] in the body frame)``. A motor
@@ -209,6 +224,14 @@ def rotor_forces(
     pwm = np.asarray(pwm, dtype=np.float64)
     v = np.asarray(vbat, dtype=np.float64)[:, None]
     w = np.where(pwm > 0.0, np.maximum(motor.steady(pwm, v), 0.0), 0.0)
+    if time_constant < 0.0 or not math.isfinite(time_constant):
+        raise ValueError(f"time_constant must be finite and >= 0, got {time_constant}")
+    if time_constant > 0.0:
+        if dt is None or not dt > 0.0:
+            raise ValueError(f"a time constant needs the sample period dt > 0, got {dt}")
+        a = math.exp(-dt / time_constant)
+        # y_k = a y_{k-1} + (1 - a) x_{k-1}, y_0 = x_0 (the filter's state starts at x_0)
+        w = lfilter([0.0, 1.0 - a], [1.0, -a], w, axis=0, zi=w[:1])[0]
     k, q = np.asarray(params.rpm2thrust), np.asarray(params.rpm2torque)
     thrust = np.where(w > 0.0, k[0] + k[1] * w + k[2] * w * w, 0.0)
     drag = np.where(w > 0.0, q[0] + q[1] * w + q[2] * w * w, 0.0)
@@ -241,20 +264,31 @@ def _shift(t: np.ndarray, x: np.ndarray, tau: float) -> np.ndarray:
     return np.stack([np.interp(t - tau, t, x[:, j]) for j in range(x.shape[1])], axis=-1)
 
 
+def _corr(pred: np.ndarray, y: np.ndarray) -> float:
+    x = pred.reshape(len(y), -1)
+    x = x - x.mean(axis=0)
+    return float(np.sum(x * y) / math.sqrt(float(np.sum(x * x) * np.sum(y * y))))
+
+
 def _best_shift(
-    t: np.ndarray, pred: np.ndarray, meas: np.ndarray, keep: np.ndarray, step: float = 0.001
-) -> float:
+    t: np.ndarray,
+    pred: np.ndarray,
+    meas: np.ndarray,
+    keep: np.ndarray,
+    step: float = 0.001,
+    fixed: float | None = None,
+) -> tuple[float, float]:
     """The delay ``tau`` in :data:`_SHIFTS_PWM` (grid ``step``) maximizing the correlation of
-    ``pred(t - tau)`` with ``meas(t)`` on the rows ``keep`` (columns pooled)."""  # noqa: D205, D209
+    ``pred(t - tau)`` with ``meas(t)`` on the rows ``keep`` (columns pooled), and that
+    correlation; with ``fixed``, that delay's correlation."""  # noqa: D205, D209
     y = meas[keep].reshape(len(t[keep]), -1)
     y = y - y.mean(axis=0)
+    if fixed is not None:
+        return float(fixed), _corr(_shift(t, pred, fixed)[keep], y)
     taus = np.arange(_SHIFTS_PWM[0], _SHIFTS_PWM[1] + step / 2, step)
-    corr = np.empty(len(taus))
-    for j, tau in enumerate(taus):
-        x = _shift(t, pred, tau)[keep].reshape(len(y), -1)
-        x = x - x.mean(axis=0)
-        corr[j] = np.sum(x * y) / math.sqrt(float(np.sum(x * x) * np.sum(y * y)))
-    return float(round(taus[int(np.argmax(corr))], 6))
+    corr = np.array([_corr(_shift(t, pred, tau)[keep], y) for tau in taus])
+    j = int(np.argmax(corr))
+    return float(round(taus[j], 6)), float(corr[j])
 
 
 def _euler(params: Any, tau: np.ndarray, omega: np.ndarray) -> np.ndarray:
@@ -274,6 +308,7 @@ def replay(
     mass: float | None = None,
     delays: dict[str, float] | None = None,
     ang_bias: Sequence[float] | None = None,
+    time_constant: float | None = None,
     horizons: Sequence[float] = HORIZONS_S,
 ) -> dict[str, Any]:
     """Predicted against measured body-z specific force and angular acceleration of a flight.
@@ -292,11 +327,15 @@ def replay(
         ang_bias: Constant angular acceleration [rad/s²] ``(3,)`` added to the prediction (the
             torque of the centre-of-mass offset and rotor spread, see the module docstring);
             ``None``: fitted on this flight (the mean residual).
+        time_constant: The rotors' first-order time constant [s] (:func:`rotor_forces`);
+            ``None``: fitted on this flight, the value of :data:`TIME_CONSTANTS_S` whose
+            predicted thrust, at its best delay, correlates best with the measured ``f_z``.
         horizons: Short horizons [s] of :func:`horizon_errors` (empty: none).
 
     Returns:
         dict: ``name``, ``preset``, ``n_samples`` (in flight), ``mass_kg`` (used), ``mass_fit_kg``
         (fitted on this flight from the IMU), ``mass_vicon_kg`` (from the Vicon acceleration),
+        ``time_constant_s`` (used) and ``time_constant_fitted_s`` (this flight's own),
         ``delays_s`` (``pwm_to_imu``, ``pwm_to_gyro``, ``imu_to_vicon``), ``delays_fitted_s``
         (this flight's own), ``specific_force_z_r2``, ``specific_force_z_rmse_m_s2``,
         ``specific_force_z_r2_zero_delay``, ``ang_acc_r2`` ``[x, y, z]``,
@@ -314,15 +353,23 @@ def replay(
     flying = np.asarray(fl["flying"], dtype=bool)
     keep = airborne(fl)
     dt = float(np.median(np.diff(t)))
-    _, thrust, tau = rotor_forces(params, motor, fl["pwm"], fl["vbat"])
-
     fz_meas = _lowpass(np.asarray(fl["accel"])[:, 2], dt)
-    thrust_lp = _lowpass(thrust, dt)
-    fitted: dict[str, float] = {
-        "pwm_to_imu": _best_shift(t, thrust_lp, fz_meas, keep),
-    }
     delays = dict(delays or {})
-    d_imu = float(delays.get("pwm_to_imu", fitted["pwm_to_imu"]))
+    # this flight's own rotor time constant and PWM-to-IMU delay, jointly by correlation
+    best: tuple[float, float, float] | None = None
+    for tc in TIME_CONSTANTS_S:
+        _, thr, _ = rotor_forces(params, motor, fl["pwm"], fl["vbat"], tc, dt)
+        d, c = _best_shift(t, _lowpass(thr, dt), fz_meas, keep)
+        if best is None or c > best[2]:
+            best = (tc, d, c)
+    assert best is not None
+    tc_fit = best[0]
+    tc_use = tc_fit if time_constant is None else float(time_constant)
+    _, thrust, tau = rotor_forces(params, motor, fl["pwm"], fl["vbat"], tc_use, dt)
+    thrust_lp = _lowpass(thrust, dt)
+    fitted: dict[str, float] = {"pwm_to_imu": best[1]}
+    own_d = best[1] if tc_use == tc_fit else _best_shift(t, thrust_lp, fz_meas, keep)[0]
+    d_imu = float(delays.get("pwm_to_imu", own_d))
     thrust_d = _shift(t, thrust_lp, d_imu)
     x, y = thrust_d[keep], fz_meas[keep]
     m_fit = float(np.sum(x * x) / np.sum(x * y))
@@ -343,7 +390,7 @@ def replay(
     ang_meas = _lowpass(w_dot, dt)
     tau_lp = _lowpass(tau, dt)
     ang_raw = _euler(params, tau_lp, gyro)
-    fitted["pwm_to_gyro"] = _best_shift(t, ang_raw, ang_meas, keep)
+    fitted["pwm_to_gyro"] = _best_shift(t, ang_raw, ang_meas, keep)[0]
     d_gyro = float(delays.get("pwm_to_gyro", fitted["pwm_to_gyro"]))
     ang_pred = _lowpass(_euler(params, _shift(t, tau, d_gyro), gyro), dt)
     bias_fit = np.mean(ang_meas[keep] - ang_pred[keep], axis=0)
@@ -363,6 +410,8 @@ def replay(
         "mass_kg": m_use,
         "mass_fit_kg": m_fit,
         "mass_vicon_kg": m_vicon,
+        "time_constant_s": tc_use,
+        "time_constant_fitted_s": tc_fit,
         "delays_s": used,
         "delays_fitted_s": fitted,
         "specific_force_z_r2": r2(fz_pred[keep], fz_meas[keep]),
@@ -469,7 +518,10 @@ def cross_flights(
     motor: ts.RpmFit | None = None,
     horizons: Sequence[float] = (),
 ) -> list[dict[str, Any]]:
-    """Held-out evaluation: the mass and PWM delays fitted on each flight, tested on each other.
+    """Held-out evaluation: each flight's fit (mass, lag, delays, bias) tested on each other.
+
+    The mass, rotor time constant, PWM delays and angular bias are fitted on each flight and
+    used on every other one.
 
     Returns:
         One dict per ordered pair ``(train, test)``: ``train``, ``test``, ``mass_kg``,
@@ -492,6 +544,7 @@ def cross_flights(
                 mass=ra["mass_kg"],
                 delays=d,
                 ang_bias=ra["ang_acc_bias_rad_s2"],
+                time_constant=ra["time_constant_s"],
                 horizons=horizons,
             )
             rows.append(
@@ -499,6 +552,7 @@ def cross_flights(
                     "train": a.get("name", ""),
                     "test": b.get("name", ""),
                     "mass_kg": ra["mass_kg"],
+                    "time_constant_s": ra["time_constant_s"],
                     "delays_s": d,
                     "specific_force_z_r2": rb["specific_force_z_r2"],
                     "specific_force_z_rmse_m_s2": rb["specific_force_z_rmse_m_s2"],
@@ -562,7 +616,8 @@ def _row(name: str, r: dict[str, Any]) -> str:
     return (
         f"{name:44s} {r.get('n_samples', 0):5d} {r['specific_force_z_r2']:6.3f} "
         f"{r['specific_force_z_rmse_m_s2']:6.3f} {a[0]:6.2f} {a[1]:6.2f} {a[2]:6.2f} "
-        f"{1e3 * r['mass_kg']:6.1f} {1e3 * d.get('pwm_to_imu', math.nan):6.0f} "
+        f"{1e3 * r['mass_kg']:6.1f} {1e3 * r.get('time_constant_s', math.nan):5.0f} "
+        f"{1e3 * d.get('pwm_to_imu', math.nan):6.0f} "
         f"{1e3 * d.get('pwm_to_gyro', math.nan):6.0f} {1e3 * d.get('imu_to_vicon', math.nan):6.0f}"
     )
 
@@ -599,8 +654,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"u = pwm/65535 x vbat (thrust stand); 10 Hz low-pass, one step, samples in flight"
     )
     print(
-        f"{'flight (mass and delays fitted on it)':44s} {'n':>5s} {'fz R2':>6s} {'RMSE':>6s} "
-        f"{'wdot x':>6s} {'y':>6s} {'z':>6s} {'m [g]':>6s} {'d_imu':>6s} {'d_gyr':>6s} "
+        f"{'flight (mass, lag, delays fitted on it)':44s} {'n':>5s} {'fz R2':>6s} {'RMSE':>6s} "
+        f"{'wdot x':>6s} {'y':>6s} {'z':>6s} {'m [g]':>6s} {'T_m':>5s} {'d_imu':>6s} {'d_gyr':>6s} "
         f"{'d_vic':>6s}"
     )
     for r in results:
@@ -614,7 +669,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f" rad/s (R2 {', '.join(f'{v:.2f}' for v in e['dw_r2'])})"
             )
     if cross:
-        print("held out (mass and delays of the training flight):")
+        print("held out (mass, lag, delays and angular bias of the training flight):")
         for c in cross:
             print(_row(f"{c['train'][:19]} -> {c['test'][:19]}", c))
     if args.json is not None:
