@@ -1,7 +1,10 @@
 """The ``quadsim`` command.
 
-``quadsim fly SCENARIO [--out DIR] [--csv] [--no-plots] [--animate {gif,mp4}] [--quiet]`` flies a
-scenario file and writes the results; ``quadsim recover DIR`` rebuilds the results of a killed
+``quadsim fly SCENARIO [--out DIR] [--csv] [--no-plots] [--animate {gif,mp4}] [--quiet]
+[--rosbag]`` flies a scenario file and writes the results (``--rosbag``: also as a ROS 2 bag in
+MCAP); ``quadsim ros2 SCENARIO [--rate real|max] [--domain-id N] [--namespace NS] [--network
+IFACE] [--timeout S] [--on-timeout hover|land|cut] [--duration S] [--out DIR]`` runs it as a
+ROS 2 node over DDS (docs/ros2.md); ``quadsim recover DIR`` rebuilds the results of a killed
 run; ``quadsim info PRESET [--plot FILE]`` prints the flight envelope; ``quadsim presets`` lists
 the drones; ``quadsim bench`` measures speed; ``quadsim replay LOG [...] [--format nanobench]
 [--preset NAME] [--json FILE] [--out DIR]`` replays a real flight's motor commands through the
@@ -56,6 +59,9 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument(
         "--quiet", action="store_true", help="print nothing but errors (no progress, no summary)"
     )
+    f.add_argument("--rosbag", action="store_true",
+                   help="also write the log as a ROS 2 bag, trajectory.mcap (odometry, IMU, tf, "
+                        "rotor speeds, reference; needs quadsim[ros2])")  # fmt: skip
     r = sub.add_parser(
         "recover", help="rebuild trajectory.parquet and summary.json of a run that was killed"
     )
@@ -78,6 +84,29 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--preset", default="cf2x_L250", help="drone preset (default cf2x_L250)")
     rp.add_argument("--json", metavar="FILE", help="also write the metrics as JSON")
     rp.add_argument("--out", metavar="DIR", help="folder for the predicted-against-measured plots")
+    ros = sub.add_parser("ros2", help="run a scenario's drones as a ROS 2 node over DDS "
+                         "(docs/ros2.md)")  # fmt: skip
+    ros.add_argument("scenario", help="scenario TOML file (see docs/scenarios.md)")
+    ros.add_argument("--rate", choices=("real", "max"), default="real",
+                     help="real: paced at the scenario's dt; max: as fast as possible, with "
+                          "/clock (default real)")  # fmt: skip
+    ros.add_argument("--domain-id", type=_domain_id, default=0, metavar="N",
+                     help="DDS domain (ROS_DOMAIN_ID), 0..232 (default 0)")
+    ros.add_argument("--namespace", default="quadsim", metavar="NS",
+                     help="ROS 2 namespace of the topics (default quadsim)")
+    ros.add_argument("--network", metavar="IFACE", default=None,
+                     help="put DDS on this network interface (default: loopback only; anyone "
+                          "on the domain can command the drones)")  # fmt: skip
+    ros.add_argument("--timeout", type=_positive, default=0.5, metavar="S",
+                     help="seconds without rotor-speed or attitude commands before the "
+                          "fallback (default 0.5)")  # fmt: skip
+    ros.add_argument("--on-timeout", choices=("hover", "land", "cut"), default="hover",
+                     help="what a drone does on a command timeout (default hover)")
+    ros.add_argument("--duration", type=_positive, default=None, metavar="S",
+                     help="stop after S seconds of simulated time (default: run until Ctrl-C "
+                          "or SIGTERM)")  # fmt: skip
+    ros.add_argument("--out", metavar="DIR",
+                     help="log directory (default runs/<scenario name>_ros2)")
     b = sub.add_parser("bench", help="measure drone-steps per second (and the peers, if installed)")
     b.add_argument("--quick", action="store_true", help="a short smoke run")
     b.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -93,6 +122,26 @@ def _parser() -> argparse.ArgumentParser:
     b.add_argument("--no-peers", action="store_true", help="skip crazyflow even when installed")
     b.add_argument("--no-fly", action="store_true", help="skip the quadsim fly rows")
     return p
+
+
+def _positive(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return v
+
+
+def _domain_id(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer 0..232, got {text!r}") from None
+    if not 0 <= v <= 232:
+        raise argparse.ArgumentTypeError(f"expected an integer 0..232, got {text!r}")
+    return v
 
 
 def _info(preset: str, plot: str | None) -> int:
@@ -176,6 +225,7 @@ def _fly(args: argparse.Namespace) -> int:
         animate=args.animate,
         progress=not args.quiet,
         echo=(lambda line: None) if args.quiet else None,
+        rosbag=args.rosbag,
     )
     code = exit_code(summary)
     if not args.quiet:
@@ -263,6 +313,14 @@ def _dispatch(args: argparse.Namespace) -> int:
             argv += ["--json", args.json] if args.json else []
             argv += ["--out", args.out] if args.out else []
             return replay_main(argv)
+        if args.command == "ros2":
+            try:
+                from .ros2.node import main as ros2_main
+            except ImportError as e:
+                print(f"quadsim: {e} (install the extra: pip install 'quadsim[ros2]')",
+                      file=sys.stderr)  # fmt: skip
+                return 2
+            return ros2_main(args)
         if args.command == "bench":
             from .bench_closed_loop import main as closed_loop_main
             from .bench_closed_loop import parse_options

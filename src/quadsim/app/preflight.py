@@ -120,7 +120,7 @@ def check_out_dir(out: Path) -> None:
         )
 
 
-def check_outputs(*, plots: bool, animate: str | None, csv: bool) -> None:
+def check_outputs(*, plots: bool, animate: str | None, csv: bool, rosbag: bool = False) -> None:
     """Every requested output has what it needs installed (checked before flying).
 
     Raises:
@@ -137,6 +137,9 @@ def check_outputs(*, plots: bool, animate: str | None, csv: bool) -> None:
         need("matplotlib", "--animate" if animate and not plots else "the figures", "cli")
     if animate:
         need("PIL", "--animate", "cli")
+    if rosbag:
+        need("mcap", "--rosbag", "ros2")
+        need("cyclonedds", "--rosbag", "ros2")
     if animate == "mp4":
         from .plotting.animation import _ffmpeg
 

@@ -32,6 +32,7 @@ _OUTPUTS = (
     "tracking_error.png",
     "flight.gif",
     "flight.mp4",
+    "trajectory.mcap",
 )
 
 
@@ -62,6 +63,7 @@ def fly_scenario(
     animate: str | None = None,
     progress: bool = True,
     echo: Any = None,
+    rosbag: bool = False,
 ) -> dict:
     """Run a scenario file and write its outputs.
 
@@ -74,6 +76,8 @@ def fly_scenario(
         progress: Show a progress bar.
         echo: Called with each notice before the run (estimates, advice); default: print to
             stderr. ``lambda s: None`` silences them.
+        rosbag: Also write the log as a ROS 2 bag, ``trajectory.mcap``
+            (:func:`quadsim.ros2.bag.write_bag`; needs the ``ros2`` extra).
 
     Returns:
         The summary (also written to ``summary.json``), with ``"files"`` listing what was
@@ -96,7 +100,7 @@ def fly_scenario(
     plots = o["plots"] if plots is None else plots
     out = Path(out_dir) if out_dir is not None else default_out(scenario)
     preflight.check_out_dir(out)
-    preflight.check_outputs(plots=plots, animate=animate, csv=csv)
+    preflight.check_outputs(plots=plots, animate=animate, csv=csv, rosbag=rosbag)
     for notice in preflight.check_run(sc):
         echo(notice)
     for name in _OUTPUTS:  # a stale file from an earlier run must not pass for this one's
@@ -148,7 +152,37 @@ def fly_scenario(
     finally:
         if bar is not None:
             bar.close()
-    return _finish(out, result.meta, result.wall_time, result.interrupted, result.signal)
+    summary = _finish(out, result.meta, result.wall_time, result.interrupted, result.signal)
+    if rosbag and (out / "trajectory.parquet").exists():
+        summary = _write_rosbag(out, summary, objs, periods, progress)
+    return summary
+
+
+def _write_rosbag(out: Path, summary: dict, objs: Any, periods: Any, progress: bool) -> dict:
+    """``trajectory.mcap`` from ``trajectory.parquet``; the summary lists it."""
+    from . import io
+    from .ros2.bag import write_bag
+    from .ros2.encode import imu_variances
+
+    bar, update = _progress_bar(1, progress)
+    if bar is not None:
+        bar.set_description("writing the ROS 2 bag")
+
+    def step(done: int, total: int) -> None:
+        if bar is not None:
+            bar.total = total
+        update(done, total)
+
+    try:
+        write_bag(out / "trajectory.parquet", out / "trajectory.mcap",
+                  imu_var=imu_variances(objs.imu, float(periods.imu_dt or objs.sim.dt)),
+                  progress=step)  # fmt: skip
+    finally:
+        if bar is not None:
+            bar.close()
+    summary["files"] = [*summary["files"], str(out / "trajectory.mcap")]
+    io.write_summary(out / "summary.json", summary)
+    return summary
 
 
 @contextlib.contextmanager

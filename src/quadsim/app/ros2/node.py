@@ -1,0 +1,673 @@
+r"""``quadsim ros2``: a scenario's drones as a ROS 2 node over DDS (seed 001's node).
+
+Every physics step (the scenario's ``sim.dt``: 200 Hz for seed 001) the node
+
+1. takes the commands that arrived (each checked; a bad one is counted, dropped and logged),
+2. falls back, for a drone whose rotor-speed or attitude commands stopped for longer than the
+   timeout, to what ``--on-timeout`` says (``hover`` where it is, ``land``, ``cut`` the motors),
+3. runs the closed loop's step (:class:`~quadsim.ros2.live.LiveLoop`: sensors, estimator,
+   controller, then the plant with the command of each drone's mode),
+4. publishes, stamped with the simulated time ``t_k`` of the state it describes (the state
+   before the step, as a row of the log): per drone ``/<ns>/<drone>/odom``
+   (``nav_msgs/Odometry``), ``imu`` (``sensor_msgs/Imu``), ``rotor_speeds``
+   (``sensor_msgs/JointState``, rad/s) and ``reference`` (``geometry_msgs/PoseStamped``); all
+   drones on ``/tf``; with ``--rate max`` ``/clock`` (``rosgraph_msgs/Clock``),
+5. appends the sample to the log (the same parts, ``trajectory.parquet`` and ``summary.json``
+   as ``quadsim fly``; ``summary.json`` adds ``ros2``: pacing and command counts).
+
+Commands (per drone, reliable QoS): ``cmd_rotor_speeds`` (``sensor_msgs/JointState``: one
+``velocity`` per rotor in rad/s, ``name`` empty or ``rotor_0`` ...; the seed's interface),
+``cmd_pose`` (``geometry_msgs/PoseStamped`` in ``world``: the onboard controller holds that
+position and yaw), ``cmd_attitude`` (``mavros_msgs/AttitudeTarget``: roll and pitch of
+``orientation``, yaw rate ``body_rate.z``, ``thrust`` 0..1 of the drone's collective range) and
+``cmd_mode`` (``std_msgs/String``: ``auto`` back to the scenario's reference, ``hover``,
+``land``, ``cut``). Without commands the drones fly the scenario's controller and reference.
+
+**Pacing.** ``--rate real``: tick ``k`` is due at ``t_0 + k dt`` of the monotonic clock; the
+node sleeps until then (the last 0.3 ms spinning) and measures the lateness of every tick
+(its start minus its due time) and the time its work takes (commands, step, publishing),
+reported at the end (median, p99, max; ``summary.json`` ``ros2.lateness_ms`` and
+``ros2.tick_work_ms``). A tick that overruns is not skipped: the next ones catch up. ``--rate
+max``: as fast as it goes, simulated time on ``/clock``.
+
+SIGINT and SIGTERM stop the node at the end of a tick; the log is merged and the summary written
+(exit 0: the normal end of a node); a bad scenario or option exits 2 with one line.
+"""
+
+from __future__ import annotations
+
+import gc
+import math
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ON_TIMEOUT", "Ros2Node", "main"]
+
+ON_TIMEOUT = ("hover", "land", "cut")
+"""What a drone does when its rotor-speed or attitude commands stop (``--on-timeout``)."""
+
+_SPIN_S = 0.0003  # the end of a wait is spun, not slept (sleep overshoots by ~0.1 ms)
+_SWITCH_S = 0.0002  # the interpreter's thread switch interval while the node runs
+_LOG_FIRST = 10  # log lines per kind of bad command before only every 100th is logged
+_MAX_ELEMENTS = 64  # a command array longer than this is oversized (a quadrotor has 4 rotors)
+IGNORE_YAW_RATE, IGNORE_THRUST, IGNORE_ATTITUDE = 4, 64, 128  # mavros AttitudeTarget type_mask
+
+
+class Ros2Node:
+    """The node: the scenario's loop, its publishers and subscribers, pacing and the log.
+
+    Args:
+        objs: The assembled scenario (:func:`quadsim.scenario.build`).
+        namespace: ROS 2 namespace of the topics (``quadsim``).
+        domain_id: DDS domain (0..232).
+        network: Network interface for DDS, or ``None``: loopback only (:mod:`.dds`).
+        rate: ``"real"`` (paced at ``sim.dt``) or ``"max"`` (as fast as possible, ``/clock``).
+        timeout: Seconds of simulated time without rotor-speed or attitude commands before a
+            drone falls back (> 0).
+        on_timeout: :data:`ON_TIMEOUT`.
+        log: Called with each log line (default: stderr).
+        jit: :class:`~quadsim.ros2.live.LiveLoop`'s ``jit``.
+    """
+
+    def __init__(
+        self,
+        objs: Any,
+        *,
+        namespace: str = "quadsim",
+        domain_id: int = 0,
+        network: str | None = None,
+        rate: str = "real",
+        timeout: float = 0.5,
+        on_timeout: str = "hover",
+        log: Any = None,
+        jit: bool | None = None,
+    ) -> None:
+        from . import dds
+        from .live import LiveLoop
+
+        if rate not in ("real", "max"):
+            raise ValueError(f"--rate must be 'real' or 'max'; got {rate!r}")
+        if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
+            raise ValueError(f"--timeout must be a positive number of seconds; got {timeout!r}")
+        if on_timeout not in ON_TIMEOUT:
+            raise ValueError(f"--on-timeout must be one of {ON_TIMEOUT}; got {on_timeout!r}")
+        self.ns = namespace.strip("/")
+        dds.topic(self.ns)  # validates the namespace
+        self.rate, self.timeout, self.on_timeout = rate, float(timeout), on_timeout
+        self.log = log or (lambda s: print(f"quadsim ros2: {s}", file=sys.stderr, flush=True))
+        self.loop = LiveLoop(objs, jit=jit)
+        self.n = self.loop.sim.n
+        self.names = [f"d{i}" for i in range(self.n)]
+        self.participant = dds.open_participant(domain_id, network)
+        self.network = network
+        self.domain_id = domain_id
+        self._make_endpoints()
+        self.counts = {"received": 0, "dropped": 0, "timeouts": 0}
+        self.dropped_by: dict[str, int] = {}
+        self.last_cmd = np.full(self.n, -np.inf)  # sim time of the last rpm/attitude command
+        self.lateness: list[float] = []
+        self.work: list[float] = []  # seconds each tick took (commands, step, publishing)
+        self.ticks = 0
+        self.imu_var = self.loop.imu_variances()
+        self._make_templates()
+
+    # ------------------------------------------------------------------ endpoints
+
+    def _make_endpoints(self) -> None:
+        from cyclonedds.pub import DataWriter
+        from cyclonedds.sub import DataReader
+        from cyclonedds.topic import Topic
+
+        from . import dds
+        from . import msgs as m
+
+        dp = self.participant
+        topics: dict[str, Any] = {}
+
+        def tp(name: str, typ: type) -> Any:
+            if name not in topics:
+                topics[name] = Topic(dp, dds.dds_topic(name), typ)
+            return topics[name]
+
+        self.topics: dict[str, str] = {}
+        self.pub: list[dict[str, Any]] = []
+        self.sub: list[dict[str, Any]] = []
+        for d in self.names:
+            w = {}
+            for leaf, typ in (
+                ("odom", m.Odometry),
+                ("imu", m.Imu),
+                ("rotor_speeds", m.JointState),
+                ("reference", m.PoseStamped),
+            ):
+                name = dds.topic(self.ns, d, leaf)
+                w[leaf] = DataWriter(dp, tp(name, typ), qos=dds.sensor_qos())
+                self.topics[f"{d}/{leaf}"] = name
+            self.pub.append(w)
+            r = {}
+            for leaf, typ in (
+                ("cmd_rotor_speeds", m.JointState),
+                ("cmd_pose", m.PoseStamped),
+                ("cmd_attitude", m.AttitudeTarget),
+                ("cmd_mode", m.String),
+            ):
+                name = dds.topic(self.ns, d, leaf)
+                r[leaf] = DataReader(dp, tp(name, typ), qos=dds.command_qos())
+                self.topics[f"{d}/{leaf}"] = name
+            self.sub.append(r)
+        self.tf_writer = DataWriter(dp, tp("/tf", m.TFMessage), qos=dds.tf_qos())
+        self.clock_writer = None
+        if self.rate == "max":
+            self.clock_writer = DataWriter(dp, tp("/clock", m.Clock), qos=dds.clock_qos())
+
+    # ------------------------------------------------------------------ commands
+
+    def _drop(self, drone: int, leaf: str, why: str) -> None:
+        self.counts["dropped"] += 1
+        key = f"{self.names[drone]}/{leaf}"
+        k = self.dropped_by[key] = self.dropped_by.get(key, 0) + 1
+        if k <= _LOG_FIRST or k % 100 == 0:
+            self.log(f"dropped a command on {self.topics[key]}: {why} ({k} dropped there so far)")
+
+    def _take(self, drone: int, leaf: str) -> list:
+        """The samples that arrived on ``leaf``: data only (a writer leaving sends an invalid
+        sample, a lifecycle notice, which is no command)."""  # noqa: D205, D209
+        reader = self.sub[drone][leaf]
+        try:
+            got = reader.take(N=64)
+        except Exception as e:  # a sample that does not deserialize
+            self._drop(drone, leaf, f"malformed ({type(e).__name__}: {e})")
+            return []
+        typ = reader.topic.data_type if hasattr(reader, "topic") else None
+        return [x for x in got if typ is None or isinstance(x, typ)]
+
+    def poll(self) -> None:
+        """Take and apply the commands that arrived (the last valid one of each kind wins).
+
+        A command that fails its checks, or that cannot be applied, is counted and dropped
+        with a log line; the node goes on.
+        """
+        for i in range(self.n):
+            for leaf, apply in (
+                ("cmd_mode", self._mode),
+                ("cmd_pose", self._pose),
+                ("cmd_attitude", self._attitude),
+                ("cmd_rotor_speeds", self._rotor_speeds),
+            ):
+                for msg in self._take(i, leaf):
+                    self.counts["received"] += 1
+                    try:
+                        why = apply(i, msg)
+                    except Exception as e:
+                        why = f"malformed ({type(e).__name__}: {e})"
+                    if why:
+                        self._drop(i, leaf, why)
+
+    def _mode(self, i: int, msg: Any) -> str | None:
+        mode = str(msg.data).strip()
+        if mode not in ("auto", "hover", "land", "cut"):
+            return f"unknown mode {mode[:40]!r} (auto, hover, land, cut)"
+        self.loop.set_mode(i, "pose" if mode == "hover" else mode)
+        return None
+
+    def _pose(self, i: int, msg: Any) -> str | None:
+        from .live import yaw_of
+
+        why = _check_pose(msg)
+        if why is None:
+            p, q = msg.pose.position, msg.pose.orientation
+            self.loop.set_pose(i, (p.x, p.y, p.z), yaw_of((q.x, q.y, q.z, q.w)))
+        return why
+
+    def _attitude(self, i: int, msg: Any) -> str | None:
+        from ...physics.rotation import to_euler
+
+        why = _check_attitude(msg)
+        if why is None:
+            q = msg.orientation
+            roll, pitch, _ = (float(v) for v in to_euler(np.array([q.x, q.y, q.z, q.w])))
+            yaw_rate = 0.0 if msg.type_mask & IGNORE_YAW_RATE else float(msg.body_rate.z)
+            self.loop.set_attitude(i, roll, pitch, yaw_rate, float(msg.thrust))
+            self.last_cmd[i] = self.loop.time
+        return why
+
+    def _rotor_speeds(self, i: int, msg: Any) -> str | None:
+        rpm, why = _check_rotor_speeds(msg, self.loop.n_rotors, self.loop.rpm_max)
+        if why is None:
+            self.loop.set_rpm(i, rpm)
+            self.last_cmd[i] = self.loop.time
+        return why
+
+    def _timeouts(self) -> None:
+        lp, t = self.loop, self.loop.time
+        commanded = np.isin(lp.mode, ("rpm", "attitude"))
+        late = commanded & (t - self.last_cmd > self.timeout)
+        for i in np.flatnonzero(late):
+            self.counts["timeouts"] += 1
+            mode = {"hover": "pose", "land": "land", "cut": "cut"}[self.on_timeout]
+            lp.set_mode(int(i), mode)
+            self.log(
+                f"{self.names[i]}: no command for {self.timeout:g} s "
+                f"(t = {t:.3f} s): {self.on_timeout}"
+            )
+
+    # ------------------------------------------------------------------ publishing
+
+    def _make_templates(self) -> None:
+        """One :class:`~quadsim.ros2.cdr.Template` per drone and topic, from the messages
+        :mod:`quadsim.ros2.encode` builds (so the fast path sends exactly those)."""  # noqa: D205, D209
+        from . import encode
+        from . import msgs as m
+        from .cdr import Template
+
+        z3, q0 = np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0])
+        gv, av = self.imu_var
+        self.tpl = []
+        for d in self.names:
+            base = f"{d}/base_link"
+            tpl = {
+                "odom": Template(encode.odometry(0.0, z3, q0, z3, z3, child=base)),
+                "imu": Template(encode.imu(0.0, z3, z3, frame=base, gyro_var=gv, accel_var=av)),
+                "rotor_speeds": Template(
+                    encode.rotors(0.0, np.zeros(self.loop.n_rotors), frame=base)
+                ),
+                "reference": Template(encode.reference(0.0, z3, 0.0)),
+            }
+            self.tpl.append(tpl)
+        self.idx = {
+            "odom": self.tpl[0]["odom"].index(
+                "pose.pose.position",
+                "pose.pose.orientation",
+                "twist.twist.linear",
+                "twist.twist.angular",
+            ),
+            "imu": self.tpl[0]["imu"].index("angular_velocity", "linear_acceleration"),
+            "rotor_speeds": self.tpl[0]["rotor_speeds"].index("velocity"),
+            "reference": self.tpl[0]["reference"].index("pose.position", "pose.orientation"),
+        }
+        tf = m.TFMessage(
+            transforms=[encode.transform(0.0, z3, q0, child=f"{d}/base_link") for d in self.names]
+        )
+        self.tf_tpl = Template(tf)
+        self.tf_idx = self.tf_tpl.index("transforms")
+        self.clock_tpl = Template(m.Clock())
+
+    def publish(self, t: float, state: Any, out: dict) -> None:
+        """Publish the state ``x_k`` and the readings at ``t_k`` of every drone: the messages of
+        :mod:`quadsim.ros2.encode`, rendered from their templates (:mod:`quadsim.ros2.cdr`)."""  # noqa: D205, D209
+        from ...physics.rotation import rotate_inverse
+        from .cdr import write
+        from .encode import RPM_TO_RAD_S, stamp, yaw_quat
+
+        st = stamp(t)
+        sec, ns = st.sec, st.nanosec
+        rotor = state.rotor_vel if state.rotor_vel is not None else out["cmd_rpm"]
+        pos, quat = np.asarray(state.pos), np.asarray(state.quat)
+        odom = np.concatenate(
+            [pos, quat, rotate_inverse(quat, np.asarray(state.vel)), np.asarray(state.ang_vel)],
+            axis=-1,
+        )
+        ref = np.concatenate(
+            [out["ref_pos"], [yaw_quat(float(y)) for y in out["ref_yaw"]]], axis=-1
+        )
+        rot = np.asarray(rotor, dtype=np.float64) * RPM_TO_RAD_S
+        imu = np.concatenate([out["gyro"], out["accel"]], axis=-1) if "gyro" in out else None
+        idx = self.idx
+        for i in range(self.n):
+            w, tpl = self.pub[i], self.tpl[i]
+            write(w["odom"], tpl["odom"].render(sec, ns, idx["odom"], odom[i]))
+            if imu is not None:
+                write(w["imu"], tpl["imu"].render(sec, ns, idx["imu"], imu[i]))
+            write(
+                w["rotor_speeds"], tpl["rotor_speeds"].render(sec, ns, idx["rotor_speeds"], rot[i])
+            )
+            write(w["reference"], tpl["reference"].render(sec, ns, idx["reference"], ref[i]))
+        write(
+            self.tf_writer,
+            self.tf_tpl.render(sec, ns, self.tf_idx, np.concatenate([pos, quat], -1).ravel()),
+        )
+        if self.clock_writer is not None:
+            write(self.clock_writer, self.clock_tpl.render(sec, ns, np.zeros(0, np.intp), []))
+
+    # ------------------------------------------------------------------ running
+
+    def tick(self) -> dict:
+        """Commands, fallbacks, the loop's step, publishing; the log record of ``x_k``."""
+        lp = self.loop
+        self.poll()
+        self._timeouts()
+        state, t = lp.state, lp.time
+        out = lp.think()
+        self.publish(t, state, out)
+        sim = lp.sim
+        status = sim.status
+        n = self.n
+        rec = {key: np.asarray(v) for key, v in sorted(out.items())}
+        rec.update(
+            time=np.asarray(t),
+            pos=state.pos,
+            quat=state.quat,
+            vel=state.vel,
+            ang_vel=state.ang_vel,
+            rotor_rpm=state.rotor_vel if state.rotor_vel is not None else lp.rpm,
+            crashed=_flag(status, "crashed", n),
+            landed=_flag(status, "landed", n),
+        )
+        lp.state = lp._numpy_state(sim.step(lp.rpm))
+        self.ticks += 1
+        return rec
+
+    def run(
+        self,
+        duration: float | None = None,
+        on_chunk: Any = None,
+        chunk_steps: int = 1000,
+        log_every: int = 1,
+        status_every: float = 10.0,
+    ) -> dict:
+        """Run until ``duration`` seconds of simulated time (``None``: until stopped by SIGINT or
+        SIGTERM); returns the run's ``ros2`` report (:meth:`report`) with ``signal``."""  # noqa: D205, D209
+        dt = float(self.loop.sim.dt)
+        total = None if duration is None else max(1, round(duration / dt))
+        stop = {"sig": None}
+
+        def handler(signum: int, frame: Any) -> None:
+            stop["sig"] = signum
+
+        old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        # the log's writer thread must hand the interpreter back within 0.2 ms (not 5 ms), and
+        # what exists now is never scanned by the garbage collector again
+        switch = sys.getswitchinterval()
+        sys.setswitchinterval(_SWITCH_S)
+        gc.collect()
+        gc.freeze()
+        rows = _Rows(max(1, chunk_steps // log_every))
+        k = 0
+        real = self.rate == "real"
+        t0 = time.perf_counter()
+        next_status = status_every
+        lateness, work = self.lateness, self.work
+        try:
+            while stop["sig"] is None and (total is None or k < total):
+                if real:
+                    due = t0 + k * dt
+                    now = _wait_until(due)
+                    lateness.append(now - due)
+                start = time.perf_counter()
+                rec = self.tick()
+                if k % log_every == 0:
+                    rows.add(rec)
+                    if rows.full():
+                        chunk = rows.take()
+                        if on_chunk is not None:
+                            on_chunk(chunk)
+                work.append(time.perf_counter() - start)
+                k += 1
+                if self.loop.time >= next_status:
+                    next_status += status_every
+                    self.log(self._status_line())
+        finally:
+            sys.setswitchinterval(switch)
+            gc.unfreeze()
+            for s, h in old.items():
+                signal.signal(s, h)
+        if rows.count and on_chunk is not None:
+            on_chunk(rows.take())
+        rep = self.report(time.perf_counter() - t0)
+        rep["signal"] = stop["sig"]
+        return rep
+
+    def _status_line(self) -> str:
+        lat = self.lateness_ms()
+        pace = f", lateness p99 {lat['p99']:.3f} ms" if lat else ""
+        return (
+            f"t = {self.loop.time:.1f} s{pace}, commands {self.counts['received']} "
+            f"(dropped {self.counts['dropped']}), timeouts {self.counts['timeouts']}"
+        )
+
+    def lateness_ms(self) -> dict:
+        """Tick lateness [ms] so far (the tick's start after its due time): ``median``,
+        ``p99``, ``max``, ``n``, ``over_1ms`` (empty at ``--rate max``)."""  # noqa: D205, D209
+        return _stats_ms(self.lateness)
+
+    def report(self, wall: float) -> dict:
+        """What ``summary.json`` holds under ``ros2``."""
+        dt = float(self.loop.sim.dt)
+        return {
+            "rate": self.rate,
+            "rate_hz": 1.0 / dt,
+            "drones": self.n,
+            "ticks": self.ticks,
+            "wall_s": wall,
+            "achieved_hz": self.ticks / wall if wall > 0 else math.nan,
+            "lateness_ms": self.lateness_ms(),
+            "tick_work_ms": _stats_ms(self.work),
+            "commands": dict(self.counts),
+            "dropped_by_topic": {self.topics[k]: v for k, v in self.dropped_by.items()},
+            "domain_id": self.domain_id,
+            "network": self.network or "loopback",
+            "namespace": "/" + self.ns if self.ns else "/",
+            "loop": self.loop.backend,
+        }
+
+
+class _Rows:
+    """A chunk of log records in preallocated arrays (a record is copied in; a full chunk is
+    handed over whole, so no tick pays for building or freeing thousands of small arrays)."""  # noqa: D205, D209
+
+    def __init__(self, size: int) -> None:
+        self.size, self.count = size, 0
+        self.buf: dict[str, np.ndarray] = {}
+
+    def add(self, rec: dict) -> None:
+        if not self.buf:
+            self.buf = {
+                k: np.empty((self.size, *np.shape(v)), dtype=np.asarray(v).dtype)
+                for k, v in rec.items()
+            }
+        for k, v in rec.items():
+            self.buf[k][self.count] = v
+        self.count += 1
+
+    def full(self) -> bool:
+        return self.count >= self.size
+
+    def take(self) -> dict[str, np.ndarray]:
+        out = {k: v[: self.count] for k, v in self.buf.items()}
+        self.buf, self.count = {}, 0
+        return out
+
+
+class _Background:
+    """Hands each chunk to ``fn`` on a worker thread (a Parquet part takes milliseconds that a
+    paced loop does not have); the ``with`` block's end waits until every chunk is written and
+    re-raises the first error of the worker."""  # noqa: D205, D209
+
+    def __init__(self, fn: Any) -> None:
+        import queue
+        import threading
+
+        self.fn, self.q = fn, queue.Queue()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._work, name="quadsim-ros2-log", daemon=True)
+
+    def _work(self) -> None:
+        while (chunk := self.q.get()) is not None:
+            if self.error is None:
+                try:
+                    self.fn(chunk)
+                except BaseException as e:
+                    self.error = e
+
+    def __enter__(self) -> Any:
+        self.thread.start()
+        return self.q.put
+
+    def __exit__(self, *exc: Any) -> None:
+        self.q.put(None)
+        self.thread.join()
+        if self.error is not None and exc[0] is None:
+            raise self.error
+
+
+def _stats_ms(seconds: list[float]) -> dict:
+    if not seconds:
+        return {}
+    a = np.asarray(seconds) * 1e3
+    return {
+        "median": float(np.median(a)),
+        "p99": float(np.percentile(a, 99)),
+        "max": float(a.max()),
+        "n": int(a.size),
+        "over_1ms": int(np.sum(a > 1.0)),
+    }
+
+
+def _flag(status: Any, name: str, n: int) -> np.ndarray:
+    if status is None:
+        return np.zeros(n, dtype=bool)
+    return np.asarray(getattr(status, name), dtype=bool).reshape(n)
+
+
+def _wait_until(due: float) -> float:
+    """Sleep until ``due`` (``perf_counter`` seconds), spinning the last :data:`_SPIN_S`."""
+    now = time.perf_counter()
+    if due - now > _SPIN_S:
+        time.sleep(due - now - _SPIN_S)
+    now = time.perf_counter()
+    while now < due:
+        now = time.perf_counter()
+    return now
+
+
+def _finite(*xs: float) -> bool:
+    return all(math.isfinite(float(x)) for x in xs)
+
+
+def _check_rotor_speeds(msg: Any, n_rotors: int, rpm_max: float) -> tuple[Any, str | None]:
+    """``(rpm, None)`` of a valid ``cmd_rotor_speeds``, or ``(None, why)``."""
+    from .encode import RPM_TO_RAD_S, rotor_names
+
+    vel = list(msg.velocity)
+    if len(vel) > _MAX_ELEMENTS or len(msg.name) > _MAX_ELEMENTS:
+        return None, f"oversized ({len(vel)} velocities, {len(msg.name)} names)"
+    if len(vel) != n_rotors:
+        return None, f"{len(vel)} velocities, expected {n_rotors} (one per rotor, rad/s)"
+    names = list(msg.name)
+    if names:
+        want = rotor_names(n_rotors)
+        if sorted(names) != sorted(want):
+            return None, f"joint names {names[:8]!r}, expected {want!r} or none"
+        vel = [vel[names.index(w)] for w in want]
+    if not _finite(*vel):
+        return None, "non-finite rotor speed"
+    top = rpm_max * RPM_TO_RAD_S
+    if min(vel) < 0.0 or max(vel) > top * (1.0 + 1e-9):
+        return None, f"rotor speed outside [0, {top:.1f}] rad/s: {[round(v, 1) for v in vel]}"
+    return np.asarray(vel) / RPM_TO_RAD_S, None
+
+
+def _check_pose(msg: Any) -> str | None:
+    p, q = msg.pose.position, msg.pose.orientation
+    if msg.header.frame_id not in ("", "world"):
+        return f"frame {msg.header.frame_id[:40]!r}, expected 'world'"
+    if not _finite(p.x, p.y, p.z, q.x, q.y, q.z, q.w):
+        return "non-finite position or orientation"
+    if abs(math.sqrt(q.x**2 + q.y**2 + q.z**2 + q.w**2) - 1.0) > 1e-3:
+        return "orientation is not a unit quaternion"
+    if max(abs(p.x), abs(p.y), abs(p.z)) > 1e4:
+        return "position beyond 10 km"
+    return None
+
+
+def _check_attitude(msg: Any) -> str | None:
+    q, w = msg.orientation, msg.body_rate
+    if msg.type_mask & (IGNORE_ATTITUDE | IGNORE_THRUST):
+        return "type_mask ignores the attitude or the thrust (both are needed)"
+    if not _finite(q.x, q.y, q.z, q.w, w.x, w.y, w.z, msg.thrust):
+        return "non-finite orientation, body rate or thrust"
+    if abs(math.sqrt(q.x**2 + q.y**2 + q.z**2 + q.w**2) - 1.0) > 1e-3:
+        return "orientation is not a unit quaternion"
+    if not 0.0 <= float(msg.thrust) <= 1.0:
+        return f"thrust {float(msg.thrust):.3g} outside 0..1"
+    return None
+
+
+# ---------------------------------------------------------------------- command line
+
+
+def main(args: Any) -> int:
+    """``quadsim ros2 SCENARIO ...`` (parsed by :mod:`quadsim.cli`); the exit code."""
+    from ..io.parts import PARTS, PartWriter
+    from ..run import _echo_warnings, _finish
+    from ..scenario import build, load_scenario
+    from . import dds
+
+    def echo(s: str) -> None:
+        print(s, file=sys.stderr)
+
+    with _echo_warnings(echo):
+        sc = load_scenario(args.scenario)
+        objs = build(sc)
+    out = Path(args.out) if args.out else Path("runs") / f"{Path(args.scenario).stem}_ros2"
+    from .. import preflight
+
+    preflight.check_out_dir(out)
+    for name in ("trajectory.parquet", "trajectory.csv", "summary.json"):
+        (out / name).unlink(missing_ok=True)
+    node = Ros2Node(
+        objs,
+        namespace=args.namespace,
+        domain_id=args.domain_id,
+        network=args.network,
+        rate=args.rate,
+        timeout=args.timeout,
+        on_timeout=args.on_timeout,
+    )
+    sim = objs.sim
+    meta = objs.meta | {
+        "loop": "ros2",
+        "loop_reason": None,
+        "output": objs.meta["output"] | {"plots": False, "csv": False},
+    }
+    parts = PartWriter(out / PARTS, meta)
+    where = f"network interface {args.network}" if args.network else "loopback only"
+    node.log(
+        f"{node.n} drone{'s' if node.n > 1 else ''} on DDS domain {args.domain_id} "
+        f"({where}), {1 / sim.dt:g} Hz {args.rate}, per drone {dds.topic(node.ns, 'd0')}/"
+        f"{{odom,imu,rotor_speeds,reference}}, commands {{cmd_rotor_speeds,cmd_pose,"
+        f"cmd_attitude,cmd_mode}}; the loop on {node.loop.backend}; Ctrl-C stops"
+    )
+    if not args.network:
+        node.log(
+            f"to see it from ROS 2 on this machine: export "
+            f"CYCLONEDDS_URI='{dds.config_xml()}' RMW_IMPLEMENTATION=rmw_cyclonedds_cpp "
+            f"ROS_DOMAIN_ID={args.domain_id}"
+        )
+    t0 = time.perf_counter()
+    with _Background(lambda c: parts.write(c, time.perf_counter() - t0)) as write:
+        rep = node.run(args.duration, on_chunk=write, log_every=int(objs.output["log_every"]))
+    summary = _finish(out, meta, rep["wall_s"], rep["signal"] is not None, rep["signal"])
+    summary["ros2"] = {k: v for k, v in rep.items() if k != "signal"}
+    from .. import io
+
+    io.write_summary(out / "summary.json", summary)
+    lat = rep["lateness_ms"]
+    pace = (
+        f"; lateness median {lat['median']:.3f} ms, p99 {lat['p99']:.3f} ms, max "
+        f"{lat['max']:.3f} ms"
+        if lat
+        else ""
+    )
+    node.log(
+        f"stopped at t = {node.loop.time:.3f} s after {rep['ticks']} ticks "
+        f"({rep['achieved_hz']:.1f} Hz{pace}); commands {rep['commands']['received']}, "
+        f"dropped {rep['commands']['dropped']}, timeouts {rep['commands']['timeouts']}; "
+        f"log in {out}"
+    )
+    return 0
