@@ -365,3 +365,64 @@ def test_the_node_module_does_not_load_with_quadsim():
         env=os.environ,
     )
     assert r.stdout.strip() == "False", r.stderr
+
+
+def test_clock_tf_pose_and_mode_commands_in_process():
+    """``--rate max`` publishes ``/clock``; ``/tf`` carries every drone; a pose command moves the
+    drone there and ``cmd_mode land`` brings it down with the motors off (the node and the
+    commanding participant in one process, on their own domain)."""
+    from cyclonedds.pub import DataWriter
+    from cyclonedds.sub import DataReader
+    from cyclonedds.topic import Topic
+
+    from quadsim.app.ros2 import dds
+    from quadsim.app.ros2 import msgs as m
+    from quadsim.app.ros2.node import Ros2Node
+    from quadsim.app.scenario import build, load_scenario
+
+    lines: list[str] = []
+    node = Ros2Node(
+        build(load_scenario(SEED001)),
+        domain_id=50,
+        namespace="inproc",
+        rate="max",
+        log=lines.append,
+        jit=False,
+    )
+    dp = dds.open_participant(50)
+
+    def topic(name, typ):
+        return Topic(dp, dds.dds_topic(name), typ)
+
+    clock = DataReader(dp, topic("/clock", m.Clock), qos=dds.clock_qos())
+    tf = DataReader(dp, topic("/tf", m.TFMessage), qos=dds.tf_qos())
+    pose = DataWriter(dp, topic("/inproc/d0/cmd_pose", m.PoseStamped), qos=dds.command_qos())
+    mode = DataWriter(dp, topic("/inproc/d0/cmd_mode", m.String), qos=dds.command_qos())
+    end = time.monotonic() + 20
+    while not (
+        pose.get_matched_subscriptions()
+        and mode.get_matched_subscriptions()
+        and node.clock_writer.get_matched_subscriptions()
+    ):
+        assert time.monotonic() < end, "no match"
+        time.sleep(0.01)
+    pose.write(
+        m.PoseStamped(
+            header=m.Header(frame_id="world"), pose=m.Pose(position=m.Point(x=1.0, y=0.5, z=1.5))
+        )
+    )
+    time.sleep(0.2)
+    node.run(6.0)
+    assert np.abs(node.loop.state.pos[0] - [1.0, 0.5, 1.5]).max() < 0.02
+    assert node.loop.mode[0] == "pose"
+    last = clock.take(N=10)[-1].clock
+    assert last.sec + last.nanosec * 1e-9 == pytest.approx(6.0 - 0.005, abs=1e-9)
+    msgs = tf.take(N=200)
+    assert len(msgs) == 100  # keep last 100
+    tr = msgs[-1].transforms[0]
+    assert tr.header.frame_id == "world" and tr.child_frame_id == "d0/base_link"
+    mode.write(m.String(data="land"))
+    time.sleep(0.2)
+    node.run(6.0)
+    assert node.loop.state.pos[0, 2] < 0.03 and np.all(node.loop.rpm == 0.0)
+    assert node.counts == {"received": 2, "dropped": 0, "timeouts": 0}

@@ -74,14 +74,23 @@ def open_participant(domain_id: int = 0, network: str | None = None) -> Any:
 
     if not (isinstance(domain_id, int) and 0 <= domain_id <= 232):
         raise ValueError(f"--domain-id must be an integer in 0..232; got {domain_id!r}")
+    where = f"network interface {network!r}" if network else "the loopback interface"
+    known = _DOMAINS.get(domain_id)
+    if known is not None and known[0] != network:
+        raise ValueError(
+            f"DDS domain {domain_id} is already open in this process on another "
+            f"interface ({known[0] or 'loopback'})"
+        )
     try:
-        domain = Domain(domain_id, config_xml(network))
+        if known is None:  # one Domain per id and process; its participants share it
+            _DOMAINS[domain_id] = (network, Domain(domain_id, config_xml(network)))
         participant = DomainParticipant(domain_id)
     except DDSException as e:
-        where = f"network interface {network!r}" if network else "the loopback interface"
         raise ValueError(f"DDS could not start on {where}: {e}") from None
-    participant._quadsim_domain = domain  # keep the domain alive with its participant
     return participant
+
+
+_DOMAINS: dict[int, tuple[str | None, Any]] = {}  # filled by open_participant, never at import
 
 
 def _qos(reliable: bool, depth: int) -> Any:
