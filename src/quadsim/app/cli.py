@@ -107,6 +107,18 @@ def _parser() -> argparse.ArgumentParser:
                           "or SIGTERM)")  # fmt: skip
     ros.add_argument("--out", metavar="DIR",
                      help="log directory (default runs/<scenario name>_ros2)")
+    sw = sub.add_parser("sweep", help="fly a sweep or Monte-Carlo campaign of a scenario "
+                        "(docs/sweeps.md)")
+    sw.add_argument("sweep", help="sweep TOML file")
+    sw.add_argument("--out", metavar="DIR", help="output directory (default runs/<sweep name>)")
+    sw.add_argument("--workers", type=_workers, default=None, metavar="N",
+                    help="worker processes (default: the cores)")
+    sw.add_argument("--ray", nargs="?", const=True, default=None, metavar="ADDRESS",
+                    help="run the tasks on Ray: a cluster's address, or a local Ray without one")
+    sw.add_argument("--trajectories", nargs="?", const=1, type=_workers, default=0,
+                    metavar="EVERY", help="also keep every EVERY-th logged sample of each run "
+                    "under DIR/runs/ (default 1 when given)")
+    sw.add_argument("--quiet", action="store_true", help="no progress bar, no report")
     b = sub.add_parser("bench", help="measure drone-steps per second (and the peers, if installed)")
     b.add_argument("--quick", action="store_true", help="a short smoke run")
     b.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -131,6 +143,16 @@ def _positive(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not (math.isfinite(v) and v > 0):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return v
+
+
+def _workers(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return v
 
 
@@ -321,6 +343,10 @@ def _dispatch(args: argparse.Namespace) -> int:
                       file=sys.stderr)  # fmt: skip
                 return 2
             return ros2_main(args)
+        if args.command == "sweep":
+            from .sweep.run import main as sweep_main
+
+            return sweep_main(args)
         if args.command == "bench":
             from .bench_closed_loop import main as closed_loop_main
             from .bench_closed_loop import parse_options

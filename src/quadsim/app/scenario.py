@@ -38,6 +38,7 @@ __all__ = [
     "default_backend",
     "load_scenario",
     "schema_markdown",
+    "validate_doc",
 ]
 
 
@@ -450,6 +451,16 @@ def load_scenario(path_or_text: str | os.PathLike[str], *, text: bool = False) -
         doc = tomllib.loads(raw)
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{where}: malformed TOML: {e}") from e
+    return validate_doc(doc, where, raw)
+
+
+def validate_doc(doc: dict, where: str, raw: str = "") -> Scenario:
+    """Validate a parsed scenario document (what :func:`load_scenario` does after reading the
+    TOML): ``where`` names it in errors, ``raw`` (its text, or ``""``) gives the line numbers.
+
+    Raises:
+        ValueError: ``WHERE: KEY (line N): what is wrong``.
+    """  # noqa: D205
     fail = _failer(where, raw)
 
     values: dict[str, dict] = {}

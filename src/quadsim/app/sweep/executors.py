@@ -1,0 +1,179 @@
+"""Who runs a sweep's tasks: a local process pool (default) or a Ray cluster (``--ray``).
+
+Both take the same task dicts and call the same :func:`quadsim.sweep.tasks.run_task`, which
+writes the task's rows itself; the executor only schedules, retries and reports. So the results
+cannot depend on the executor or on the number of workers.
+
+* :class:`LocalExecutor`: ``concurrent.futures.ProcessPoolExecutor`` (``spawn``: workers start
+  clean, whatever the parent imported), one worker per core unless told. A worker that dies (a
+  kill, the OOM killer) breaks the pool; the pool is rebuilt and the tasks it held are run again
+  (at most :data:`MAX_RETRIES` times each, then they are recorded as failed).
+* :class:`RayExecutor`: ``ray.init(address=...)`` joins a cluster; without an address it starts
+  a local Ray that listens on 127.0.0.1 only, with no dashboard. Tasks are Ray remote functions
+  with ``max_retries`` = :data:`MAX_RETRIES` (Ray reruns a task whose worker died).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from typing import Any
+
+__all__ = ["MAX_RETRIES", "LocalExecutor", "RayExecutor"]
+
+MAX_RETRIES = 2
+"""Times a task is run again after its worker died."""
+
+
+def _run(task: dict) -> dict:
+    from .tasks import run_task
+
+    return run_task(task)
+
+
+class LocalExecutor:
+    """A process pool of ``workers`` processes (default: the cores)."""
+
+    name = "local"
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = int(workers or os.cpu_count() or 1)
+        if self.workers < 1:
+            raise ValueError(f"--workers must be >= 1; got {workers!r}")
+
+    def run(self, tasks: Iterable[dict], done: Callable[[dict, dict], None]) -> list[dict]:
+        """Run the tasks; ``done(task, result)`` as each finishes. Returns tasks that failed for
+        good because their worker kept dying (``[]`` normally)."""  # noqa: D205, D209
+        import multiprocessing as mp
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures.process import BrokenProcessPool
+
+        pending = list(tasks)
+        tries = {t["name"]: 0 for t in pending}
+        lost: list[dict] = []
+        ctx = mp.get_context("spawn")
+        while pending:
+            pool = ProcessPoolExecutor(max_workers=min(self.workers, len(pending)), mp_context=ctx)
+            futures = {pool.submit(_run, t): t for t in pending}
+            pending = []
+            broken = False
+            try:
+                while futures:
+                    finished, _ = wait(futures, return_when=FIRST_COMPLETED)
+                    for f in finished:
+                        t = futures.pop(f)
+                        try:
+                            done(t, f.result())
+                        except BrokenProcessPool:
+                            broken = True
+                            tries[t["name"]] += 1
+                            (pending if tries[t["name"]] <= MAX_RETRIES else lost).append(t)
+                    if broken:  # every task still held by the pool is lost with it
+                        for f, t in futures.items():
+                            if f.done() and f.exception() is None:
+                                done(t, f.result())
+                            else:
+                                pending.append(t)
+                        futures = {}
+            except KeyboardInterrupt:  # stop now: the tasks in flight are lost, not waited for
+                _terminate(pool)
+                raise
+            finally:
+                pool.shutdown(wait=not broken, cancel_futures=True)
+        return lost
+
+
+def _terminate(pool: Any) -> None:
+    """Kill a process pool's workers (the standard library has no public way to)."""
+    for proc in list(getattr(pool, "_processes", {}).values()):
+        if proc.is_alive():
+            proc.kill()
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _check_reachable(address: str, timeout: float = 3.0) -> None:
+    """A ``host:port`` address must accept a TCP connection (Ray would retry for a minute,
+    printing to stderr); other forms (``auto``, ``ray://...``) are left to Ray."""  # noqa: D205, D209
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout):
+            pass
+    except OSError as e:
+        raise ValueError(f"--ray: cannot reach {address}: {e.strerror or e}") from None
+
+
+class RayExecutor:
+    """Ray: ``address`` of a cluster, or ``None`` for a local Ray on 127.0.0.1 (``workers``
+    CPUs, no dashboard)."""  # noqa: D205, D209
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, workers: int | None = None) -> None:
+        try:
+            import ray
+        except ImportError:
+            raise ValueError("--ray needs Ray: pip install 'quadsim[ray]'") from None
+        self.ray = ray
+        self.address = address
+        self.workers = workers
+        self._started = False
+
+    def __enter__(self) -> RayExecutor:
+        ray = self.ray
+        env = {"env_vars": {k: v for k, v in os.environ.items() if k.startswith("QUADSIM_")}}
+        if self.address:
+            _check_reachable(self.address)
+        try:
+            if self.address:
+                ray.init(
+                    address=self.address,
+                    runtime_env=env,
+                    log_to_driver=False,
+                    logging_level="ERROR",
+                )
+            else:
+                ray.init(
+                    num_cpus=self.workers or os.cpu_count(),
+                    include_dashboard=False,
+                    _node_ip_address="127.0.0.1",
+                    runtime_env=env,
+                    log_to_driver=False,
+                    logging_level="ERROR",
+                )
+        except Exception as e:
+            where = self.address or "a local Ray"
+            raise ValueError(
+                f"--ray: cannot connect to {where}: "
+                f"{str(e).splitlines()[0] if str(e) else type(e).__name__}"
+            ) from None
+        self._started = True
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._started:
+            self.ray.shutdown()
+
+    def run(self, tasks: Iterable[dict], done: Callable[[dict, dict], None]) -> list[dict]:
+        """Run the tasks as Ray remote functions; ``done(task, result)`` as each finishes."""
+        ray = self.ray
+        remote = ray.remote(num_cpus=1, max_retries=MAX_RETRIES)(_run)
+        refs = {remote.remote(t): t for t in tasks}
+        lost = []
+        try:
+            while refs:
+                ready, _ = ray.wait(list(refs), num_returns=1, timeout=0.5)
+                for r in ready:
+                    t = refs.pop(r)
+                    try:
+                        done(t, ray.get(r))
+                    except ray.exceptions.WorkerCrashedError:
+                        lost.append(t)
+        except KeyboardInterrupt:
+            for r in refs:
+                ray.cancel(r, force=True)
+            raise
+        return lost

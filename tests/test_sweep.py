@@ -1,0 +1,253 @@
+"""``quadsim sweep`` (issue 14): the runs a sweep file defines, bad input, results that do not
+depend on the executor, the workers or interruptions, and a worker killed mid-task."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from quadsim.app.sweep.spec import load_sweep, make_runs
+from quadsim.app.sweep.tasks import plan, run_task, task_seed
+
+PY = sys.executable
+
+BASE = """
+name = "sweep test"
+duration = {duration}
+seed = 0
+[drone]
+preset = "cf2x_L250"
+[sim]
+dt = 0.002
+backend = "{backend}"
+[controller]
+kind = "geometric"
+[trajectory]
+kind = "lemniscate"
+size = 0.5
+period = 4.0
+center = [0.0, 0.0, 1.0]
+[wind]
+turbulence = "light"
+[sensors]
+imu = "bmi088"
+[output]
+log_every = 5
+plots = false
+"""
+
+
+def _files(tmp: Path, axes: str, *, duration=1.0, backend="native", head="") -> Path:
+    (tmp / "base.toml").write_text(BASE.format(duration=duration, backend=backend))
+    sweep = tmp / "sweep.toml"
+    sweep.write_text(f'base = "base.toml"\n{head}\n[axes]\n{axes}\n')
+    return sweep
+
+
+GRID = """
+"drone.mass" = [0.029, 0.032, 0.035]
+"trajectory.period" = [3.0, 5.0]
+"""
+
+
+def _sweep(args: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([PY, "-m", "quadsim.cli", "sweep", *args], capture_output=True,
+                          text=True, timeout=kw.pop("timeout", 300), **kw)
+
+
+def _bytes(path: Path) -> bytes:
+    return (path / "results.parquet").read_bytes()
+
+
+def test_runs_of_a_grid_and_of_samples(tmp_path):
+    sw = load_sweep(_files(tmp_path, GRID, head="replicates = 2\nseed = 5"))
+    runs = make_runs(sw)
+    assert len(runs) == 3 * 2 * 2
+    # the last axis fastest, replicates innermost; run = point * replicates + replicate
+    assert [r.values["trajectory.period"] for r in runs[:4]] == [3.0, 3.0, 5.0, 5.0]
+    assert [r.values["drone.mass"] for r in runs[::4]] == [0.029, 0.032, 0.035]
+    assert all(r.run == r.point * 2 + r.replicate for r in runs)
+    # two structures (the period), mass varies per drone: 2 tasks of 6 runs
+    tasks = plan(sw, runs, tmp_path / "out")
+    assert [len(t["runs"]) for t in tasks] == [6, 6]
+    assert tasks[0]["runs"] == [0, 1, 4, 5, 8, 9]
+    assert tasks[0]["seed"] == task_seed(5, 0) != tasks[1]["seed"]
+    # Latin hypercube: each of the n strata of each axis holds exactly one sample
+    axes = '"drone.mass" = { low = 0.03, high = 0.034 }\n"wind.mean" = { low = [0.0, 0.0, 0.0], ' \
+        'high = [2.0, 1.0, 0.0] }'
+    lhs = load_sweep(_files(tmp_path, axes, head='method = "lhs"\nsamples = 20\nseed = 1'))
+    runs = make_runs(lhs)
+    m = np.array([r.values["drone.mass"] for r in runs])
+    assert sorted(np.floor((m - 0.03) / 0.004 * 20).astype(int)) == list(range(20))
+    w = np.array([r.values["wind.mean"] for r in runs])
+    assert np.all((w[:, 0] >= 0) & (w[:, 0] <= 2) & (w[:, 2] == 0))
+    assert make_runs(lhs) == runs  # the same seed, the same samples
+    rnd = load_sweep(_files(tmp_path, axes, head='method = "random"\nsamples = 5\nseed = 1'))
+    assert [r.values for r in make_runs(rnd)] != [r.values for r in runs[:5]]
+
+
+@pytest.mark.parametrize(
+    ("axes", "head", "msg"),
+    [
+        ('"drone.weight" = [1.0]', "", "unknown scenario key 'drone.weight'"),
+        ('"drone.mass" = []', "", "at least one value"),
+        ('"drone.mass" = { low = 0.03, high = 0.04 }', "", "a grid needs values"),
+        ('"drone.mass" = [0.03, -0.01]', "", "run 1: drone.mass = -0.01: must be positive"),
+        ('"trajectory.period" = [4.0, -2.0]', "replicates = 2",
+         "run 2: trajectory.period"),
+        ('"drone.inertia" = [[1.68e-05, 1.68e-05, 2.98e-05], [1e-5, 1e-5, 9e-5]]', "",
+         "run 1: drone.inertia"),
+        ('"sim.dt" = ["fast"]', "", "is not a number"),
+        ('"drone.mass" = [0.03]', 'method = "lhs"', "needs samples"),
+    ],
+)  # fmt: skip
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, axes, head, msg):
+    sweep = _files(tmp_path, axes, head=head)
+    r = _sweep([str(sweep), "--out", str(tmp_path / "out"), "--quiet"])
+    assert r.returncode == 2, r.stderr
+    assert msg in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unreachable_ray_address_exits_2(tmp_path):
+    pytest.importorskip("ray")
+    sweep = _files(tmp_path, GRID)
+    r = _sweep([str(sweep), "--out", str(tmp_path / "out"), "--ray", "127.0.0.1:1"], timeout=60)
+    assert r.returncode == 2 and "cannot reach 127.0.0.1:1" in r.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_results_do_not_depend_on_the_workers_and_match_fly(tmp_path):
+    """1 and 2 local workers give the same bytes; each run's row is the per-drone summary of
+    ``fly`` on the task's scenario (n = its runs, seed = its seed), computed independently."""
+    from quadsim.app.io import SummaryAccumulator
+    from quadsim.app.scenario import build, load_scenario
+    from quadsim.loop.flight import fly
+
+    sweep = _files(tmp_path, '"trajectory.period" = [3.0, 5.0]', head="replicates = 3\nseed = 2")
+    for w in ("1", "2"):
+        r = _sweep([str(sweep), "--out", str(tmp_path / f"w{w}"), "--workers", w, "--quiet"])
+        assert r.returncode == 0, r.stderr
+    assert _bytes(tmp_path / "w1") == _bytes(tmp_path / "w2")
+    import pyarrow.parquet as pq
+
+    res = pq.read_table(tmp_path / "w1" / "results.parquet").to_pydict()
+    assert res["run"] == list(range(6)) and all(e is None for e in res["error"])
+    # task 1: period 5.0, runs 3, 4, 5 (its lanes 0, 1, 2)
+    text = BASE.format(duration=1.0, backend="native").replace("period = 4.0", "period = 5.0")
+    text = text.replace("seed = 0", f"seed = {task_seed(2, 1)}\nn = 3")
+    objs = build(load_scenario(text, text=True))
+    acc = SummaryAccumulator(objs.meta)
+    fly(objs.sim, objs.trajectory, objs.control, objs.gains, duration=objs.duration,
+        imu=objs.imu, seed=objs.seed, log_every=5, on_chunk=acc.add, keep_log=False)
+    per = acc.result(0.0)["per_drone"]
+    for lane, run in enumerate((3, 4, 5)):
+        assert res["tracking_rms_m"][run] == per[lane]["tracking_rms_m"]
+        assert res["max_tilt_deg"][run] == per[lane]["max_tilt_deg"]
+    # the replicates differ (their own IMU noise and gusts)
+    assert len({res["tracking_rms_m"][k] for k in (3, 4, 5)}) == 3
+
+
+def test_a_failed_task_is_recorded_and_the_rest_goes_on(tmp_path):
+    from quadsim.app.sweep.run import collect
+
+    sw = load_sweep(_files(tmp_path, GRID))
+    runs = make_runs(sw)
+    tasks = plan(sw, runs, tmp_path / "out")
+    tasks[1]["doc"]["trajectory"]["kind"] = "zigzag"  # fails in the worker
+    results = [run_task(t) for t in tasks]
+    assert results[0]["error"] is None and "zigzag" in results[1]["error"]
+    table = collect(sw, runs, tasks, tmp_path / "out")
+    bad = set(tasks[1]["runs"])
+    for k in range(len(runs)):
+        assert (table["error"][k] is not None) == (k in bad)
+        assert (table["tracking_rms_m"][k] is None) == (k in bad)
+
+
+def _children(pid: int, needle: str) -> list[int]:
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,ppid,args"], capture_output=True,
+                         text=True).stdout
+    rows = [line.split(None, 2) for line in out.splitlines()[1:]]
+    return [int(p) for p, pp, args in rows if needle in args and (pid < 0 or int(pp) == pid)]
+
+
+SLOW = '"trajectory.period" = [3.0, 4.0, 5.0]'
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """The slow sweep (NumPy backend, three tasks of about 2.5 s) run straight through."""
+    tmp = tmp_path_factory.mktemp("ref")
+    sweep = _files(tmp, SLOW, duration=4.0, backend="numpy", head="replicates = 2")
+    r = _sweep([str(sweep), "--out", str(tmp / "out"), "--workers", "2", "--quiet"])
+    assert r.returncode == 0, r.stderr
+    return _bytes(tmp / "out")
+
+
+def test_sigterm_mid_sweep_then_the_same_command_resumes(tmp_path, reference):
+    sweep = _files(tmp_path, SLOW, duration=4.0, backend="numpy", head="replicates = 2")
+    args = [str(sweep), "--out", str(tmp_path / "out"), "--workers", "1"]
+    proc = subprocess.Popen([PY, "-m", "quadsim.cli", "sweep", *args, "--quiet"],
+                            stderr=subprocess.PIPE, text=True)
+    tasks = tmp_path / "out" / "tasks"
+    end = time.monotonic() + 120
+    while not (tasks.exists() and list(tasks.glob("*.parquet"))):
+        assert proc.poll() is None and time.monotonic() < end
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 143, err
+    assert "interrupted (SIGTERM)" in err and "Traceback" not in err
+    assert not (tmp_path / "out" / "results.parquet").exists()
+    assert not list(tasks.glob("*.partial"))
+    done = len(list(tasks.glob("*.parquet")))
+    assert 1 <= done < 3
+    r = _sweep([*args])
+    assert r.returncode == 0, r.stderr
+    assert f"resuming: {done} of 3 tasks already done" in r.stderr
+    assert _bytes(tmp_path / "out") == reference
+
+
+def test_a_local_worker_killed_mid_task_is_retried(tmp_path, reference):
+    sweep = _files(tmp_path, SLOW, duration=4.0, backend="numpy", head="replicates = 2")
+    proc = subprocess.Popen([PY, "-m", "quadsim.cli", "sweep", str(sweep), "--out",
+                             str(tmp_path / "out"), "--workers", "2", "--quiet"],
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    end = time.monotonic() + 120
+    while not (kids := _children(proc.pid, "spawn_main")):
+        assert proc.poll() is None and time.monotonic() < end
+        time.sleep(0.05)
+    time.sleep(1.5)  # importing, compiling or flying its first task
+    os.kill(kids[0], signal.SIGKILL)
+    err = proc.communicate(timeout=300)[1]
+    assert proc.returncode == 0, err
+    assert _bytes(tmp_path / "out") == reference
+
+
+def test_ray_gives_the_local_results_and_retries_a_killed_worker(tmp_path, reference):
+    """A real local Ray (2 CPUs, started by quadsim on 127.0.0.1): the same bytes as the local
+    executor, also when a worker is killed while it runs a task."""
+    pytest.importorskip("ray")
+    sweep = _files(tmp_path, SLOW, duration=4.0, backend="numpy", head="replicates = 2")
+    proc = subprocess.Popen([PY, "-m", "quadsim.cli", "sweep", str(sweep), "--out",
+                             str(tmp_path / "out"), "--workers", "2", "--ray", "--quiet"],
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    end = time.monotonic() + 180
+    while not (busy := _children(-1, "ray::_run")):
+        assert proc.poll() is None and time.monotonic() < end, proc.stderr.read()
+        time.sleep(0.05)
+    os.kill(busy[0], signal.SIGKILL)
+    err = proc.communicate(timeout=300)[1]
+    assert proc.returncode == 0, err
+    assert _bytes(tmp_path / "out") == reference
+    meta = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    assert meta["runs"] == 6 and meta["tasks"] == 3
