@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from quadsim.app.sweep.spec import load_sweep, make_runs
-from quadsim.app.sweep.tasks import plan, run_task, task_seed
+from quadsim.app.sweep.tasks import plan, run_task, task_seed, write_rows
 
 PY = sys.executable
 
@@ -166,6 +166,8 @@ def test_a_failed_task_is_recorded_and_the_rest_goes_on(tmp_path):
     tasks[1]["doc"]["trajectory"]["kind"] = "zigzag"  # fails in the worker
     results = [run_task(t) for t in tasks]
     assert results[0]["error"] is None and "zigzag" in results[1]["error"]
+    for t, res in zip(tasks, results, strict=True):
+        write_rows(res["table"], Path(t["out"]))
     table = collect(sw, runs, tasks, tmp_path / "out")
     bad = set(tasks[1]["runs"])
     for k in range(len(runs)):
@@ -251,3 +253,21 @@ def test_ray_gives_the_local_results_and_retries_a_killed_worker(tmp_path, refer
     assert _bytes(tmp_path / "out") == reference
     meta = json.loads((tmp_path / "out" / "sweep.json").read_text())
     assert meta["runs"] == 6 and meta["tasks"] == 3
+
+
+def test_trajectories_are_kept_per_task_by_structural_axis(tmp_path):
+    import pyarrow.parquet as pq
+
+    sweep = _files(tmp_path, GRID)
+    r = _sweep([str(sweep), "--out", str(tmp_path / "out"), "--trajectories", "2", "--quiet"])
+    assert r.returncode == 0, r.stderr
+    files = sorted((tmp_path / "out" / "runs").rglob("*.parquet"))
+    assert [f.parent.name for f in files] == ["trajectory.period=3.0", "trajectory.period=5.0"]
+    t = pq.read_table(files[0]).to_pydict()
+    assert sorted(set(t["run"])) == [0, 2, 4]  # the runs of period 3.0
+    times = sorted(set(t["time"]))
+    # 1 s at 500 Hz logged every 5th step (100 Hz), every 2nd sample kept: 50 Hz
+    assert np.allclose(np.diff(times), 0.02) and len(times) >= 50
+    assert {"x", "y", "z", "qw", "vx", "ref_x"} <= set(t)
+    # the plots: a heat map of the two grid axes per metric
+    assert (tmp_path / "out" / "tracking_rms_m.png").stat().st_size > 5000

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from .spec import Sweep, load_sweep, make_runs
-from .tasks import METRICS, plan, prepare
+from .tasks import METRICS, plan, prepare, write_rows
 
 __all__ = ["collect", "run_sweep"]
 
@@ -135,6 +135,7 @@ def _run(
     failed_tasks: list[str] = []
 
     def done(task: dict, result: dict) -> None:
+        write_rows(result["table"], Path(task["out"]))
         if result.get("error"):
             failed_tasks.append(task["name"])
             echo(
@@ -157,10 +158,10 @@ def _run(
             signal.signal(s, h)
         if bar is not None:
             bar.close()
-    from .tasks import _rows, _write_rows
+    from .tasks import _rows, rows_ipc
 
     for t in lost:  # their workers kept dying: recorded as failed
-        _write_rows(_rows(t, [], "the worker died (retried)"), Path(t["out"]))
+        write_rows(rows_ipc(_rows(t, [], "the worker died (retried)")), Path(t["out"]))
         failed_tasks.append(t["name"])
     table = collect(sw, runs, tasks, out_dir)
     plots = _plots(table, sw, out_dir)

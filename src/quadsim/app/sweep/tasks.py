@@ -4,17 +4,20 @@ r"""A sweep's tasks: runs of one structure batched into one simulator, and runni
 :data:`~quadsim.sweep.spec.PER_DRONE`) have the same values share a structure; in run order,
 each structure's runs are cut into tasks of at most ``batch`` runs. A task is one scenario with
 ``n`` = its runs, flown as one batched simulation (the compiled closed loop), its per-drone axes
-(mass, inertia, start) set drone by drone. Task ``t`` has the seed ``SeedSequence([sweep seed,
-t])`` and run ``i`` of it is its drone (lane) ``i``: every random number of a run (sensor noise,
-gusts, the base scenario's randomisation) is keyed by the sweep seed and the run index alone,
-whatever executes the tasks and however many workers there are.
+(mass, inertia, start) set drone by drone; a formation of the base scenario
+(``randomize.spacing``) is dropped, each run being a flight of its own. Task ``t`` has the seed
+``SeedSequence([sweep seed, t])`` and run ``i`` of it is its drone (lane) ``i``: every random
+number of a run (sensor noise, gusts, the base scenario's randomisation) is keyed by the sweep
+seed and the run index alone, whatever executes the tasks and however many workers there are.
 
 **Run** (:func:`run_task`, in a worker). The task's scenario is validated and built
 (:func:`quadsim.scenario.validate_doc`, :func:`~quadsim.scenario.build`), flown by
 :func:`quadsim.flight.fly` without keeping the log, and each chunk is folded into
-:class:`quadsim.io.SummaryAccumulator`, whose per-drone metrics are the runs' rows. The rows are
-written to ``tasks/<task>.parquet`` (temporary name, then renamed: on disk whole or not at all),
-and with ``--trajectories`` the decimated log to ``runs/<axis>=<value>/.../<task>.parquet``. A
+:class:`quadsim.io.SummaryAccumulator`, whose per-drone metrics are the runs' rows. The rows go
+back to the driver as Arrow IPC bytes, which writes them to ``tasks/<task>.parquet`` (temporary
+name, then renamed: on disk whole or not at all),
+and with ``--trajectories`` the decimated log to ``runs/<axis>=<value>/.../<task>.parquet``
+(by the worker: on a cluster, ``DIR`` must then be on storage the workers share). A
 task that fails records its error on each of its runs.
 """
 
@@ -66,6 +69,8 @@ def plan(sw: Sweep, runs: list[Run], out: Path, trajectories: int = 0) -> list[d
         doc = sw.base_doc
         for k, v in struct.items():
             doc = set_key(doc, k, v)
+        if doc.get("randomize", {}).get("spacing"):  # each run is its own flight
+            doc = set_key(doc, "randomize.spacing", 0.0)
         doc = set_key(doc, "n", len(rs))
         doc = set_key(doc, "seed", task_seed(sw.seed, t))
         name = f"task-{t:06d}"
@@ -230,11 +235,14 @@ def run_task(task: dict) -> dict:
         error = f"{type(e).__name__}: {e}".splitlines()[0][:500]
         if os.environ.get("QUADSIM_SWEEP_DEBUG"):
             traceback.print_exc()
-    rows = _rows(task, per, error)
-    _write_rows(rows, Path(task["out"]))
     if traj and task["traj_out"]:
         _write_traj(task, traj, Path(task["traj_out"]))
-    return {"name": task["name"], "rows": len(task["runs"]), "error": error}
+    return {
+        "name": task["name"],
+        "rows": len(task["runs"]),
+        "error": error,
+        "table": rows_ipc(_rows(task, per, error)),
+    }
 
 
 def _rows(task: dict, per: list[dict], error: str | None) -> dict[str, list]:
@@ -270,7 +278,7 @@ def _atomic_write(table: Any, path: Path) -> None:
     os.replace(tmp, path)
 
 
-def _write_rows(rows: dict[str, list], path: Path) -> None:
+def _table(rows: dict[str, list]) -> Any:
     import pyarrow as pa
 
     types = {
@@ -281,8 +289,25 @@ def _write_rows(rows: dict[str, list], path: Path) -> None:
         "error": pa.string(),
         **{k: pa.bool_() if t == "bool" else pa.float64() for k, t in METRICS},
     }
-    table = pa.table({k: pa.array(v, type=types[k]) for k, v in rows.items()})
-    _atomic_write(table, path)
+    return pa.table({k: pa.array(v, type=types[k]) for k, v in rows.items()})
+
+
+def rows_ipc(rows: dict[str, list]) -> bytes:
+    """A task's rows as Arrow IPC bytes (what a worker sends back: a few hundred bytes a run)."""
+    import pyarrow as pa
+
+    table = _table(rows)
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as w:
+        w.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
+def write_rows(ipc: bytes, path: Path) -> None:
+    """Write a task's rows (:func:`rows_ipc`) to ``tasks/<task>.parquet``, whole or not at all."""
+    import pyarrow as pa
+
+    _atomic_write(pa.ipc.open_stream(ipc).read_all(), path)
 
 
 def _write_traj(task: dict, chunks: list[dict], path: Path) -> None:
