@@ -25,7 +25,7 @@ LAYERS = {
     "loop": ("brain", "closed_loop", "closed_loop_jax", "control", "estimation", "flight",
              "initial", "trajectories"),
     "app": ("bench", "bench_closed_loop", "bench_peers", "cli", "envs", "io", "plotting",
-            "preflight", "ros2", "run", "scenario", "sweep", "sysid", "validation"),
+            "preflight", "rl", "ros2", "run", "scenario", "sweep", "sysid", "validation"),
 }  # fmt: skip
 """Layer package -> the top-level names it holds (``tests/test_layers.py`` checks the folders)."""
 

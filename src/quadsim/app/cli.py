@@ -119,6 +119,28 @@ def _parser() -> argparse.ArgumentParser:
                     metavar="EVERY", help="also keep every EVERY-th logged sample of each run "
                     "under DIR/runs/ (default 1 when given)")
     sw.add_argument("--quiet", action="store_true", help="no progress bar, no report")
+    tr = sub.add_parser("train", help="train a policy on a quadsim environment (docs/rl.md)")
+    tr.add_argument("env_id", metavar="ENV_ID", help="environment id, e.g. quadsim/Hover-v0")
+    tr.add_argument("--algo", default="ppo", help="algorithm (ppo)")
+    budget = tr.add_mutually_exclusive_group(required=True)
+    budget.add_argument("--seconds", type=_positive, metavar="S", help="training wall time")
+    budget.add_argument("--steps", type=_workers, metavar="N", help="environment steps")
+    tr.add_argument("--seed", type=int, default=0, metavar="K", help="seed (default 0)")
+    tr.add_argument("--out", metavar="DIR", help="output directory (default runs/train_<env>)")
+    tr.add_argument("--envs", type=_workers, default=256, metavar="M",
+                    help="environments in the batch (default 256)")
+    tr.add_argument("--action-level", default="rotor_speeds", metavar="LEVEL",
+                    help="rotor_speeds (default), thrust_rates, thrust_attitude, pwm")
+    tr.add_argument("--episode-steps", type=_workers, default=200, metavar="K",
+                    help="control steps per training episode (default 200 = 2 s)")
+    tr.add_argument("--quiet", action="store_true", help="no progress bar, no report")
+    ev = sub.add_parser("eval", help="evaluate a policy file (docs/rl.md)")
+    ev.add_argument("policy", metavar="POLICY", help="policy file (policy.npz)")
+    ev.add_argument("--env", metavar="ENV_ID", help="environment (default: the policy's)")
+    ev.add_argument("--episodes", type=_workers, default=1000, metavar="N",
+                    help="episodes (default 1000)")
+    ev.add_argument("--seed", type=int, default=0, metavar="K", help="seed (default 0)")
+    ev.add_argument("--json", metavar="FILE", help="also write the metrics as JSON")
     b = sub.add_parser("bench", help="measure drone-steps per second (and the peers, if installed)")
     b.add_argument("--quick", action="store_true", help="a short smoke run")
     b.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -347,6 +369,21 @@ def _dispatch(args: argparse.Namespace) -> int:
             from .sweep.run import main as sweep_main
 
             return sweep_main(args)
+        if args.command in ("train", "eval"):
+            try:
+                if args.command == "train":
+                    import stable_baselines3  # noqa: F401
+
+                    from .rl.train import main as rl_main
+                else:
+                    import gymnasium  # noqa: F401
+
+                    from .rl.evaluate import main as rl_main
+            except ImportError as e:
+                print(f"quadsim: {e} (install the extra: pip install 'quadsim[rl]')",
+                      file=sys.stderr)
+                return 2
+            return rl_main(args)
         if args.command == "bench":
             from .bench_closed_loop import main as closed_loop_main
             from .bench_closed_loop import parse_options

@@ -1,0 +1,116 @@
+r"""A trained policy as a plain array file, run without any RL library.
+
+The file (``policy.npz``, NumPy's ``savez``) holds a small MLP, deterministic (the Gaussian
+policy's mean):
+
+.. math::
+
+    h_0 = o, \quad h_{j+1} = \tanh(W_j h_j + b_j)\ (j < L - 1), \quad
+    a = \mathrm{clip}(W_{L-1} h_{L-1} + b_{L-1}, -1, 1)
+
+with the arrays ``W0, b0, ..., W{L-1}, b{L-1}`` (``W_j`` shape ``(out, in)``) and the metadata
+``env_id``, ``action_level``, ``obs_dim``, ``act_dim`` (JSON in ``meta``). ``o`` is the
+environment's observation (docs/envs.md), ``a`` its normalised action.
+
+:func:`load_policy` checks the file (missing, not an ``.npz``, missing arrays, shapes that do not
+chain, non-finite weights, dimensions that do not match an environment) and raises
+``ValueError`` naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MlpPolicy", "load_policy", "save_policy"]
+
+
+class MlpPolicy:
+    """The MLP of a policy file: ``__call__(obs (..., obs_dim)) -> action (..., act_dim)``."""
+
+    def __init__(self, weights: list[tuple[np.ndarray, np.ndarray]], meta: dict) -> None:
+        self.weights = weights
+        self.meta = dict(meta)
+        self.obs_dim = int(weights[0][0].shape[1])
+        self.act_dim = int(weights[-1][0].shape[0])
+
+    def __call__(self, obs: Any) -> np.ndarray:
+        """Actions in ``[-1, 1]`` ``(..., act_dim)`` of observations ``(..., obs_dim)``."""
+        h = np.asarray(obs, dtype=np.float64)
+        for j, (w, b) in enumerate(self.weights):
+            h = h @ w.T + b
+            if j < len(self.weights) - 1:
+                h = np.tanh(h)
+        return np.clip(h, -1.0, 1.0)
+
+    def check(self, obs_dim: int, act_dim: int, where: str = "") -> None:
+        """Raise ``ValueError`` unless the policy fits an env's observation and action sizes."""
+        if (self.obs_dim, self.act_dim) != (obs_dim, act_dim):
+            raise ValueError(
+                f"{where}: the policy maps {self.obs_dim} observations to "
+                f"{self.act_dim} actions; the environment has {obs_dim} and "
+                f"{act_dim}"
+            )
+
+
+def save_policy(path: str | os.PathLike[str], weights: list[tuple[Any, Any]], meta: dict) -> Path:
+    """Write a policy file (module docstring), whole or not at all."""
+    p = Path(path)
+    arrays = {}
+    for j, (w, b) in enumerate(weights):
+        arrays[f"W{j}"] = np.asarray(w, dtype=np.float64)
+        arrays[f"b{j}"] = np.asarray(b, dtype=np.float64)
+    tmp = p.with_name(p.name + ".partial.npz")
+    np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)
+    os.replace(tmp, p)
+    return p
+
+
+def load_policy(path: str | os.PathLike[str]) -> MlpPolicy:
+    """Read and check a policy file.
+
+    Raises:
+        ValueError: ``FILE: what is wrong`` (missing, corrupt, shapes, non-finite weights).
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise ValueError(f"{p}: no such policy file")
+    try:
+        with np.load(p, allow_pickle=False) as z:
+            data = {k: z[k] for k in z.files}
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as e:
+        raise ValueError(f"{p}: not a policy file (a NumPy .npz): {e}") from None
+    try:
+        meta = json.loads(str(data.pop("meta")))
+    except (KeyError, json.JSONDecodeError):
+        raise ValueError(f"{p}: not a policy file: no 'meta' entry") from None
+    weights = []
+    j = 0
+    while f"W{j}" in data:
+        w, b = data.pop(f"W{j}"), data.pop(f"b{j}", None)
+        if b is None or w.ndim != 2 or b.shape != (w.shape[0],):
+            raise ValueError(
+                f"{p}: layer {j}: W{j} must be (out, in) and b{j} (out,); got "
+                f"{w.shape} and {None if b is None else b.shape}"
+            )
+        if weights and weights[-1][0].shape[0] != w.shape[1]:
+            raise ValueError(
+                f"{p}: layer {j} takes {w.shape[1]} inputs, layer {j - 1} gives "
+                f"{weights[-1][0].shape[0]}"
+            )
+        if not (np.all(np.isfinite(w)) and np.all(np.isfinite(b))):
+            raise ValueError(f"{p}: layer {j} has non-finite weights")
+        weights.append((w.astype(np.float64), b.astype(np.float64)))
+        j += 1
+    if not weights:
+        raise ValueError(f"{p}: not a policy file: no layers W0, b0, ...")
+    pol = MlpPolicy(weights, meta)
+    for key, val in (("obs_dim", pol.obs_dim), ("act_dim", pol.act_dim)):
+        if key in meta and int(meta[key]) != val:
+            raise ValueError(f"{p}: meta {key} = {meta[key]} but the layers give {val}")
+    return pol
