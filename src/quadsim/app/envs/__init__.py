@@ -1,4 +1,4 @@
-"""Gymnasium environments: ``quadsim/Hover-v0`` and ``quadsim/Track-v0`` (see docs/envs.md).
+"""Gymnasium environments: ``quadsim/Hover-v0``, ``Track-v0`` and ``Recover-v0`` (docs/envs.md).
 
 * :class:`HoverEnv`, :class:`TrackEnv`: one drone (:class:`gymnasium.Env`);
 * :class:`QuadsimVectorEnv`, :class:`HoverVectorEnv`, :class:`TrackVectorEnv`: many drones in
@@ -14,6 +14,7 @@ quadsim.envs``.
 from __future__ import annotations
 
 from .core import ENV_WORLD, HoverTask, InitRanges, RewardWeights, Termination, TrackTask
+from .recover import RecoverEnv, RecoverVectorEnv
 from .single import HoverEnv, QuadsimEnv, TrackEnv, make_trajectory
 from .vector import HoverVectorEnv, QuadsimVectorEnv, TrackVectorEnv
 
@@ -26,6 +27,8 @@ __all__ = [
     "InitRanges",
     "QuadsimEnv",
     "QuadsimVectorEnv",
+    "RecoverEnv",
+    "RecoverVectorEnv",
     "RewardWeights",
     "Termination",
     "TrackEnv",
@@ -41,12 +44,16 @@ MAX_EPISODE_STEPS = 500
 ENV_IDS = {
     "quadsim/Hover-v0": ("quadsim.envs.single:HoverEnv", "quadsim.envs.vector:HoverVectorEnv"),
     "quadsim/Track-v0": ("quadsim.envs.single:TrackEnv", "quadsim.envs.vector:TrackVectorEnv"),
+    "quadsim/Recover-v0": (
+        "quadsim.envs.recover:RecoverEnv",
+        "quadsim.envs.recover:RecoverVectorEnv",
+    ),
 }
 """Registered ids -> (entry point, vector entry point)."""
 
 
 def register_envs() -> None:
-    """Register ``quadsim/Hover-v0`` and ``quadsim/Track-v0`` with Gymnasium (idempotent).
+    """Register the ids of :data:`ENV_IDS` with Gymnasium (idempotent).
 
     Both get ``max_episode_steps=500`` (a :class:`gymnasium.wrappers.TimeLimit` for
     ``gymnasium.make``; passed to the vector environment by ``gymnasium.make_vec``) and a

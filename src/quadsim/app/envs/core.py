@@ -54,21 +54,27 @@ ENV_WORLD = World(ground=Ground(height=0.0, crash_speed=0.0))
 
 
 class InitRanges(NamedTuple):
-    """Half-widths of the uniform initial-state distribution (around the reference at t = 0).
+    """Half-widths of the uniform initial-state distribution around the reference at t = 0.
+
+    The draws are shifted by the centres (``pos_center``, ``vel_center``).
 
     Attributes:
-        pos: Position offset per axis [m].
-        vel: Velocity per axis [m/s].
+        pos: Position offset per axis [m] (one number, or one per axis).
+        vel: Velocity per axis [m/s] (one number, or one per axis).
         tilt: Roll and pitch [rad].
         yaw: Yaw [rad].
         ang_vel: Body rates per axis [rad/s].
+        pos_center: Centre of the position offsets [m] ``(3,)`` (default none).
+        vel_center: Centre of the velocities [m/s] ``(3,)`` (default none).
     """
 
-    pos: float = 0.5
-    vel: float = 0.5
+    pos: Any = 0.5
+    vel: Any = 0.5
     tilt: float = 0.3
     yaw: float = math.pi
     ang_vel: float = 0.5
+    pos_center: Any = (0.0, 0.0, 0.0)
+    vel_center: Any = (0.0, 0.0, 0.0)
 
 
 class RewardWeights(NamedTuple):
@@ -436,6 +442,14 @@ class QuadCore:
         return np.asarray(getattr(self.params, name), dtype=np.float64)
 
     # -- episodes ---------------------------------------------------------------------------------
+    def draw_start(self, rng: np.random.Generator, m: int) -> Any:
+        """Deviations of ``m`` new starts from the reference at ``t = 0``: the uniform draws of
+        :class:`InitRanges` plus its centres (position, velocity)."""  # noqa: D205, D209
+        d = sample_start(rng, m, spread=self._spread)
+        r = self.init
+        return d._replace(pos=d.pos + np.asarray(r.pos_center, dtype=np.float64),
+                          vel=d.vel + np.asarray(r.vel_center, dtype=np.float64))
+
     def reset(
         self, which: np.ndarray, rng: np.random.Generator, full: bool = False,
         state: dict | None = None,
@@ -454,7 +468,8 @@ class QuadCore:
         if m == 0:
             return
         ref_pos, ref_vel = self.task.reference(np.zeros(m))
-        start = sample_start(rng, m, pos=ref_pos, vel=ref_vel, spread=self._spread)
+        dev = self.draw_start(rng, m)
+        start = dev._replace(pos=ref_pos + dev.pos, vel=ref_vel + dev.vel)
         pos, quat, vel, ang_vel = start_state(start.pos, start.rpy, start.vel, start.ang_vel,
                                               self.floor)  # fmt: skip
         state = dict(state or {})
@@ -493,7 +508,7 @@ class QuadCore:
         then resets and observes (the same draws and results).
         """
         if self.compiled is not None:  # the new starts are built inside the compiled step
-            start = sample_start(rng, int(np.count_nonzero(done)), spread=self._spread)
+            start = self.draw_start(rng, int(np.count_nonzero(done)))
             obs, reward, terminated, truncated, info = self.compiled.step(action, done, start)
         else:
             obs, reward, terminated, truncated, info = self.step(action)
