@@ -1,8 +1,8 @@
 """``quadsim/Recover-v0``: seed 001's recovery task, the drone thrown at the wall.
 
 Seed 001 puts a wall at x = 3 m "so the RL recovery policy has something to be thrown at". Each
-episode throws the Crazyflie (``cf2x_L250``) between 1 and 2 m from the wall: position
-``(1.5 ± 0.5, ±0.5, 1.5 ± 0.3)`` m, roll and pitch uniform in ``±π`` (up to upside down), yaw in
+episode throws the Crazyflie (``cf2x_L250``) 2 to 2.5 m from the wall: position
+``(0.75 ± 0.25, ±0.5, 2.5 ± 0.3)`` m, roll and pitch uniform in ``±π`` (up to upside down), yaw in
 ``±π``, body rates up to 15 rad/s per axis, velocity 0 to 3 m/s toward the wall (``v_x``) and
 ``±1`` m/s across. It must reach and hold a hover at :data:`TARGET` without touching the floor
 or the wall (a crash terminates the episode: the world is the floor at z = 0 and the wall, both
@@ -27,20 +27,20 @@ from .vector import HoverVectorEnv
 
 __all__ = ["INIT", "RANDOMIZE", "TARGET", "TERMINATION", "WORLD", "RecoverEnv", "RecoverVectorEnv"]
 
-TARGET = (1.0, 0.0, 1.5)
-"""The hover to reach [m]: 2 m from the wall, 1.5 m up."""
+TARGET = (1.0, 0.0, 2.5)
+"""The hover to reach [m]: 2 m from the wall, 2.5 m up (room to fall while turning over)."""
 
 WORLD = World(ground=Ground(height=0.0, crash_speed=0.0), boxes=(wall("x", 3.0),))
 """The floor and seed 001's wall at x = 3 m (the solid side x >= 3 m); touching either is a
 crash."""
 
 INIT = InitRanges(
-    pos=(0.5, 0.5, 0.3),
+    pos=(0.25, 0.5, 0.3),
     vel=(1.5, 1.0, 1.0),
     tilt=math.pi,
     yaw=math.pi,
     ang_vel=15.0,
-    pos_center=(0.5, 0.0, 0.0),
+    pos_center=(-0.25, 0.0, 0.0),
     vel_center=(1.5, 0.0, 0.0),
 )
 """The throw (module docstring), around :data:`TARGET`."""
