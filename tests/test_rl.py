@@ -117,3 +117,63 @@ def test_bad_input_exits_2_with_one_line(tmp_path, args, msg):
     assert r.returncode == 2, r.stderr
     assert msg in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+SCENARIO = """
+name = "policy hover"
+duration = 5.0
+[drone]
+preset = "cf2x_L250"
+[sim]
+dt = 0.002
+backend = "native"
+[initial]
+start_on_reference = false
+pos = [0.3, -0.3, 0.7]
+rpy_deg = [10.0, -5.0, 30.0]
+[controller]
+kind = "policy"
+path = "{path}"
+[trajectory]
+kind = "hover"
+center = [0.0, 0.0, 1.0]
+[output]
+plots = false
+"""
+
+
+def test_quadsim_fly_flies_the_policy_in_the_compiled_loop_as_the_env_does(hover, tmp_path):
+    """The same policy through ``quadsim fly`` (the compiled closed loop, the MLP traced into C)
+    and through the environment from the same start: the same flight (measured: 5.6e-9 m apart
+    over 5 s; the env feeds the policy float32 observations), ending at the target."""
+    from quadsim.app.envs import HoverEnv
+    from quadsim.app.io import read_log
+    from quadsim.app.rl.policy import load_policy
+    from quadsim.physics.rotation import from_euler
+
+    scen = tmp_path / "policy.toml"
+    scen.write_text(SCENARIO.format(path=hover / "policy.npz"))
+    r = _cli("fly", str(scen), "--out", str(tmp_path / "out"), "--quiet")
+    assert r.returncode == 0, r.stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["loop"] == "compiled" and summary["rates_hz"]["control"] == 100.0
+    log, _ = read_log(tmp_path / "out" / "trajectory.parquet")
+    assert np.linalg.norm(log["pos"][-1, 0] - [0.0, 0.0, 1.0]) < 0.05
+    pol = load_policy(hover / "policy.npz")
+    env = HoverEnv(target=(0.0, 0.0, 1.0), max_episode_steps=600)
+    q = np.asarray(from_euler(np.deg2rad([10.0, -5.0, 30.0])))
+    obs, _ = env.reset(seed=0, options={"state": {"pos": [0.3, -0.3, 0.7], "attitude": q,
+                                                  "vel": [0, 0, 0], "ang_vel": [0, 0, 0]}})
+    pos = []
+    for _ in range(500):
+        pos.append(np.array(env.unwrapped.core.sim.state.pos)[0])
+        obs, *_ = env.step(pol(obs).astype(np.float32))
+    assert np.abs(np.array(pos) - log["pos"][:2500:5, 0]).max() < 1e-6
+
+
+def test_a_bad_policy_in_a_scenario_exits_2_naming_the_key(tmp_path):
+    scen = tmp_path / "policy.toml"
+    scen.write_text(SCENARIO.format(path=_bad_policy(tmp_path, "chain")))
+    r = _cli("fly", str(scen), "--out", str(tmp_path / "out"))
+    assert r.returncode == 2
+    assert "controller.path" in r.stderr and "layer 1 takes 9 inputs" in r.stderr

@@ -146,7 +146,13 @@ SCHEMA: dict[str, dict[str, Key]] = {
         ),
     },
     "controller": {
-        "kind": Key("str", "geometric", "Controller.", choices=("geometric", "pid")),
+        "kind": Key(
+            "str", "geometric", "Controller; `policy`: a trained policy file (`path`).",
+            choices=("geometric", "pid", "policy"),
+        ),
+        "path": Key(
+            "str", "", "Policy: the policy file (`quadsim train`'s policy.npz; docs/rl.md)."
+        ),
         "gains": Key(
             "str",
             "",
@@ -155,7 +161,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "rate": Key(
             "float", _NONE,
             "Controller rate [Hz]; its period must be a whole number of physics steps (the "
-            "command is held in between); default the physics rate 1/sim.dt.",
+            "command is held in between); default the physics rate 1/sim.dt (a policy: "
+            "100 Hz, the environments' control rate).",
             positive=True,
         ),
     },
@@ -797,6 +804,8 @@ def build(sc: Scenario) -> Assembly:
             },
         },
     )
+    if v["controller"]["kind"] == "policy":
+        from .rl.controller import policy_control as control_fn
     return Assembly(
         sim=sim,
         trajectory=prep.trajectory,
@@ -1135,6 +1144,8 @@ def _check_gains(v: dict, drone: Any, fail: Any) -> Any:
     from ..loop.control import load_gains
 
     rate = v["controller"]["rate"]
+    if v["controller"]["kind"] == "policy" and rate is None:
+        rate = 100.0  # the environments' control rate, which the policy was trained at
     dt = v["sim"]["dt"] if rate is None else 1.0 / rate
     if rate is not None:
         from ..loop.brain import loop_periods
@@ -1143,6 +1154,15 @@ def _check_gains(v: dict, drone: Any, fail: Any) -> Any:
             loop_periods(v["sim"]["dt"], control_dt=dt)
         except ValueError as e:
             raise fail("controller", "rate", f"{rate:g} Hz: {e}") from None
+    if v["controller"]["kind"] == "policy":
+        from .rl.controller import policy_gains
+
+        if not v["controller"]["path"]:
+            raise fail("controller", "path", "kind = \"policy\" needs the policy file")
+        try:
+            return policy_gains(v["controller"]["path"], drone, dt)
+        except ValueError as e:
+            raise fail("controller", "path", str(e)) from None
     try:
         gains = load_gains(_gains_name(v), drone=drone, dt=dt)
     except ValueError as e:

@@ -239,7 +239,8 @@ _UFUNCS = {
         ("sqrt", "sqrt", "sqrt"), ("sin", "sin", "sin"), ("cos", "cos", "cos"),
         ("tan", "tan", "tan"), ("asin", "arcsin", "asin"), ("acos", "arccos", "acos"),
         ("exp", "exp", "exp"), ("log", "log", "log"), ("abs", "abs", "fabs"),
-        ("floor", "floor", "floor"), ("ceil", "ceil", "ceil"), ("sign", "sign", "sign")]},
+        ("floor", "floor", "floor"), ("ceil", "ceil", "ceil"), ("sign", "sign", "sign"),
+        ("tanh", "tanh", "tanh")]},
     "atan2": _ufunc(lambda y, x: float(np.arctan2(y, x)) if _is_num(y) and _is_num(x)
                     else _cs().atan2(y, x), 2),
 }  # fmt: skip
