@@ -11,6 +11,7 @@ import pytest
 gym = pytest.importorskip("gymnasium")
 
 import quadsim.envs  # noqa: E402,F401
+
 from quadsim.app.envs.recover import RANDOMIZE, TARGET  # noqa: E402
 from quadsim.physics.rotation import to_euler  # noqa: E402
 
@@ -44,8 +45,8 @@ def test_the_wall_and_the_floor_end_an_episode_and_tilt_does_not():
     env.reset(seed=1, options={"state": {"pos": [2.9, 0.0, 2.5], "vel": [3.0, 0.0, 0.0],
                                          "attitude": [1.0, 0.0, 0.0, 0.0]}})  # upside down
     hit = None
-    for k in range(100):
-        _, r, term, trunc, info = env.step(np.zeros(4, dtype=np.float32))
+    for _ in range(100):
+        _, r, term, _, info = env.step(np.zeros(4, dtype=np.float32))
         if term:
             hit = info
             break

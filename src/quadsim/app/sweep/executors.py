@@ -124,14 +124,17 @@ class RayExecutor:
 
     def __enter__(self) -> RayExecutor:
         ray = self.ray
-        env = {"env_vars": {k: v for k, v in os.environ.items() if k.startswith("QUADSIM_")}}
+        env_vars = {k: v for k, v in os.environ.items() if k.startswith("QUADSIM_")}
+        # a cluster's workers get quadsim's settings (cache directory, ...) passed on; a local
+        # Ray's inherit this process's environment, and a runtime_env would only slow its start
+        env = {"runtime_env": {"env_vars": env_vars}} if env_vars else {}
         if self.address:
             _check_reachable(self.address)
         try:
             if self.address:
                 ray.init(
                     address=self.address,
-                    runtime_env=env,
+                    **env,
                     log_to_driver=False,
                     logging_level="ERROR",
                 )
@@ -140,7 +143,6 @@ class RayExecutor:
                     num_cpus=self.workers or os.cpu_count(),
                     include_dashboard=False,
                     _node_ip_address="127.0.0.1",
-                    runtime_env=env,
                     log_to_driver=False,
                     logging_level="ERROR",
                 )
