@@ -210,7 +210,7 @@ def test_sigterm_mid_sweep_then_the_same_command_resumes(tmp_path, reference):
     assert proc.returncode == 143, err
     assert "interrupted (SIGTERM)" in err and "Traceback" not in err
     assert not (tmp_path / "out" / "results.parquet").exists()
-    assert not list(tasks.glob("*.partial"))
+    assert not list(tasks.glob("*.partial*"))
     done = len(list(tasks.glob("*.parquet")))
     assert 1 <= done < 3
     r = _sweep([*args])

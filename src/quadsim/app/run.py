@@ -87,10 +87,10 @@ def fly_scenario(
         ValueError: Bad input: the scenario, the output directory, a missing prerequisite of a
             requested output, or a run that would not fit in memory.
     """
-    from ..loop.flight import flight_loop, fly
+    from ..loop.flight import flight_loop
     from . import preflight
     from .io.parts import PARTS, PartWriter
-    from .scenario import build, load_scenario
+    from .scenario import build, fly_assembly, load_scenario
 
     echo = echo or (lambda s: print(s, file=sys.stderr))
     with _echo_warnings(echo):
@@ -127,21 +127,8 @@ def fly_scenario(
     bar, update = _progress_bar(total, progress)
     t0 = time.perf_counter()
     try:
-        result = fly(
-            sim,
-            objs.trajectory,
-            objs.control,
-            objs.gains,
-            duration=objs.duration,
-            ref_offset=objs.ref_offset,
-            imu=objs.imu,
-            mocap=objs.mocap,
-            estimator=objs.estimator,
-            baro=objs.baro,
-            gnss=objs.gnss,
-            power=objs.power,
-            battery_charge=objs.battery_charge,
-            seed=objs.seed,
+        result = fly_assembly(
+            objs,
             log_every=o["log_every"],
             chunk_steps=o["chunk_steps"],
             on_chunk=lambda chunk: parts.write(chunk, time.perf_counter() - t0),

@@ -36,6 +36,7 @@ __all__ = [
     "Scenario",
     "build",
     "default_backend",
+    "fly_assembly",
     "load_scenario",
     "schema_markdown",
     "validate_doc",
@@ -825,6 +826,18 @@ def build(sc: Scenario) -> Assembly:
         power=power,
         battery_charge=sm["battery_charge"],
     )
+
+
+def fly_assembly(objs: Assembly, **kwargs: Any) -> Any:
+    """:func:`quadsim.flight.fly` of an assembled scenario: its simulator, reference,
+    controller, offsets, sensors, estimator, battery and seed; ``kwargs`` are ``fly``'s other
+    arguments (``log_every``, ``chunk_steps``, ``on_chunk``, ``keep_log``, ``meta``, ...)."""  # noqa: D205, D209
+    from ..loop.flight import fly
+
+    return fly(objs.sim, objs.trajectory, objs.control, objs.gains, duration=objs.duration,
+               ref_offset=objs.ref_offset, imu=objs.imu, mocap=objs.mocap,
+               estimator=objs.estimator, baro=objs.baro, gnss=objs.gnss, power=objs.power,
+               battery_charge=objs.battery_charge, seed=objs.seed, **kwargs)  # fmt: skip
 
 
 def _power(sm: dict, drone: Any, fail: Any) -> Any:

@@ -957,18 +957,7 @@ def _python_loop(sim, trajectory, control, gains, allocator, sens, command, ctrl
             return out, rpm, bstate
 
         def record(out: dict, rpm: np.ndarray, state: Any, t: float) -> None:
-            status = sim.status
-            rec = {key: np.asarray(out[key]) for key in sorted(out)}  # JAX's order either way
-            rec.update(
-                time=np.asarray(t),
-                pos=state.pos,
-                quat=state.quat,
-                vel=state.vel,
-                ang_vel=state.ang_vel,
-                rotor_rpm=state.rotor_vel if state.rotor_vel is not None else rpm,
-                crashed=_flag(status, "crashed", n),
-                landed=_flag(status, "landed", n),
-            )
+            rec = log_record(out, state, t, rpm, sim.status, n)
             for key, value in rec.items():
                 rows.setdefault(key, []).append(np.array(value))
 
@@ -1033,6 +1022,24 @@ def _interrupt_after() -> Any:
             signal.signal(s, h)
     if caught:
         signal.raise_signal(caught[0])
+
+
+def log_record(out: dict, state: Any, t: float, rpm: Any, status: Any, n: int) -> dict:
+    """One logged sample of the per-step loops: the brain's outputs (sorted: JAX's order either
+    way), the time, the state ``x_k``, the rotor speeds (actual, else the command ``rpm``) and
+    the world's flags (``status``, ``None`` without a world)."""  # noqa: D205, D209
+    rec = {key: np.asarray(out[key]) for key in sorted(out)}
+    rec.update(
+        time=np.asarray(t),
+        pos=state.pos,
+        quat=state.quat,
+        vel=state.vel,
+        ang_vel=state.ang_vel,
+        rotor_rpm=state.rotor_vel if state.rotor_vel is not None else rpm,
+        crashed=_flag(status, "crashed", n),
+        landed=_flag(status, "landed", n),
+    )
+    return rec
 
 
 def _flag(status: Any, name: str, n: int) -> np.ndarray:

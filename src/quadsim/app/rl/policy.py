@@ -65,10 +65,9 @@ def save_policy(path: str | os.PathLike[str], weights: list[tuple[Any, Any]], me
     for j, (w, b) in enumerate(weights):
         arrays[f"W{j}"] = np.asarray(w, dtype=np.float64)
         arrays[f"b{j}"] = np.asarray(b, dtype=np.float64)
-    tmp = p.with_name(p.name + ".partial.npz")
-    np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays)
-    os.replace(tmp, p)
-    return p
+    from ..io.files import atomic_write
+
+    return atomic_write(p, lambda tmp: np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays))
 
 
 def load_policy(path: str | os.PathLike[str]) -> MlpPolicy:

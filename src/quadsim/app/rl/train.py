@@ -146,12 +146,6 @@ def export_policy(model: Any, path: Path, meta: dict) -> Path:
     return save_policy(path, weights, meta)
 
 
-def _atomic(path: Path, write: Any) -> None:
-    tmp = path.with_name(path.name + ".partial" + path.suffix)
-    write(tmp)
-    os.replace(tmp, path)
-
-
 def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
           seconds: float | None = None, steps: int | None = None, seed: int = 0,
           num_envs: int = 256, action_level: str = "rotor_speeds", episode_steps: int = 200,
@@ -161,6 +155,7 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
     Raises:
         ValueError: An unknown env or algorithm, a bad budget, a directory holding another run.
     """
+    from ..io.files import atomic_write
     from .evaluate import make_vector_env
 
     if algo not in ALGOS:
@@ -278,9 +273,9 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
                 ]
             )
             fh.flush()
-            _atomic(ckpt, lambda p: model.save(p))
+            atomic_write(ckpt, model.save)
             export_policy(model, out_dir / "policy.npz", meta)
-            _atomic(state_path, lambda p: p.write_text(json.dumps(state, indent=2) + "\n"))
+            atomic_write(state_path, lambda p: p.write_text(json.dumps(state, indent=2) + "\n"))
             state["success_rate"] = rate
             if bar is not None:
                 bar.update(per_iter if total else dt)

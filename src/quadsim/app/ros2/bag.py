@@ -45,6 +45,7 @@ def write_bag(
     from mcap.writer import CompressionType, Writer
 
     from ..io import read_log
+    from ..io.files import atomic_write
     from . import dds, encode
     from . import msgs as m
 
@@ -55,83 +56,84 @@ def write_bag(
     has_imu = "gyro" in log and "accel" in log
     has_ref = "ref_pos" in log and "ref_yaw" in log
     rotor_key = "rotor_rpm" if "rotor_rpm" in log else "cmd_rpm"
-    bag = Path(bag_path)
-    tmp = bag.with_name(bag.name + ".partial")
     counts: dict[str, int] = {}
-    with open(tmp, "wb") as fh:
-        w = Writer(fh, compression=CompressionType.ZSTD)
-        w.start(profile="ros2", library="quadsim")
-        schemas: dict[type, int] = {}
-        channels: dict[str, int] = {}
 
-        def channel(topic: str, cls: type) -> int:
-            if cls not in schemas:
-                name = m.ros_name(cls)
-                schemas[cls] = w.register_schema(
-                    name=name, encoding="ros2msg", data=m.msgdef(name).encode()
-                )
-            if topic not in channels:
-                channels[topic] = w.register_channel(
-                    topic=topic, message_encoding="cdr", schema_id=schemas[cls]
-                )
-                counts[topic] = 0
-            return channels[topic]
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:
+            w = Writer(fh, compression=CompressionType.ZSTD)
+            w.start(profile="ros2", library="quadsim")
+            schemas: dict[type, int] = {}
+            channels: dict[str, int] = {}
 
-        def put(topic: str, msg: Any, ns_time: int) -> None:
-            cid = channel(topic, type(msg))
-            w.add_message(
-                cid,
-                log_time=ns_time,
-                data=msg.serialize(),
-                publish_time=ns_time,
-                sequence=counts[topic],
-            )
-            counts[topic] += 1
+            def channel(topic: str, cls: type) -> int:
+                if cls not in schemas:
+                    name = m.ros_name(cls)
+                    schemas[cls] = w.register_schema(
+                        name=name, encoding="ros2msg", data=m.msgdef(name).encode()
+                    )
+                if topic not in channels:
+                    channels[topic] = w.register_channel(
+                        topic=topic, message_encoding="cdr", schema_id=schemas[cls]
+                    )
+                    counts[topic] = 0
+                return channels[topic]
 
-        tf_topic = "/tf"
-        for k in range(n_t):
-            tfs = []
-            for i, d in enumerate(names):
-                t = float(t_all[k])
-                ns_t = round(t * 1e9)
-                base = f"{d}/base_link"
-                pos, quat = log["pos"][k, i], log["quat"][k, i]
-                put(
-                    dds.topic(namespace, d, "odom"),
-                    encode.odometry(
-                        t, pos, quat, log["vel"][k, i], log["ang_vel"][k, i], child=base
-                    ),
-                    ns_t,
+            def put(topic: str, msg: Any, ns_time: int) -> None:
+                cid = channel(topic, type(msg))
+                w.add_message(
+                    cid,
+                    log_time=ns_time,
+                    data=msg.serialize(),
+                    publish_time=ns_time,
+                    sequence=counts[topic],
                 )
-                if has_imu:
+                counts[topic] += 1
+
+            tf_topic = "/tf"
+            for k in range(n_t):
+                tfs = []
+                for i, d in enumerate(names):
+                    t = float(t_all[k])
+                    ns_t = round(t * 1e9)
+                    base = f"{d}/base_link"
+                    pos, quat = log["pos"][k, i], log["quat"][k, i]
                     put(
-                        dds.topic(namespace, d, "imu"),
-                        encode.imu(
-                            t,
-                            log["gyro"][k, i],
-                            log["accel"][k, i],
-                            frame=base,
-                            gyro_var=imu_var[0],
-                            accel_var=imu_var[1],
+                        dds.topic(namespace, d, "odom"),
+                        encode.odometry(
+                            t, pos, quat, log["vel"][k, i], log["ang_vel"][k, i], child=base
                         ),
                         ns_t,
                     )
-                if rotor_key in log:
-                    put(
-                        dds.topic(namespace, d, "rotor_speeds"),
-                        encode.rotors(t, log[rotor_key][k, i], frame=base),
-                        ns_t,
-                    )
-                if has_ref:
-                    put(
-                        dds.topic(namespace, d, "reference"),
-                        encode.reference(t, log["ref_pos"][k, i], log["ref_yaw"][k, i]),
-                        ns_t,
-                    )
-                tfs.append(encode.transform(t, pos, quat, child=base))
-            put(tf_topic, m.TFMessage(transforms=tfs), round(float(t_all[k]) * 1e9))
-            if progress is not None and (k % 500 == 0 or k == n_t - 1):
-                progress(k + 1, n_t)
-        w.finish()
-    os.replace(tmp, bag)
+                    if has_imu:
+                        put(
+                            dds.topic(namespace, d, "imu"),
+                            encode.imu(
+                                t,
+                                log["gyro"][k, i],
+                                log["accel"][k, i],
+                                frame=base,
+                                gyro_var=imu_var[0],
+                                accel_var=imu_var[1],
+                            ),
+                            ns_t,
+                        )
+                    if rotor_key in log:
+                        put(
+                            dds.topic(namespace, d, "rotor_speeds"),
+                            encode.rotors(t, log[rotor_key][k, i], frame=base),
+                            ns_t,
+                        )
+                    if has_ref:
+                        put(
+                            dds.topic(namespace, d, "reference"),
+                            encode.reference(t, log["ref_pos"][k, i], log["ref_yaw"][k, i]),
+                            ns_t,
+                        )
+                    tfs.append(encode.transform(t, pos, quat, child=base))
+                put(tf_topic, m.TFMessage(transforms=tfs), round(float(t_all[k]) * 1e9))
+                if progress is not None and (k % 500 == 0 or k == n_t - 1):
+                    progress(k + 1, n_t)
+            w.finish()
+
+    atomic_write(bag_path, write)
     return counts

@@ -243,55 +243,29 @@ class LiveLoop:
         from ...loop.flight import _brain_state0, _x64
 
         sim, objs, jax = self.sim, self.objs, self._jax
+
+        def state0(xp: Any) -> Any:
+            return _brain_state0(sim, objs.control, objs.gains, None, self.sens, self.periods,
+                                 objs.seed, xp, objs.estimator)  # fmt: skip
+
         if jax is not None:
             try:
                 with _x64(jax):
                     import jax.numpy as jnp
 
-                    bstate = _brain_state0(
-                        sim,
-                        objs.control,
-                        objs.gains,
-                        None,
-                        self.sens,
-                        self.periods,
-                        objs.seed,
-                        jnp,
-                        objs.estimator,
-                    )
+                    bstate = state0(jnp)
                     fn = jax.jit(brain)
                     s = self.state
                     # compile now (a pure function: the result is thrown away), not at the
                     # first step, where it would stall a paced loop
-                    jax.block_until_ready(
-                        fn(
-                            sim.k,
-                            s.pos,
-                            s.quat,
-                            s.vel,
-                            s.ang_vel,
-                            self.offset,
-                            bstate,
-                            self._normals(),
-                            self.ref(self.time),
-                        )
-                    )
+                    args = (s.pos, s.quat, s.vel, s.ang_vel, self.offset, bstate)
+                    jax.block_until_ready(fn(sim.k, *args, self._normals(), self.ref(self.time)))
                 return fn, bstate, "JAX"
             except Exception:  # the controller does not trace: NumPy
                 if jit:
                     raise
                 self._jax = None
-        bstate = _brain_state0(
-            sim,
-            objs.control,
-            objs.gains,
-            None,
-            self.sens,
-            self.periods,
-            objs.seed,
-            np,
-            objs.estimator,
-        )
+        bstate = state0(np)
         return brain, bstate, "NumPy"
 
     def _normals(self) -> np.ndarray:

@@ -338,6 +338,8 @@ class Ros2Node:
 
     def tick(self) -> dict:
         """Commands, fallbacks, the loop's step, publishing; the log record of ``x_k``."""
+        from ...loop.flight import log_record
+
         lp = self.loop
         self.poll()
         self._timeouts()
@@ -345,19 +347,7 @@ class Ros2Node:
         out = lp.think()
         self.publish(t, state, out)
         sim = lp.sim
-        status = sim.status
-        n = self.n
-        rec = {key: np.asarray(v) for key, v in sorted(out.items())}
-        rec.update(
-            time=np.asarray(t),
-            pos=state.pos,
-            quat=state.quat,
-            vel=state.vel,
-            ang_vel=state.ang_vel,
-            rotor_rpm=state.rotor_vel if state.rotor_vel is not None else lp.rpm,
-            crashed=_flag(status, "crashed", n),
-            landed=_flag(status, "landed", n),
-        )
+        rec = log_record(out, state, t, lp.rpm, sim.status, self.n)
         lp.state = lp._numpy_state(sim.step(lp.rpm))
         self.ticks += 1
         return rec
@@ -526,12 +516,6 @@ def _stats_ms(seconds: list[float]) -> dict:
         "n": int(a.size),
         "over_1ms": int(np.sum(a > 1.0)),
     }
-
-
-def _flag(status: Any, name: str, n: int) -> np.ndarray:
-    if status is None:
-        return np.zeros(n, dtype=bool)
-    return np.asarray(getattr(status, name), dtype=bool).reshape(n)
 
 
 def _wait_until(due: float) -> float:

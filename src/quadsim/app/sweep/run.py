@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from ..io.files import atomic_write
 from .spec import Sweep, load_sweep, make_runs
 from .tasks import METRICS, plan, prepare, write_rows
 
@@ -59,9 +60,7 @@ def _check_out(out: Path, sw: Sweep, n_runs: int, n_tasks: int) -> None:
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"{out} is not empty and holds no sweep; choose another --out")
     out.mkdir(parents=True, exist_ok=True)
-    tmp = meta.with_name("sweep.json.partial")
-    tmp.write_text(json.dumps(doc, indent=2) + "\n")
-    os.replace(tmp, meta)
+    atomic_write(meta, lambda tmp: tmp.write_text(json.dumps(doc, indent=2) + "\n"))
 
 
 def run_sweep(

@@ -180,9 +180,8 @@ def run_task(task: dict) -> dict:
 
     Never raises for a failing simulation: the error is recorded on the task's runs.
     """
-    from ...loop.flight import fly
     from ..io import SummaryAccumulator
-    from ..scenario import build
+    from ..scenario import build, fly_assembly
 
     error = None
     per: list[dict] = []
@@ -205,27 +204,8 @@ def run_task(task: dict) -> dict:
             if every:
                 traj.append({k: np.asarray(chunk[k])[::every] for k in keep if k in chunk})
 
-        res = fly(
-            objs.sim,
-            objs.trajectory,
-            objs.control,
-            objs.gains,
-            duration=objs.duration,
-            ref_offset=objs.ref_offset,
-            imu=objs.imu,
-            mocap=objs.mocap,
-            estimator=objs.estimator,
-            baro=objs.baro,
-            gnss=objs.gnss,
-            power=objs.power,
-            battery_charge=objs.battery_charge,
-            seed=objs.seed,
-            log_every=o["log_every"],
-            chunk_steps=o["chunk_steps"],
-            on_chunk=on_chunk,
-            keep_log=False,
-            meta=objs.meta,
-        )
+        res = fly_assembly(objs, log_every=o["log_every"], chunk_steps=o["chunk_steps"],
+                           on_chunk=on_chunk, keep_log=False, meta=objs.meta)
         if res.interrupted:
             raise KeyboardInterrupt
         per = acc.result(0.0)["per_drone"]
@@ -270,12 +250,10 @@ def _rows(task: dict, per: list[dict], error: str | None) -> dict[str, list]:
 def _atomic_write(table: Any, path: Path) -> None:
     import pyarrow.parquet as pq
 
+    from ..io.files import atomic_write
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".partial")
-    pq.write_table(table, tmp)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    atomic_write(path, lambda tmp: pq.write_table(table, tmp), durable=True)
 
 
 def _table(rows: dict[str, list]) -> Any:
