@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,9 +19,9 @@ pytest.importorskip("stable_baselines3")
 PY = sys.executable
 
 
-def _cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+def _cli(*args: str, timeout: int = 600, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([PY, "-m", "quadsim.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,10 @@ def test_training_resumes(tmp_path):
     out = tmp_path / "run"
     args = ["train", "quadsim/Hover-v0", "--envs", "16", "--seed", "3", "--out", str(out),
             "--quiet"]
-    assert _cli(*args, "--steps", "2048").returncode == 0
+    (tmp := tmp_path / "tmp").mkdir()
+    r = _cli(*args, "--steps", "2048", env=dict(os.environ, TMPDIR=str(tmp)))
+    assert r.returncode == 0, r.stderr
+    assert not list(tmp.glob("SB3-*"))  # SB3's logger leaves no folder per iteration there
     state = json.loads((out / "state.json").read_text())
     assert state["steps"] == 2048
     r = _cli(*args, "--steps", "4096")

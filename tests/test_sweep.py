@@ -237,12 +237,14 @@ def test_a_local_worker_killed_mid_task_is_retried(tmp_path, reference):
 
 def test_ray_gives_the_local_results_and_retries_a_killed_worker(tmp_path, reference):
     """A real local Ray (2 CPUs, started by quadsim on 127.0.0.1): the same bytes as the local
-    executor, also when a worker is killed while it runs a task."""
+    executor, also when a worker is killed while it runs a task. ``--ray`` alone starts its own
+    Ray even where another is announced (``RAY_ADDRESS``, here an unreachable one)."""
     pytest.importorskip("ray")
     sweep = _files(tmp_path, SLOW, duration=4.0, backend="numpy", head="replicates = 2")
+    env = dict(os.environ, RAY_ADDRESS="127.0.0.1:1")
     proc = subprocess.Popen([PY, "-m", "quadsim.cli", "sweep", str(sweep), "--out",
                              str(tmp_path / "out"), "--workers", "2", "--ray", "--quiet"],
-                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+                            stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
     end = time.monotonic() + 180
     while not (busy := _children(-1, "ray::_run")):
         assert proc.poll() is None and time.monotonic() < end, proc.stderr.read()

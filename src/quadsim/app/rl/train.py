@@ -128,6 +128,19 @@ def make_sb3_env(venv: Any, seed: int) -> Any:
     return _Env()
 
 
+def _sb3_logger(out_dir: Path) -> Any:
+    """Stable-Baselines3's logger, set once: TensorBoard under ``out_dir/tb`` when installed,
+    else nothing (left to itself, every ``learn`` call would make a new ``SB3-<time>`` folder in
+    the temporary directory)."""  # noqa: D205, D209
+    from stable_baselines3.common.logger import Logger, configure
+
+    try:
+        import tensorboard  # noqa: F401
+    except ImportError:
+        return Logger(folder=None, output_formats=[])
+    return configure(str(out_dir / "tb"), ["tensorboard"])
+
+
 def export_policy(model: Any, path: Path, meta: dict) -> Path:
     """Write the PPO policy's deterministic MLP as a policy file (:mod:`quadsim.rl.policy`)."""
     import torch
@@ -204,18 +217,13 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
         "verbose": 0,
         **(ppo or {}),
     }
-    try:
-        import tensorboard  # noqa: F401
-
-        kw["tensorboard_log"] = str(out_dir / "tb")
-    except ImportError:
-        pass
     if state["steps"]:
         model = PPO.load(ckpt, env=env, **{k: kw[k] for k in ("seed",)})
         if log:
             log(f"resuming at {state['steps']} steps ({state['wall_s']:.1f} s trained)")
     else:
         model = PPO("MlpPolicy", env, **kw)
+    model.set_logger(_sb3_logger(out_dir))
     meta = {
         "env_id": env_id,
         "action_level": action_level,

@@ -9,7 +9,8 @@ cannot depend on the executor or on the number of workers.
   kill, the OOM killer) breaks the pool; the pool is rebuilt and the tasks it held are run again
   (at most :data:`MAX_RETRIES` times each, then they are recorded as failed).
 * :class:`RayExecutor`: ``ray.init(address=...)`` joins a cluster; without an address it starts
-  a local Ray that listens on 127.0.0.1 only, with no dashboard. Tasks are Ray remote functions
+  a new local Ray (``address="local"``: not one that already runs or that ``RAY_ADDRESS`` names)
+  that listens on 127.0.0.1 only, with no dashboard. Tasks are Ray remote functions
   with ``max_retries`` = :data:`MAX_RETRIES` (Ray reruns a task whose worker died).
 """
 
@@ -121,6 +122,7 @@ class RayExecutor:
         self.address = address
         self.workers = workers
         self._started = False
+        self._stopping: Any = None
 
     def __enter__(self) -> RayExecutor:
         ray = self.ray
@@ -140,6 +142,7 @@ class RayExecutor:
                 )
             else:
                 ray.init(
+                    address="local",  # a new one, even if a Ray already runs on this machine
                     num_cpus=self.workers or os.cpu_count(),
                     include_dashboard=False,
                     _node_ip_address="127.0.0.1",
@@ -155,9 +158,22 @@ class RayExecutor:
         self._started = True
         return self
 
+    def release(self) -> None:
+        """Start disconnecting in a thread (stopping a local Ray waits ~1.3 s on its processes),
+        so the caller can merge results meanwhile; :meth:`__exit__` waits for it."""  # noqa: D205, D209
+        import threading
+
+        if self._started and self._stopping is None:
+            self._stopping = threading.Thread(target=self.ray.shutdown, name="ray-shutdown")
+            self._stopping.start()
+
     def __exit__(self, *exc: Any) -> None:
-        if self._started:
+        if not self._started:
+            return
+        if self._stopping is None:
             self.ray.shutdown()
+        else:
+            self._stopping.join()
 
     def run(self, tasks: Iterable[dict], done: Callable[[dict, dict], None]) -> list[dict]:
         """Run the tasks as Ray remote functions; ``done(task, result)`` as each finishes."""

@@ -159,6 +159,8 @@ def _run(
             signal.signal(s, h)
         if bar is not None:
             bar.close()
+    if hasattr(ex, "release"):  # Ray stops while the results are merged and plotted
+        ex.release()
     from .tasks import _rows, rows_ipc
 
     for t in lost:  # their workers kept dying: recorded as failed
