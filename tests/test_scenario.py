@@ -51,6 +51,7 @@ def test_defaults_fill_every_key_and_the_docs_print_the_schema():
         ("duration = 0.001\n", r"duration \(line 1\): shorter than one step"),
         ("[randomize]\nmass_rel = -0.1\n", r"randomize\.mass_rel \(line 2\): must be >= 0"),
         ("seed = -3\n", r"seed \(line 1\): must be >= 0; got -3"),
+        ("[world]\ncrash_speed = -1.0\n", r"world\.crash_speed \(line 2\): must be >= 0"),
         ("[randomize]\nmass_rel = 2.0\n", r"randomize\.mass_rel \(line 2\): must be < 1"),
         ("[drone\n", r"malformed TOML"),
     ],
@@ -100,3 +101,44 @@ def test_every_example_scenario_validates():
     assert files
     for f in files:
         load_scenario(f)
+
+
+def test_uniform_ranges_and_a_ball_of_body_rates_set_each_drones_start():
+    """``randomize.*_range`` draw uniformly within ± per axis, ``ang_vel_max`` in a ball around
+    ``initial.ang_vel`` (the Recover-v0 throw as a scenario)."""
+    from quadsim.app.scenario import build, load_scenario
+    from quadsim.physics.rotation import to_matrix
+
+    text = """
+n = 2000
+[initial]
+start_on_reference = false
+pos = [0.75, 0.0, 2.5]
+vel = [1.5, 0.0, 0.0]
+ang_vel = [1.0, 0.0, 0.0]
+[randomize]
+pos_range = [0.25, 0.5, 0.3]
+vel_range = [1.5, 1.0, 1.0]
+rpy_range_deg = [180.0, 180.0, 180.0]
+ang_vel_max = 15.0
+[output]
+plots = false
+"""
+    st = build(load_scenario(text, text=True)).sim.state
+    pos, vel, w = np.asarray(st.pos), np.asarray(st.vel), np.asarray(st.ang_vel)
+    for got, lo, hi in ((pos, [0.5, -0.5, 2.2], [1.0, 0.5, 2.8]), (vel, [0, -1, -1], [3, 1, 1])):
+        assert np.all(got >= np.array(lo) - 1e-12) and np.all(got <= np.array(hi) + 1e-12)
+        np.testing.assert_allclose(got.min(0), lo, atol=0.02 * (np.array(hi) - lo).max())
+        np.testing.assert_allclose(got.max(0), hi, atol=0.02 * (np.array(hi) - lo).max())
+    r = np.linalg.norm(w - [1.0, 0.0, 0.0], axis=1)
+    assert r.max() <= 15.0 and r.max() > 14.8
+    assert np.mean((r / 15.0) ** 3) == pytest.approx(0.5, abs=0.03)
+    tilt = np.degrees(np.arccos(np.clip(np.asarray(to_matrix(st.quat))[:, 2, 2], -1, 1)))
+    assert tilt.max() > 175.0 and np.mean(tilt > 90.0) == pytest.approx(0.5, abs=0.05)
+
+
+def test_a_std_and_a_range_of_the_same_quantity_are_refused():
+    with pytest.raises(ValueError, match=r"randomize\.vel_range .*give one of randomize\.vel_std"):
+        load("[randomize]\nvel_std = 0.1\nvel_range = [0.1, 0.0, 0.0]\n")
+    with pytest.raises(ValueError, match=r"randomize\.rpy_range_deg .*must be >= 0"):
+        load("[randomize]\nrpy_range_deg = [10.0, -1.0, 0.0]\n")

@@ -157,6 +157,35 @@ def test_results_do_not_depend_on_the_workers_and_match_fly(tmp_path):
     assert len({res["tracking_rms_m"][k] for k in (3, 4, 5)}) == 3
 
 
+def test_body_rates_vary_per_drone_in_one_simulation_as_fly_flies_them(tmp_path):
+    """``initial.ang_vel`` is a per-drone axis (one batched simulation): each lane flies as
+    ``fly`` flies the scenario with that start (still air, no sensors: nothing random)."""
+    import pyarrow.parquet as pq
+
+    from quadsim.app.io import SummaryAccumulator
+    from quadsim.app.scenario import build, load_scenario
+    from quadsim.loop.flight import fly
+
+    base = BASE.format(duration=1.0, backend="native")
+    base = base.split("[wind]")[0] + "[output]\nlog_every = 5\nplots = false\n"
+    (tmp_path / "base.toml").write_text(base)
+    sweep = tmp_path / "sweep.toml"
+    sweep.write_text('base = "base.toml"\n[axes]\n'
+                     '"initial.ang_vel" = [[0.0, 0.0, 0.0], [8.0, 0.0, 0.0]]\n')
+    r = _sweep([str(sweep), "--out", str(tmp_path / "out"), "--quiet"])
+    assert r.returncode == 0, r.stderr
+    res = pq.read_table(tmp_path / "out" / "results.parquet").to_pydict()
+    assert res["task"] == [0, 0] and res["lane"] == [0, 1]
+    text = base.replace("[sim]", "[initial]\nang_vel = [8.0, 0.0, 0.0]\n[sim]")
+    objs = build(load_scenario(text, text=True))
+    acc = SummaryAccumulator(objs.meta)
+    fly(objs.sim, objs.trajectory, objs.control, objs.gains, duration=objs.duration,
+        seed=objs.seed, log_every=5, on_chunk=acc.add, keep_log=False)
+    one = acc.result(0.0)["per_drone"][0]
+    assert res["max_tilt_deg"][1] == pytest.approx(one["max_tilt_deg"], rel=1e-9)
+    assert res["max_tilt_deg"][1] > res["max_tilt_deg"][0] + 5.0  # the thrown one tilts
+
+
 def test_a_failed_task_is_recorded_and_the_rest_goes_on(tmp_path):
     from quadsim.app.sweep.run import collect
 

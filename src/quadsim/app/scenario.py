@@ -138,6 +138,22 @@ SCHEMA: dict[str, dict[str, Key]] = {
         "pos_std": Key("float", 0.0, "Initial position noise, std per axis [m]."),
         "vel_std": Key("float", 0.0, "Initial velocity noise, std per axis [m/s]."),
         "rpy_std_deg": Key("float", 0.0, "Initial roll/pitch/yaw noise, std [deg]."),
+        "pos_range": Key(
+            "vec3", [0.0, 0.0, 0.0], "Initial position, uniform within ± this per axis [m] "
+            "(instead of pos_std).", nonneg=True
+        ),
+        "vel_range": Key(
+            "vec3", [0.0, 0.0, 0.0], "Initial velocity, uniform within ± this per axis [m/s] "
+            "(instead of vel_std).", nonneg=True
+        ),
+        "rpy_range_deg": Key(
+            "vec3", [0.0, 0.0, 0.0], "Initial roll, pitch, yaw, uniform within ± this [deg] "
+            "(instead of rpy_std_deg).", nonneg=True
+        ),
+        "ang_vel_max": Key(
+            "float", 0.0, "Initial body rates uniform in the ball of this radius around "
+            "initial.ang_vel [rad/s] (any axis, any magnitude up to it).", nonneg=True
+        ),
         "spacing": Key(
             "float",
             0.0,
@@ -275,7 +291,8 @@ SCHEMA: dict[str, dict[str, Key]] = {
             "float", 0.0, "Coulomb friction coefficient of the floor, >= 0.", nonneg=True
         ),
         "crash_speed": Key(
-            "float", 2.0, "Touching the floor faster than this is a crash [m/s].", positive=True
+            "float", 2.0, "Touching the floor faster than this is a crash [m/s]; 0: any "
+            "descending touch (as the environments).", nonneg=True
         ),
         "walls": Key("list", [], "Walls: list of {axis = 'x', at = 3.0, side = 1}."),
         "boxes": Key("list", [], "Obstacles: list of {lo = [x, y, z], hi = [x, y, z]} [m]."),
@@ -496,7 +513,7 @@ def validate_doc(doc: dict, where: str, raw: str = "") -> Scenario:
                     raise fail(section, key, f"must be finite; got {v!r}")
             if spec.positive and v <= 0:
                 raise fail(section, key, f"must be positive; got {v!r}")
-            if spec.nonneg and v < 0:
+            if spec.nonneg and (min(v) if isinstance(v, list) else v) < 0:
                 raise fail(section, key, f"must be >= 0; got {v!r}")
             if spec.type in ("float",) and key.endswith(("_rel", "_std", "_std_deg")) and v < 0:
                 raise fail(section, key, f"must be >= 0; got {v!r}")
@@ -567,6 +584,11 @@ def _failer(where: str, raw: str) -> Any:
 def _check_combinations(v: dict, fail: Any) -> None:
     """Impossible combinations, named by key path."""
     traj, sim = v["trajectory"], v["sim"]
+    rnd = v["randomize"]
+    for std, rng in (("pos_std", "pos_range"), ("vel_std", "vel_range"),
+                     ("rpy_std_deg", "rpy_range_deg")):  # fmt: skip
+        if rnd[std] > 0 and any(rnd[rng]):
+            raise fail("randomize", rng, f"give one of randomize.{std} and randomize.{rng}")
     if traj["kind"] == "min_snap":
         wps = traj["waypoints"]
         if wps is None:
@@ -765,7 +787,8 @@ def build(sc: Scenario) -> Assembly:
         from ..physics.rotation import from_euler
 
         attitude = from_euler(rpy)
-    sim.reset(pos=init["pos"], attitude=attitude, vel=init["vel"], ang_vel=v["initial"]["ang_vel"])
+    ang_vel = init.get("ang_vel", v["initial"]["ang_vel"])  # per drone from a sweep axis
+    sim.reset(pos=init["pos"], attitude=attitude, vel=init["vel"], ang_vel=ang_vel)
 
     imu = mocap = None
     sv = v["sensors"]
@@ -1046,7 +1069,7 @@ def _initial(v: dict, drone: Any, traj: Any) -> dict:
         ``per_drone`` (``mass``/``J`` arrays), ``offset`` (formation, (n, 3)), ``base`` (the start
         before formation and noise, (3,)), ``pos``, ``vel``, ``rpy`` ((n, 3) or broadcastable).
     """
-    from ..loop.initial import Spread, reference_start, sample_start
+    from ..loop.initial import reference_start, sample_start
 
     ini, rnd = v["initial"], v["randomize"]
     n = v[""]["n"]
@@ -1076,14 +1099,30 @@ def _initial(v: dict, drone: Any, traj: Any) -> dict:
         vel=vel,
         rpy=rpy,
         offset=offset,
-        spread={
-            "pos": Spread("normal", rnd["pos_std"]),
-            "vel": Spread("normal", rnd["vel_std"]),
-            "rpy": Spread("normal", math.radians(rnd["rpy_std_deg"])),
-        },
+        spread=_spreads(rnd),
     )
     out = {"per_drone": per_drone, "offset": offset, "base": base}
+    if rnd["ang_vel_max"] > 0:  # drawn last: the other draws stay as they were without it
+        out["ang_vel"] = np.asarray(ini["ang_vel"]) + start.ang_vel
     return out | {"pos": start.pos, "vel": start.vel, "rpy": start.rpy}
+
+
+def _spreads(rnd: dict) -> dict:
+    """The initial-state spreads of ``[randomize]``: normal (``*_std``) or uniform
+    (``*_range``) per quantity, body rates in a ball (``ang_vel_max``, when set)."""  # noqa: D205, D209
+    from ..loop.initial import Spread
+
+    def one(std: float, half: list) -> Spread:
+        return Spread("uniform", tuple(half)) if any(half) else Spread("normal", std)
+
+    out = {
+        "pos": one(rnd["pos_std"], rnd["pos_range"]),
+        "vel": one(rnd["vel_std"], rnd["vel_range"]),
+        "rpy": one(math.radians(rnd["rpy_std_deg"]), list(np.radians(rnd["rpy_range_deg"]))),
+    }
+    if rnd["ang_vel_max"] > 0:
+        out["ang_vel"] = Spread("ball", rnd["ang_vel_max"])
+    return out
 
 
 def _check_start(v: dict, world: Any, init: dict, fail: Any) -> None:

@@ -93,8 +93,10 @@ class Spread(NamedTuple):
     """How one initial quantity deviates from its nominal value, per axis.
 
     Attributes:
-        kind: ``"normal"`` (``scale`` is the standard deviation σ) or ``"uniform"`` (``scale``
-            is the half-width h of ``[-h, h]``).
+        kind: ``"normal"`` (``scale`` is the standard deviation σ), ``"uniform"`` (``scale``
+            is the half-width h of ``[-h, h]``) or ``"ball"`` (uniform in the ball of radius
+            ``scale``, one number: a direction uniform on the sphere from three normals, the
+            radius ``scale u^(1/3)``; 4 variates per draw).
         scale: One number, or one per axis ``(3,)`` (same unit as the quantity).
     """
 
@@ -105,8 +107,14 @@ class Spread(NamedTuple):
         """``m`` deviations ``(m, 3)`` drawn from ``rng`` (``3 m`` variates, row-major)."""
         if self.kind == "normal":
             return rng.normal(0, 1, (m, 3)) * self.scale
+        if self.kind == "ball":
+            d = rng.normal(0, 1, (m, 3))
+            d /= np.maximum(np.linalg.norm(d, axis=1, keepdims=True), 1e-300)
+            return d * (float(self.scale) * rng.uniform(0.0, 1.0, (m, 1)) ** (1 / 3))
         if self.kind != "uniform":
-            raise ValueError(f"Spread kind must be 'normal' or 'uniform'; got {self.kind!r}")
+            raise ValueError(
+                f"Spread kind must be 'normal', 'uniform' or 'ball'; got {self.kind!r}"
+            )
         if np.ndim(self.scale) == 0:
             return rng.uniform(-self.scale, self.scale, (m, 3))
         # per axis: the same distribution, computed as (2u - 1) h

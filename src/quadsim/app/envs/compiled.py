@@ -25,7 +25,8 @@ Compiled state of one environment (structure of arrays, environment index last, 
          levels: rate_int 3, prev_ang_vel 3, prev_tau 2, yaw_sp 2, started) | steps |
          last_action (k) | obs (d) | reward | terminated, truncated, crashed, fault,
          out_of_bounds, tilted | pos_error]
-    u = [action (k), unclipped | fresh | start deviations: pos, vel, rpy, ang_vel (3 each)]
+    u = [action (k), unclipped | fresh | start deviations: pos, vel, rpy, ang_vel (3 each) |
+         wind (3) | latency d (physics steps)]
     p = per-drone model parameters (if any)
 
 The rows from ``obs`` on are outputs of the step. ``fresh = 1`` starts a new episode instead of
@@ -57,6 +58,9 @@ FLAGS = ("terminated", "truncated", "crashed", "fault", "out_of_bounds", "tilted
 """Boolean output rows, in this order (contiguous)."""
 START = ("pos", "vel", "rpy", "ang_vel")
 """The start deviations among the inputs (3 rows each, after ``fresh``), in this order."""
+N_U_EXTRA = 4
+"""Inputs after the start deviations: the world wind [m/s] (3) and the action latency in physics
+steps (1) of the control step (:mod:`quadsim.envs.disturbances`; zeros without)."""
 
 
 def _cse(expr: Any) -> Any:
@@ -131,6 +135,7 @@ class CompiledStep:
         per_drone = tuple(k for k in params if np.ndim(params[k]) > len(system.param_spec[k]))
         varying = _varying(system, params, per_drone)
         self.rows = self._layout()
+        self.n_u = self.k_act + 1 + 3 * len(START) + N_U_EXTRA
         self.n_x = max(s.stop for s in self.rows.values())
         self._template = self._fresh_column(sim)
         key = (tuple((name, idx) for name, idx, _ in varying), self._template.tobytes())
@@ -142,7 +147,7 @@ class CompiledStep:
         n, lanes = self.n, self._step_fn.lanes
         self.n_pad = -(-n // lanes) * lanes
         self._X = np.zeros((self.n_x, self.n_pad), self.dtype)
-        self._U = np.zeros((self.k_act + 1 + 3 * len(START), self.n_pad), self.dtype)
+        self._U = np.zeros((self.n_u, self.n_pad), self.dtype)
         P = None
         if varying:
             P = np.empty((len(varying), self.n_pad), self.dtype)
@@ -183,7 +188,7 @@ class CompiledStep:
         core, system, rows, dtype = self.core, self.system, self.rows, self.dtype
         xp = SymbolicNamespace.of(dtype)
         nx, sl = system.size, system.slices()
-        X, U = cs.SX.sym("x", self.n_x), cs.SX.sym("u", self.k_act + 1 + 3 * len(START))
+        X, U = cs.SX.sym("x", self.n_x), cs.SX.sym("u", self.n_u)
         P = cs.SX.sym("p", len(varying))
         xs = [X[i] for i in range(self.n_x)]
         inputs = [X, U, P] if varying else [X, U]
@@ -231,13 +236,20 @@ class CompiledStep:
             inner = inner0
         else:
             held = tuple(_flat(level.command(a, None), dtype))
-        env = Env()
-        for _ in range(self.substeps):
+        # the disturbances: the control step's wind, and the previous action until the latency
+        w0 = ku + 1 + 3 * len(START)
+        env = Env(wind=(U[w0], U[w0 + 1], U[w0 + 2]))
+        delay, prev = U[w0 + 3], sym("last_action")
+        prev_held = None if level.inner_loop else tuple(_flat(level.command(prev, None), dtype))
+        for j in range(self.substeps):
+            late = delay > j
             if level.inner_loop:
-                rpm, inner = inner_loop(a, attitude(x), inner, consts)
+                pairs = zip(_flat(prev, dtype), _flat(a, dtype), strict=True)
+                aj = symbolic([cs.if_else(late, p, c) for p, c in pairs], dtype)
+                rpm, inner = inner_loop(aj, attitude(x), inner, consts)
                 u = tuple(_flat(rpm, dtype))
             else:
-                u = held
+                u = tuple(cs.if_else(late, p, c) for p, c in zip(prev_held, held, strict=True))
             x, st = step(x, u, st, k, env)
             k = k + 1
         x = tuple(keep(list(x), slice(0, nx)))
@@ -387,7 +399,8 @@ class CompiledStep:
             self._stale = False
         return np.ascontiguousarray(self._X[self.rows["obs"], : self.n].T, dtype=np.float32)
 
-    def step(self, action: Any, fresh: np.ndarray | None = None, start: Any = None) -> tuple[
+    def step(self, action: Any, fresh: np.ndarray | None = None, start: Any = None,
+             wind: Any = None, delay: Any = None) -> tuple[
             np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:  # fmt: skip
         """One control step of every environment (:meth:`quadsim.envs.core.QuadCore.step`).
 
@@ -399,16 +412,21 @@ class CompiledStep:
             start: Their drawn deviations from the reference at ``t = 0``
                 (:class:`quadsim.initial.Start` with ``pos``, ``vel``, ``rpy``, ``ang_vel``,
                 each ``(m, 3)``, ``m`` the number of ``fresh`` environments).
+            wind: World wind of the control step ``(n, 3)`` [m/s], or ``None`` (still air).
+            delay: Action latency ``(n,)`` [physics steps], or ``None`` (none).
         """
         n, rows, X, U, k = self.n, self.rows, self._X, self._U, self.k_act
         a = np.asarray(action)
         if a.shape != (n, k):
             a = a.reshape(n, k)
         U[:k, :n] = a.T
+        w0 = k + 1 + 3 * len(START)
+        U[w0 : w0 + 3, :n] = 0.0 if wind is None else np.asarray(wind).T
+        U[w0 + 3, :n] = 0.0 if delay is None else delay
         if fresh is not None:
             idx = np.flatnonzero(fresh)
             U[k, :n] = fresh
-            U[k + 1 :, idx] = np.concatenate([getattr(start, f) for f in START], axis=1).T
+            U[k + 1 : w0, idx] = np.concatenate([getattr(start, f) for f in START], axis=1).T
             self._fresh = True
         elif self._fresh:
             U[k] = 0.0

@@ -17,7 +17,8 @@ error ``e_v = v - v_ref(t)`` [m/s] (hover: ``v_ref = 0``), body rates ``ω`` [ra
 
 Initial states are drawn uniformly around the reference at ``t = 0``: position offset per axis
 ``±pos`` [m], roll and pitch ``±tilt`` [rad], yaw ``±yaw`` [rad], velocity per axis ``±vel``
-[m/s], body rates per axis ``±ang_vel`` [rad/s]; rotors start at hover speed.
+[m/s], body rates per axis ``±ang_vel`` [rad/s] (or uniform in a ball of radius
+``ang_vel_norm``); rotors start at hover speed.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ class InitRanges(NamedTuple):
         ang_vel: Body rates per axis [rad/s].
         pos_center: Centre of the position offsets [m] ``(3,)`` (default none).
         vel_center: Centre of the velocities [m/s] ``(3,)`` (default none).
+        ang_vel_norm: If set, body rates uniform in the ball of this radius [rad/s] instead of
+            ``±ang_vel`` per axis.
     """
 
     pos: Any = 0.5
@@ -75,6 +78,21 @@ class InitRanges(NamedTuple):
     ang_vel: float = 0.5
     pos_center: Any = (0.0, 0.0, 0.0)
     vel_center: Any = (0.0, 0.0, 0.0)
+    ang_vel_norm: float | None = None
+
+
+def _check_init(r: InitRanges) -> InitRanges:
+    """``r`` if its half-widths are finite and >= 0 and its centres finite (else ValueError)."""
+    for name in ("pos", "vel", "tilt", "yaw", "ang_vel", "ang_vel_norm"):
+        v = getattr(r, name)
+        a = np.asarray(0.0 if v is None else v, dtype=np.float64)
+        if a.shape not in ((), (3,)) or not np.all(np.isfinite(a) & (a >= 0)):
+            raise ValueError(f"init.{name} must be >= 0 (one number or 3); got {v!r}")
+    for name in ("pos_center", "vel_center"):
+        a = np.asarray(getattr(r, name), dtype=np.float64)
+        if a.shape != (3,) or not np.all(np.isfinite(a)):
+            raise ValueError(f"init.{name} must be 3 finite numbers; got {getattr(r, name)!r}")
+    return r
 
 
 class RewardWeights(NamedTuple):
@@ -325,6 +343,8 @@ class QuadCore:
             task's trajectory traces (else the reference path, reason in
             :attr:`compiled_reason`); ``True``: require it (``ValueError`` if impossible);
             ``False``: the reference path.
+        disturbances: :class:`~quadsim.envs.disturbances.Disturbances` (or a dict of its
+            fields): action latency, wind and observation noise; default none.
     """
 
     def __init__(
@@ -334,7 +354,7 @@ class QuadCore:
         init: InitRanges | None = None, termination: Termination | None = None,
         reward: RewardWeights | None = None, max_episode_steps: int | None = None,
         warn_fallback: bool = False, action_options: dict | None = None,
-        compiled: bool | None = None,
+        compiled: bool | None = None, disturbances: Any = None,
     ) -> None:  # fmt: skip
         from ...physics.params import Params, load_params
 
@@ -356,12 +376,13 @@ class QuadCore:
         self.control_dt = self.dt * sim_steps_per_action
         self.backend = resolve_backend(backend, warn_fallback)
         self.dtype, self.world = dtype, world
-        self.init = r = InitRanges() if init is None else InitRanges(*init)
+        self.init = r = _check_init(InitRanges() if init is None else InitRanges(*init))
         self._spread = {
             "pos": Spread("uniform", r.pos),
             "rpy": Spread("uniform", (r.tilt, r.tilt, r.yaw)),
             "vel": Spread("uniform", r.vel),
-            "ang_vel": Spread("uniform", r.ang_vel),
+            "ang_vel": Spread("uniform", r.ang_vel) if r.ang_vel_norm is None
+            else Spread("ball", r.ang_vel_norm),
         }  # fmt: skip
         self.termination = Termination() if termination is None else Termination(*termination)
         self.weights = RewardWeights() if reward is None else RewardWeights(*reward)
@@ -369,6 +390,10 @@ class QuadCore:
         self.level = make_action_level(action_level, self.params, n, self.dt,
                                        **(action_options or {}))  # fmt: skip
         self.act_dim = self.level.dim
+        from .disturbances import DisturbanceState, check_disturbances
+
+        self.disturbances = check_disturbances(disturbances, self.control_dt)
+        self.dist = DisturbanceState(self.disturbances, n, self.dt, sim_steps_per_action)
         self.obs_dim = 18 + self.act_dim + (3 + 3 * len(task.future) if task.name == "track" else 0)
         self._want_compiled = compiled
         self.compiled = None
@@ -469,6 +494,10 @@ class QuadCore:
             return
         ref_pos, ref_vel = self.task.reference(np.zeros(m))
         dev = self.draw_start(rng, m)
+        if self.disturbances.active:
+            if full:
+                self.dist.seed(rng)
+            self.dist.draw(idx, rng)
         start = dev._replace(pos=ref_pos + dev.pos, vel=ref_vel + dev.vel)
         pos, quat, vel, ang_vel = start_state(start.pos, start.rpy, start.vel, start.ang_vel,
                                               self.floor)  # fmt: skip
@@ -509,23 +538,30 @@ class QuadCore:
         """
         if self.compiled is not None:  # the new starts are built inside the compiled step
             start = self.draw_start(rng, int(np.count_nonzero(done)))
-            obs, reward, terminated, truncated, info = self.compiled.step(action, done, start)
+            wind = None
+            if self.disturbances.active:  # the order of the reference path: step, then reset
+                wind = self.dist.advance()
+                self.dist.draw(np.flatnonzero(done), rng)
+            obs, reward, terminated, truncated, info = self.compiled.step(
+                action, done, start, wind, self.dist.delay
+            )
         else:
-            obs, reward, terminated, truncated, info = self.step(action)
+            obs, reward, terminated, truncated, info = self._step(action)
             self.reset(done, rng)
-            obs = self.observe()
+            obs = self._observe()[0]
             reward[done], terminated[done], truncated[done] = 0.0, False, False
             for key in ("crashed", "fault", "out_of_bounds", "tilted", "time"):
                 info[key][done] = 0
         info["pos_error"][done] = np.linalg.norm(obs[done, :3], axis=1)
-        return obs, reward, terminated, truncated, info
+        return self.dist.noisy(obs), reward, terminated, truncated, info
 
     def observe(self) -> np.ndarray:
-        """Observations ``(n, obs_dim)`` float32 of the current states."""
+        """Observations ``(n, obs_dim)`` float32 of the current states (with the sensor noise of
+        :attr:`disturbances`, a new draw each call)."""  # noqa: D205, D209
         if self.compiled is not None:
-            return self.compiled.observe()
+            return self.dist.noisy(self.compiled.observe())
         obs, _ = self._observe()
-        return obs
+        return self.dist.noisy(obs)
 
     def _observe(self) -> tuple[np.ndarray, tuple]:
         st = self._sim.state
@@ -548,17 +584,30 @@ class QuadCore:
         Returns:
             ``(obs (n, d) float32, reward (n,), terminated (n,), truncated (n,), info)``; info
             holds per-environment arrays ``crashed``, ``fault``, ``out_of_bounds``, ``tilted``
-            (bool), ``pos_error`` [m] and ``time`` [s].
+            (bool), ``pos_error`` [m] and ``time`` [s] (of the true state).
         """
+        obs, reward, terminated, truncated, info = self._step(action)
+        return self.dist.noisy(obs), reward, terminated, truncated, info
+
+    def _step(self, action: np.ndarray) -> tuple:
+        """:meth:`step` without the observation noise."""
+        active = self.disturbances.active
         if self.compiled is not None:
-            return self.compiled.step(action)
+            wind = self.dist.advance() if active else None
+            return self.compiled.step(action, wind=wind, delay=self.dist.delay)
         from ...engines.sim import SimulationError
 
         a = np.clip(np.asarray(action, dtype=np.float64).reshape(self.n, self.act_dim), -1, 1)
         sim = self._sim
         diverged = False
         try:
-            if not self.level.inner_loop:
+            if active:  # the wind of this control step; the last action until the latency
+                wind, late = self.dist.advance(), self.dist.delay[:, None]
+                for j in range(self.substeps):
+                    aj = np.where(j < late, self._last_action, a)
+                    state = sim.state if self.level.inner_loop else None
+                    sim.step(self.level.command(aj, state), wind=wind)
+            elif not self.level.inner_loop:
                 sim.rollout(self.level.command(a, None), record=False, steps=self.substeps)
             else:
                 for _ in range(self.substeps):

@@ -3,8 +3,9 @@
 Seed 001 puts a wall at x = 3 m "so the RL recovery policy has something to be thrown at". Each
 episode throws the Crazyflie (``cf2x_L250``) 2 to 2.5 m from the wall: position
 ``(0.75 ± 0.25, ±0.5, 2.5 ± 0.3)`` m, roll and pitch uniform in ``±π`` (up to upside down), yaw in
-``±π``, body rates up to 15 rad/s per axis, velocity 0 to 3 m/s toward the wall (``v_x``) and
-``±1`` m/s across. It must reach and hold a hover at :data:`TARGET` without touching the floor
+``±π``, body rates up to 15 rad/s (uniform in the ball ``‖ω‖ <= 15`` rad/s: any axis, any
+magnitude up to the issue's 15 rad/s), velocity 0 to 3 m/s toward the wall (``v_x``) and ``±1``
+m/s across. It must reach and hold a hover at :data:`TARGET` without touching the floor
 or the wall (a crash terminates the episode: the world is the floor at z = 0 and the wall, both
 with ``crash_speed = 0``). Tilt does not terminate (it starts upside down); leaving 3 m around
 the target does. Episodes last 500 control steps (5 s).
@@ -39,9 +40,10 @@ INIT = InitRanges(
     vel=(1.5, 1.0, 1.0),
     tilt=math.pi,
     yaw=math.pi,
-    ang_vel=15.0,
+    ang_vel=0.0,
     pos_center=(-0.25, 0.0, 0.0),
     vel_center=(1.5, 0.0, 0.0),
+    ang_vel_norm=15.0,
 )
 """The throw (module docstring), around :data:`TARGET`."""
 

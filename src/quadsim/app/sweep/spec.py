@@ -42,7 +42,8 @@ __all__ = ["METHODS", "PER_DRONE", "Run", "Sweep", "load_sweep", "make_runs", "s
 
 METHODS = ("grid", "random", "lhs")
 
-PER_DRONE = ("drone.mass", "drone.inertia", "initial.pos", "initial.vel", "initial.rpy_deg")
+PER_DRONE = ("drone.mass", "drone.inertia", "initial.pos", "initial.vel", "initial.rpy_deg",
+             "initial.ang_vel")
 """Axes that vary per drone inside one batched simulation (the plant's mass and inertia, the
 start); every other axis changes the simulation's structure (its own batch). The controller
 keeps the base scenario's drone: a mass or inertia axis measures robustness to the mismatch,

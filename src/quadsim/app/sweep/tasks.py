@@ -167,6 +167,8 @@ def prepare(task: dict) -> Any:
         init["rpy"] = np.asarray(init["rpy"]) + np.deg2rad(
             np.asarray(pd["initial.rpy_deg"], dtype=np.float64) - np.asarray(ini["rpy_deg"])
         )
+    if "initial.ang_vel" in pd:
+        init["ang_vel"] = np.asarray(pd["initial.ang_vel"], dtype=np.float64)
     init["per_drone"] = per
     try:
         _check_start(v, prep.world, init, _failer(where, ""))
