@@ -181,3 +181,18 @@ def test_a_bad_policy_in_a_scenario_exits_2_naming_the_key(tmp_path):
     r = _cli("fly", str(scen), "--out", str(tmp_path / "out"))
     assert r.returncode == 2
     assert "controller.path" in r.stderr and "layer 1 takes 9 inputs" in r.stderr
+
+
+def test_recover_trains_with_its_own_episode_length(tmp_path):
+    """``quadsim train quadsim/Recover-v0`` trains on 3-s episodes unless told (a throw takes
+    about 2.5 s to recover); the policy file it writes flies in ``quadsim eval``."""
+    out = tmp_path / "run"
+    r = _cli("train", "quadsim/Recover-v0", "--envs", "16", "--steps", "2048", "--out", str(out),
+             "--quiet")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert json.loads((out / "state.json").read_text())["episode_steps"] == 300
+    js = tmp_path / "eval.json"
+    r = _cli("eval", str(out / "policy.npz"), "--episodes", "20", "--json", str(js))
+    assert r.returncode in (0, 1), r.stderr  # 1: no episode succeeded (2,048 steps of training)
+    res = json.loads(js.read_text())
+    assert res["env_id"] == "quadsim/Recover-v0" and res["episodes"] == 20

@@ -131,8 +131,9 @@ def _parser() -> argparse.ArgumentParser:
                     help="environments in the batch (default 256)")
     tr.add_argument("--action-level", default="rotor_speeds", metavar="LEVEL",
                     help="rotor_speeds (default), thrust_rates, thrust_attitude, pwm")
-    tr.add_argument("--episode-steps", type=_workers, default=200, metavar="K",
-                    help="control steps per training episode (default 200 = 2 s)")
+    tr.add_argument("--episode-steps", type=_workers, default=None, metavar="K",
+                    help="control steps per training episode (default: the env's, Hover 200 = "
+                    "2 s, Recover 300 = 3 s)")
     tr.add_argument("--quiet", action="store_true", help="no progress bar, no report")
     ev = sub.add_parser("eval", help="evaluate a policy file (docs/rl.md)")
     ev.add_argument("policy", metavar="POLICY", help="policy file (policy.npz)")

@@ -15,8 +15,9 @@ the compiled env step) and writes to ``DIR`` (default ``runs/train_<env>``):
   and ``quadsim fly`` (no RL library needed to run it).
 
 **Defaults** (measured on Hover-v0, docs/rl.md): 256 environments, episodes of 200 control steps
-(2 s; ``--episode-steps``) for training, PPO with rollouts of 64 steps per environment,
-4 minibatches, 5 epochs, learning rate 1e-3, γ = 0.98, λ = 0.95, no entropy bonus, a
+(2 s; ``--episode-steps``; Recover-v0: 300, :data:`EPISODE_STEPS`) for training, PPO with
+rollouts of 64 steps per environment, 4 minibatches, 5 epochs, learning rate 1e-3, γ = 0.98,
+λ = 0.95, no entropy bonus, a
 64-64 tanh MLP; PyTorch on one thread (these networks are too small to gain from more, and
 one thread keeps a seeded run repeatable).
 
@@ -41,6 +42,10 @@ import numpy as np
 __all__ = ["ALGOS", "export_policy", "main", "make_sb3_env", "train"]
 
 ALGOS = ("ppo",)
+
+EPISODE_STEPS = {"quadsim/Recover-v0": 300}
+"""Training episode length [control steps] per environment (default 200): a throw needs about
+2.5 s to recover (measured, docs/rl.md)."""
 
 
 def _vec_env_base() -> type:
@@ -161,7 +166,7 @@ def export_policy(model: Any, path: Path, meta: dict) -> Path:
 
 def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
           seconds: float | None = None, steps: int | None = None, seed: int = 0,
-          num_envs: int = 256, action_level: str = "rotor_speeds", episode_steps: int = 200,
+          num_envs: int = 256, action_level: str = "rotor_speeds", episode_steps: int | None = None,
           progress: bool = True, log: Any = None, ppo: dict | None = None) -> dict:  # fmt: skip
     """Train (or resume) and return ``{"steps", "wall_s", "episodes", "success_rate", ...}``.
 
@@ -179,6 +184,8 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
         raise ValueError(f"--seconds must be positive; got {seconds!r}")
     if steps is not None and steps < 1:
         raise ValueError(f"--steps must be a positive integer; got {steps!r}")
+    if episode_steps is None:
+        episode_steps = EPISODE_STEPS.get(env_id, 200)
     if not (isinstance(num_envs, int) and num_envs >= 4):
         raise ValueError(f"--envs must be an integer >= 4; got {num_envs!r}")
     venv = make_vector_env(env_id, num_envs, max_episode_steps=episode_steps,
