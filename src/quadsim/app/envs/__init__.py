@@ -14,6 +14,7 @@ quadsim.envs``.
 from __future__ import annotations
 
 from .core import ENV_WORLD, HoverTask, InitRanges, RewardWeights, Termination, TrackTask
+from .disturbances import Disturbances
 from .recover import RecoverEnv, RecoverVectorEnv
 from .single import HoverEnv, QuadsimEnv, TrackEnv, make_trajectory
 from .vector import HoverVectorEnv, QuadsimVectorEnv, TrackVectorEnv
@@ -21,6 +22,7 @@ from .vector import HoverVectorEnv, QuadsimVectorEnv, TrackVectorEnv
 __all__ = [
     "ENV_IDS",
     "ENV_WORLD",
+    "Disturbances",
     "HoverEnv",
     "HoverTask",
     "HoverVectorEnv",

@@ -5,15 +5,16 @@ episode throws the Crazyflie (``cf2x_L250``) 2 to 2.5 m from the wall: position
 ``(0.75 ± 0.25, ±0.5, 2.5 ± 0.3)`` m, roll and pitch uniform in ``±π`` (up to upside down), yaw in
 ``±π``, body rates up to 15 rad/s (uniform in the ball ``‖ω‖ <= 15`` rad/s: any axis, any
 magnitude up to the issue's 15 rad/s), velocity 0 to 3 m/s toward the wall (``v_x``) and ``±1``
-m/s across. It must reach and hold a hover at :data:`TARGET` without touching the floor
-or the wall (a crash terminates the episode: the world is the floor at z = 0 and the wall, both
-with ``crash_speed = 0``). Tilt does not terminate (it starts upside down); leaving 3 m around
-the target does. Episodes last 500 control steps (5 s).
+m/s across and vertically. It must reach and hold a hover at :data:`TARGET` without touching
+the floor or the wall (a crash terminates the episode: the world is the floor at z = 0 and the
+wall, both with ``crash_speed = 0``). Tilt does not terminate (it starts upside down); leaving
+3 m around the target does. Episodes last 500 control steps (5 s).
 
 Everything else is Hover's (observation, reward, action levels; docs/envs.md). Domain
 randomisation for transfer (:data:`RANDOMIZE`, per environment and episode batch, relative
 half-widths): mass and inertia ±10 %, thrust curve ±5 %, rotor dynamics (the motor lag) ±10 %.
-Action latency and sensor noise are not randomised (the environments observe the true state).
+Action latency, wind and sensor noise are options (``disturbances``,
+:mod:`quadsim.envs.disturbances`), off by default.
 """
 
 from __future__ import annotations
