@@ -585,6 +585,10 @@ def _check_combinations(v: dict, fail: Any) -> None:
     """Impossible combinations, named by key path."""
     traj, sim = v["trajectory"], v["sim"]
     rnd = v["randomize"]
+    for key in ("pos_std", "vel_std", "rpy_std_deg", "pos_range", "vel_range", "rpy_range_deg",
+                "ang_vel_max"):  # fmt: skip
+        if max(np.atleast_1d(rnd[key])) > 1e6:  # a draw from it would overflow the state
+            raise fail("randomize", key, f"must be at most 1e6; got {rnd[key]!r}")
     for std, rng in (("pos_std", "pos_range"), ("vel_std", "vel_range"),
                      ("rpy_std_deg", "rpy_range_deg")):  # fmt: skip
         if rnd[std] > 0 and any(rnd[rng]):
