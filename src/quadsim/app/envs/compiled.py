@@ -23,8 +23,8 @@ Compiled state of one environment (structure of arrays, environment index last, 
 
     x = [plant state | world flags (5, with a world) | clock k | inner-loop memory (thrust
          levels: rate_int 3, prev_ang_vel 3, prev_tau 2, yaw_sp 2, started) | steps |
-         last_action (k) | obs (d) | reward | terminated, truncated, crashed, fault,
-         out_of_bounds, tilted | pos_error]
+         last_action (k) | rotor_est (N, with observe_rotors) | obs (d) | reward | terminated,
+         truncated, crashed, fault, out_of_bounds, tilted | pos_error]
     u = [action (k), unclipped | fresh | start deviations: pos, vel, rpy, ang_vel (3 each) |
          wind (3) | latency d (physics steps)]
     p = per-drone model parameters (if any)
@@ -50,6 +50,7 @@ import numpy as np
 from ...physics._array import CASADI_OPS, SymArray, SymbolicNamespace, symbolic
 from .actions import InnerState, _Attitude, inner_loop
 from .core import observation, outcome, start_state
+from .observer import advance, normalized
 
 __all__ = ["CompiledStep"]
 
@@ -169,7 +170,10 @@ class CompiledStep:
         sizes.append(("clock", 1))
         if self.core.level.inner_loop:
             sizes += list(_INNER)
-        sizes += [("steps", 1), ("last_action", self.k_act), ("obs", self.core.obs_dim),
+        sizes += [("steps", 1), ("last_action", self.k_act)]
+        if self.core.observe_rotors:
+            sizes.append(("rotor_est", self.core.n_rotors))
+        sizes += [("obs", self.core.obs_dim),
                   ("reward", 1), *((f, 1) for f in FLAGS), ("pos_error", 1)]  # fmt: skip
         rows, at = {}, 0
         for name, size in sizes:
@@ -199,15 +203,19 @@ class CompiledStep:
         def attitude(x: tuple) -> _Attitude:
             return _Attitude(symbolic(x[sl["quat"]], dtype), symbolic(x[sl["ang_vel"]], dtype))
 
-        def observe(x: tuple, steps: Any, action: SymArray) -> tuple:
+        observer = core.observer if core.observe_rotors else None
+
+        def observe(x: tuple, steps: Any, action: SymArray, est: SymArray | None) -> tuple:
             t = symbolic([steps * core.control_dt], dtype)[0]
             ref_pos, ref_vel, ahead = _reference(core.task, t, xp)
+            rotors = None if est is None else normalized(est, observer)
             return observation(symbolic(x[sl["pos"]], dtype), symbolic(x[sl["quat"]], dtype),
                                symbolic(x[sl["vel"]], dtype), symbolic(x[sl["ang_vel"]], dtype),
-                               action, ref_pos, ref_vel, ahead)  # fmt: skip
+                               action, ref_pos, ref_vel, ahead, rotors)  # fmt: skip
 
         # the observation of the current state (after resets): only the obs rows change
-        obs0 = observe(tuple(xs[:nx]), xs[rows["steps"].start], sym("last_action"))[0]
+        est0 = sym("rotor_est") if observer else None
+        obs0 = observe(tuple(xs[:nx]), xs[rows["steps"].start], sym("last_action"), est0)[0]
         out0 = list(xs)
         out0[rows["obs"]] = _flat(obs0, dtype)
         G = cs.Function("quadsim_env_observe", inputs, [_cse(cs.vertcat(*out0))])
@@ -225,8 +233,8 @@ class CompiledStep:
             return [cs.if_else(fresh, b, e) for e, b in zip(stepped, new[rows], strict=True)]
 
         x0 = tuple(xs[:nx])
-        world_rows = [xs[rows["status_" + f].start] for f in Status._fields]
-        st0 = Status(*world_rows) if self.world else None
+        st0 = Status(*[xs[rows["status_" + f].start] for f in Status._fields]) if self.world \
+            else None  # fmt: skip
         x, st, k = x0, st0, xs[rows["clock"].start]
         level = core.level
         if level.inner_loop:
@@ -241,6 +249,7 @@ class CompiledStep:
         env = Env(wind=(U[w0], U[w0 + 1], U[w0 + 2]))
         delay, prev = U[w0 + 3], sym("last_action")
         prev_held = None if level.inner_loop else tuple(_flat(level.command(prev, None), dtype))
+        est = est0
         for j in range(self.substeps):
             late = delay > j
             if level.inner_loop:
@@ -250,6 +259,9 @@ class CompiledStep:
                 u = tuple(_flat(rpm, dtype))
             else:
                 u = tuple(cs.if_else(late, p, c) for p, c in zip(prev_held, held, strict=True))
+            if observer:  # fed with the inner loop's command, else the action as sent
+                sent = u if level.inner_loop else held
+                est = advance(est, symbolic(list(sent), dtype), observer)
             x, st = step(x, u, st, k, env)
             k = k + 1
         x = tuple(keep(list(x), slice(0, nx)))
@@ -264,7 +276,9 @@ class CompiledStep:
             out += keep(flat(inner), slice(rows[_INNER[0][0]].start, rows["started"].stop))
         steps = cs.if_else(fresh, 0.0, xs[rows["steps"].start] + 1)
         last = symbolic(keep(_flat(a, dtype), rows["last_action"]), dtype)
-        obs, e_p, e_v, R_zz = observe(x, steps, last)
+        if observer:
+            est = symbolic(keep(_flat(est, dtype), rows["rotor_est"]), dtype)
+        obs, e_p, e_v, R_zz = observe(x, steps, last, est)
         never = xp.zeros(()) > 0.0
         crashed = never if st is None else SymArray(st.crashed, dtype) > 0.5
         fault = never if st is None else SymArray(st.fault_step, dtype) >= 0.0
@@ -274,7 +288,8 @@ class CompiledStep:
                                                   core.termination)  # fmt: skip
         mx = core.max_episode_steps
         trunc = never if mx is None else SymArray(steps, dtype) >= float(mx)
-        out += [steps, *last.entries(), *_flat(obs, dtype)]
+        out += [steps, *last.entries(), *(_flat(est, dtype) if observer else ()),
+                *_flat(obs, dtype)]
         for f in (reward, term, trunc, crashed, fault, oob, tilted):
             out += [cs.if_else(fresh, 0.0, e) for e in _flat(f, dtype)]
         out += _flat(dist, dtype)
@@ -303,6 +318,8 @@ class CompiledStep:
         col = np.zeros(self.n_x)
         if "rotor_vel" in self.rows:
             col[self.rows["rotor_vel"]] = sim.hover_rpm
+        if "rotor_est" in self.rows:
+            col[self.rows["rotor_est"]] = self.core.observer.hover
         if self.world is not None:
             col[self.rows["status_crash_time"]] = math.nan
             col[self.rows["status_fault_step"]] = -1.0
@@ -372,6 +389,10 @@ class CompiledStep:
     def last_action(self) -> np.ndarray:
         """Last actions ``(n, k)`` (float64)."""
         return self._X[self.rows["last_action"], : self.n].T.astype(np.float64)
+
+    def rotor_estimate(self) -> np.ndarray:
+        """The observer's rotor speeds ``(n, N)`` [RPM] (float64)."""
+        return self._X[self.rows["rotor_est"], : self.n].T.astype(np.float64)
 
     def sync(self, sim: Any) -> None:
         """Bring the simulator's state, flags and clock up to the compiled states."""

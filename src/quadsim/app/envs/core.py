@@ -7,7 +7,9 @@ error ``e_v = v - v_ref(t)`` [m/s] (hover: ``v_ref = 0``), body rates ``ω`` [ra
 ``a_t``:
 
 * observation (float32), in this order: ``e_p`` (3), ``v`` (3, world), ``R_wb`` row-major (9),
-  ``ω`` (3, body), ``a_{t-1}`` (k, the action just applied; zeros after a reset); tracking adds
+  ``ω`` (3, body), ``a_{t-1}`` (k, the action just applied; zeros after a reset), with
+  ``observe_rotors`` the rotor-speed estimate ``Ω̂`` (N, normalised like the rotor_speeds action;
+  :mod:`quadsim.envs.observer`: the nominal motor model run on the commands sent); tracking adds
   ``v_ref(t)`` (3) and ``p - p_ref(t + τ_j)`` (3 per look-ahead time ``τ_j``);
 * reward ``r = exp(-(w_p ‖e_p‖ + w_v ‖e_v‖ + w_ω ‖ω‖ + w_a ‖a_t - a_{t-1}‖))`` ∈ (0, 1],
   minus ``crash_penalty`` on the step that terminates;
@@ -213,7 +215,7 @@ def start_state(pos: Any, rpy: Any, vel: Any, ang_vel: Any, floor: float | None)
 
 def observation(
     pos: Any, quat: Any, vel: Any, ang_vel: Any, last_action: Any, ref_pos: Any, ref_vel: Any,
-    ahead: Any = None,
+    ahead: Any = None, rotors: Any = None,
 ) -> tuple[Any, Any, Any, Any]:  # fmt: skip
     """The observation and the errors behind the reward (pure, array API, batch shape ``...``).
 
@@ -230,6 +232,8 @@ def observation(
         ref_vel: Reference velocity at the current time [m/s].
         ahead: Reference positions at the look-ahead times ``(..., J, 3)`` (tracking), or
             ``None`` (hover: no reference terms).
+        rotors: The observed rotor-speed estimate ``(..., N)``
+            (:func:`quadsim.envs.observer.normalized`), or ``None`` (not observed).
 
     Returns:
         ``(obs, e_p, e_v, R_zz)``: observation ``(..., obs_dim)`` in the state's dtype (non-finite
@@ -240,6 +244,8 @@ def observation(
     e_p = pos - ref_pos
     R9 = xp.reshape(R, (*R.shape[:-2], 9))
     parts = [e_p, vel, xp.clip(R9, -1.0, 1.0), ang_vel, last_action]
+    if rotors is not None:
+        parts.append(rotors)
     if ahead is not None:
         d = pos[..., None, :] - ahead
         parts += [ref_vel, xp.reshape(d, (*d.shape[:-2], d.shape[-2] * 3))]
@@ -345,6 +351,8 @@ class QuadCore:
             ``False``: the reference path.
         disturbances: :class:`~quadsim.envs.disturbances.Disturbances` (or a dict of its
             fields): action latency, wind and observation noise; default none.
+        observe_rotors: Observe the rotor-speed estimate of :mod:`quadsim.envs.observer`
+            (module docstring).
     """
 
     def __init__(
@@ -354,7 +362,7 @@ class QuadCore:
         init: InitRanges | None = None, termination: Termination | None = None,
         reward: RewardWeights | None = None, max_episode_steps: int | None = None,
         warn_fallback: bool = False, action_options: dict | None = None,
-        compiled: bool | None = None, disturbances: Any = None,
+        compiled: bool | None = None, disturbances: Any = None, observe_rotors: bool = False,
     ) -> None:  # fmt: skip
         from ...physics.params import Params, load_params
 
@@ -370,6 +378,8 @@ class QuadCore:
             )
         if compiled not in (None, True, False):
             raise ValueError(f"compiled must be None, True or False; got {compiled!r}")
+        if observe_rotors not in (True, False):
+            raise ValueError(f"observe_rotors must be True or False; got {observe_rotors!r}")
         self.n, self.task = n, task
         self.params = drone if isinstance(drone, Params) else load_params(drone)
         self.dt, self.substeps = float(dt), sim_steps_per_action
@@ -394,7 +404,15 @@ class QuadCore:
 
         self.disturbances = check_disturbances(disturbances, self.control_dt)
         self.dist = DisturbanceState(self.disturbances, n, self.dt, sim_steps_per_action)
-        self.obs_dim = 18 + self.act_dim + (3 + 3 * len(task.future) if task.name == "track" else 0)
+        from ...physics.envelope import envelope
+        from .observer import make_observer
+
+        self.observe_rotors = bool(observe_rotors)
+        self.observer = make_observer(self.params, self.dt, envelope(self.params).hover_rpm)
+        self.n_rotors = int(self.params.mixing_matrix.shape[1])
+        self.obs_dim = (18 + self.act_dim + (self.n_rotors if self.observe_rotors else 0)
+                        + (3 + 3 * len(task.future) if task.name == "track" else 0))  # fmt: skip
+        self._rotor_est = np.full((n, self.n_rotors), self.observer.hover)
         self._want_compiled = compiled
         self.compiled = None
         self.compiled_reason = ""
@@ -456,6 +474,14 @@ class QuadCore:
         if self.compiled is not None:
             return self.compiled.last_action()
         return self._last_action
+
+    @property
+    def rotor_estimate(self) -> np.ndarray:
+        """The observer's rotor speeds ``(n, N)`` [RPM] (:mod:`quadsim.envs.observer`; the hover
+        speed when ``observe_rotors`` is off)."""  # noqa: D205, D209
+        if self.compiled is not None and self.observe_rotors:
+            return self.compiled.rotor_estimate()
+        return self._rotor_est
 
     def nominal(self, name: str) -> np.ndarray:
         """Nominal value of the model parameter ``name``."""
@@ -522,6 +548,7 @@ class QuadCore:
             self._sim.reset_drones(idx, pos=pos, attitude=quat, vel=vel, ang_vel=ang_vel)
         self._steps[idx] = 0
         self._last_action[idx] = 0.0
+        self._rotor_est[idx] = self.observer.hover
         self.level.reset(which)
 
     def step_autoreset(
@@ -570,8 +597,13 @@ class QuadCore:
         t = self._steps * self.control_dt
         ref_pos, ref_vel = self.task.reference(t)
         ahead = self.task.ahead(t) if self.task.name == "track" else None
+        rotors = None
+        if self.observe_rotors:
+            from .observer import normalized
+
+            rotors = normalized(self._rotor_est, self.observer)
         obs, e_p, e_v, R_zz = observation(pos, quat, vel, w, self._last_action, ref_pos, ref_vel,
-                                          ahead)  # fmt: skip
+                                          ahead, rotors)  # fmt: skip
         obs = obs.astype(np.float32)
         if not np.all(np.isfinite(obs)):  # beyond float32's range
             obs = np.nan_to_num(obs, nan=0.0, posinf=1e6, neginf=-1e6)
@@ -596,24 +628,31 @@ class QuadCore:
             wind = self.dist.advance() if active else None
             return self.compiled.step(action, wind=wind, delay=self.dist.delay)
         from ...engines.sim import SimulationError
+        from .observer import advance
 
         a = np.clip(np.asarray(action, dtype=np.float64).reshape(self.n, self.act_dim), -1, 1)
-        sim = self._sim
+        sim, level, obs_ = self._sim, self.level, self.observer
+        # the observer's commands: the inner loop's (thrust levels), else the action as sent
+        sent = [] if level.inner_loop else [level.command(a, None)] * self.substeps
         diverged = False
         try:
             if active:  # the wind of this control step; the last action until the latency
                 wind, late = self.dist.advance(), self.dist.delay[:, None]
                 for j in range(self.substeps):
                     aj = np.where(j < late, self._last_action, a)
-                    state = sim.state if self.level.inner_loop else None
-                    sim.step(self.level.command(aj, state), wind=wind)
-            elif not self.level.inner_loop:
-                sim.rollout(self.level.command(a, None), record=False, steps=self.substeps)
+                    cmd = level.command(aj, sim.state if level.inner_loop else None)
+                    sent += [cmd] if level.inner_loop else []
+                    sim.step(cmd, wind=wind)
+            elif not level.inner_loop:
+                sim.rollout(sent[0], record=False, steps=self.substeps)
             else:
                 for _ in range(self.substeps):
-                    sim.step(self.level.command(a, sim.state))
+                    sent.append(level.command(a, sim.state))
+                    sim.step(sent[-1])
         except SimulationError:  # n == 1: the state is kept at its last good value
             diverged = True
+        for cmd in sent if self.observe_rotors else ():
+            self._rotor_est = advance(self._rotor_est, cmd, obs_)
         if hasattr(self.level, "advance"):  # a level with a battery (pwm)
             self.level.advance(np.asarray(sim.state.rotor_vel), self.control_dt)
         self._steps += 1

@@ -10,7 +10,10 @@ the floor or the wall (a crash terminates the episode: the world is the floor at
 wall, both with ``crash_speed = 0``). Tilt does not terminate (it starts upside down); leaving
 3 m around the target does. Episodes last 500 control steps (5 s).
 
-Everything else is Hover's (observation, reward, action levels; docs/envs.md). Domain
+Everything else is Hover's (observation, reward, action levels; docs/envs.md), except that the
+observation includes the rotor-speed estimate (``observe_rotors``, :mod:`quadsim.envs.observer`:
+the rotors lag the command by about 0.1 s, and recovering from a tumble depends on what they
+are doing). Domain
 randomisation for transfer (:data:`RANDOMIZE`, per environment and episode batch, relative
 half-widths): mass and inertia ±10 %, thrust curve ±5 %, rotor dynamics (the motor lag) ±10 %.
 Action latency, wind and sensor noise are options (``disturbances``,
@@ -59,6 +62,7 @@ def _defaults(kwargs: dict) -> dict:
     kwargs.setdefault("world", WORLD)
     kwargs.setdefault("init", INIT)
     kwargs.setdefault("termination", TERMINATION)
+    kwargs.setdefault("observe_rotors", True)
     return kwargs
 
 

@@ -6,20 +6,24 @@ reference, and its own last action as the observation's action part:
 
 .. math::
 
-    o_k = \mathrm{obs}(x_k, r_k, a_{k-1}), \quad a_k = \mathrm{MLP}(o_k), \quad
+    o_k = \mathrm{obs}(x_k, r_k, a_{k-1}, \hat Ω_k), \quad a_k = \mathrm{MLP}(o_k), \quad
     Ω_k = Ω_{min} + \tfrac{a_k + 1}{2} (Ω_{max} - Ω_{min})
 
 (the ``rotor_speeds`` action level), at the controller's rate (default 100 Hz, the
 environments' control rate; the command is held in between, as an environment holds its
-action). It is written over the array API, so the compiled closed loop traces it (the MLP
-becomes a few thousand multiply-adds in C). The state the controller keeps is ``a_{k-1}``.
+action). Policies trained with ``observe_rotors`` (Recover-v0) also observe the rotor-speed
+estimate ``Ω̂_k``: the environments' observer (:mod:`quadsim.envs.observer`, the same
+functions) run on the commands ``Ω_{k-1}`` over the controller's period in steps of the
+training environment's physics step (``physics_dt`` of the policy file). It is written over the
+array API, so the compiled closed loop traces it (the MLP becomes a few thousand multiply-adds
+in C). The state the controller keeps is :class:`PolicyState`.
 """
 
 from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["PolicyGains", "policy_control", "policy_gains"]
+__all__ = ["PolicyGains", "PolicyState", "policy_control", "policy_gains"]
 
 
 class PolicyGains(NamedTuple):
@@ -31,6 +35,9 @@ class PolicyGains(NamedTuple):
         rpm_max: Rotor speed at action +1 [RPM].
         dt: The controller's period [s].
         name: The policy file.
+        observer: The rotor-speed observer (:class:`quadsim.envs.observer.RotorObserver`) at
+            its step, or ``None`` (the policy does not observe rotor speeds).
+        observer_steps: Observer steps per controller period.
     """
 
     weights: tuple
@@ -38,6 +45,22 @@ class PolicyGains(NamedTuple):
     rpm_max: float
     dt: float
     name: str = ""
+    observer: Any = None
+    observer_steps: int = 1
+
+
+class PolicyState(NamedTuple):
+    """The policy controller's state (batch shape ``...``).
+
+    Attributes:
+        action: The last action ``a_{k-1}`` ``(..., N)`` (zeros before the first call).
+        rotor_est: The rotor-speed estimate ``Ω̂`` ``(..., N)`` [RPM] (hover speed at first).
+        started: 1 after the first call, else 0 ``(...)``.
+    """
+
+    action: Any
+    rotor_est: Any
+    started: Any
 
 
 def policy_gains(path: str, drone: Any, dt: float) -> PolicyGains:
@@ -55,19 +78,40 @@ def policy_gains(path: str, drone: Any, dt: float) -> PolicyGains:
     if level != "rotor_speeds":
         raise ValueError(f"{path}: a {level!r} policy; quadsim fly flies rotor_speeds policies")
     n_rot = int(drone.mixing_matrix.shape[1])
-    pol.check(18 + n_rot, n_rot, f"{path}: for {getattr(drone, 'name', 'this drone')}")
+    rotors = bool(pol.meta.get("observe_rotors", False))
+    pol.check(18 + n_rot + (n_rot if rotors else 0), n_rot,
+              f"{path}: for {getattr(drone, 'name', 'this drone')}")  # fmt: skip
+    observer, steps = None, 1
+    if rotors:
+        from ...physics.envelope import envelope
+        from ..envs.observer import make_observer
+
+        steps = max(1, round(float(dt) / float(pol.meta.get("physics_dt", 0.002))))
+        observer = make_observer(drone, float(dt) / steps, envelope(drone).hover_rpm)
     return PolicyGains(tuple(pol.weights), float(drone.rpm_min), float(drone.rpm_max), float(dt),
-                       str(path))
+                       str(path), observer, steps)
 
 
-def policy_control(state: Any, ref: Any, gains: PolicyGains, cstate: Any) -> tuple[Any, Any]:
-    """``(rotor speeds [RPM] (..., N), action (..., N))`` of the policy (module docstring)."""
+def policy_control(state: Any, ref: Any, gains: PolicyGains,
+                   cstate: PolicyState) -> tuple[Any, PolicyState]:  # fmt: skip
+    """``(rotor speeds [RPM] (..., N), new state)`` of the policy (module docstring)."""
     from ...physics._array import namespace
     from ..envs.core import observation
 
     xp = namespace(state.quat)
-    obs, _, _, _ = observation(state.pos, state.quat, state.vel, state.ang_vel, cstate,
-                               ref.pos, ref.vel)  # fmt: skip
+    rotors, est = None, cstate.rotor_est
+    if gains.observer is not None:
+        from ..envs.observer import advance, normalized
+
+        lo, hi = gains.rpm_min, gains.rpm_max
+        sent = lo + 0.5 * (cstate.action + 1.0) * (hi - lo)
+        moved = est
+        for _ in range(gains.observer_steps):
+            moved = advance(moved, sent, gains.observer)
+        est = xp.where(cstate.started[..., None] > 0.5, moved, est)
+        rotors = normalized(est, gains.observer)
+    obs, _, _, _ = observation(state.pos, state.quat, state.vel, state.ang_vel, cstate.action,
+                               ref.pos, ref.vel, None, rotors)  # fmt: skip
     h = obs
     last = len(gains.weights) - 1
     for j, (w, b) in enumerate(gains.weights):
@@ -76,16 +120,20 @@ def policy_control(state: Any, ref: Any, gains: PolicyGains, cstate: Any) -> tup
             h = xp.tanh(h)
     a = xp.clip(h, -1.0, 1.0)
     rpm = gains.rpm_min + 0.5 * (a + 1.0) * (gains.rpm_max - gains.rpm_min)
-    return rpm, a
+    return rpm, PolicyState(a, est, cstate.started * 0.0 + 1.0)
 
 
 def _init_state(gains: PolicyGains, batch_shape: tuple = (), xp: Any = None,
-                dtype: Any = None) -> Any:  # fmt: skip
+                dtype: Any = None) -> PolicyState:  # fmt: skip
     import numpy as np
 
     xp = np if xp is None else xp
     n_act = gains.weights[-1][0].shape[0]
-    return xp.zeros((*batch_shape, n_act), dtype=dtype or xp.float64)
+    dtype = dtype or xp.float64
+    hover = gains.observer.hover if gains.observer is not None else 0.0
+    return PolicyState(xp.zeros((*batch_shape, n_act), dtype=dtype),
+                       xp.full((*batch_shape, n_act), hover, dtype=dtype),
+                       xp.zeros(batch_shape, dtype=dtype))  # fmt: skip
 
 
 policy_control.command = "rpm"  # type: ignore[attr-defined]

@@ -66,7 +66,10 @@ def evaluate(policy: Any, env_id: str, episodes: int = 1000, seed: int = 0,
         raise ValueError(f"--episodes must be a positive integer; got {episodes!r}")
     level = action_level or policy.meta.get("action_level", "rotor_speeds")
     # each env flies one episode; what a finished env does afterwards is not looked at
-    env = make_vector_env(env_id, episodes, autoreset="NextStep", action_level=level)
+    opts = {}
+    if "observe_rotors" in policy.meta:  # the observation it was trained on
+        opts["observe_rotors"] = bool(policy.meta["observe_rotors"])
+    env = make_vector_env(env_id, episodes, autoreset="NextStep", action_level=level, **opts)
     policy.check(
         env.single_observation_space.shape[0],
         env.single_action_space.shape[0],

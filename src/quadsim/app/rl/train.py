@@ -244,6 +244,8 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
         "act_dim": int(venv.single_action_space.shape[0]),
         "algo": algo,
         "seed": seed,
+        "observe_rotors": bool(venv.core.observe_rotors),
+        "physics_dt": float(venv.core.dt),
     }
     csv_path = out_dir / "progress.csv"
     new_csv = not csv_path.exists() or not state["steps"]

@@ -1,0 +1,69 @@
+r"""Rotor-speed observer: the rotor speeds a flight computer knows without measuring them.
+
+A Crazyflie does not sense its rotor speeds, but it knows what it commanded, and the rotors
+follow the command with a lag of about 0.1 s (seed 000's asymmetric motor model,
+:func:`quadsim.rotors.asymmetric_quadratic`). Run on the nominal model, fed with the commands
+``Ω*_j`` sent at every physics step ``h``, the estimate
+
+.. math::
+
+    \hat Ω_{j+1} = \mathrm{between}\big(\hat Ω_j,\; \hat Ω_j + h\, f(\hat Ω_j, Ω^*_j; c),\;
+    Ω^*_j\big)
+
+(explicit Euler, never overshooting the command, so it stays stable for any motor constant)
+tracks the true speeds up to the model's error (randomised rotor dynamics, action latency).
+Policies observe it normalised like the ``rotor_speeds`` action,
+``2 (\hat Ω - Ω_{min}) / (Ω_{max} - Ω_{min}) - 1``; without it the rotor state behind the lag is
+hidden and the policy has to infer it from the motion (docs/rl.md measures the difference).
+New episodes start the estimate at the hover speed, where the plant's rotors start.
+
+Pure functions over the array API: the environments' NumPy path, the compiled env step and the
+policy controller of ``quadsim fly`` (:mod:`quadsim.rl.controller`) call the same two.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from ...physics._array import namespace
+
+__all__ = ["RotorObserver", "advance", "make_observer", "normalized"]
+
+
+class RotorObserver(NamedTuple):
+    """Constants of the observer (nominal drone).
+
+    Attributes:
+        coef: ``rotor_dyn_coef`` ``(c0, c1, c2, c3)`` [1/s, 1/(s RPM), 1/s, 1/(s RPM)].
+        h: Integration step [s] (the physics step of the environment).
+        rpm_min: Rotor speed observed as -1 [RPM].
+        rpm_max: Rotor speed observed as +1 [RPM].
+        hover: Start value of the estimate [RPM].
+    """
+
+    coef: tuple
+    h: float
+    rpm_min: float
+    rpm_max: float
+    hover: float
+
+
+def make_observer(params: Any, h: float, hover: float) -> RotorObserver:
+    """The observer of a drone's nominal parameters at step ``h`` [s] starting at ``hover``."""
+    c = tuple(float(x) for x in params.rotor_dyn_coef)
+    return RotorObserver(c, float(h), float(params.rpm_min), float(params.rpm_max), float(hover))
+
+
+def advance(est: Any, cmd: Any, obs: RotorObserver) -> Any:
+    """The estimate ``(..., N)`` [RPM] one step ``h`` later, under the commands ``cmd`` [RPM]."""
+    from ...physics.rotors import asymmetric_quadratic
+
+    xp = namespace(est, cmd)
+    nxt = est + obs.h * asymmetric_quadratic(est, cmd, obs.coef)
+    up = cmd > est
+    return xp.where(up, xp.minimum(nxt, cmd), xp.maximum(nxt, cmd))
+
+
+def normalized(est: Any, obs: RotorObserver) -> Any:
+    """The observed part ``2 (Ω̂ - Ω_min) / (Ω_max - Ω_min) - 1`` ``(..., N)``."""
+    return 2.0 * (est - obs.rpm_min) / (obs.rpm_max - obs.rpm_min) - 1.0
