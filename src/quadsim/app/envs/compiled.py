@@ -23,8 +23,9 @@ Compiled state of one environment (structure of arrays, environment index last, 
 
     x = [plant state | world flags (5, with a world) | clock k | inner-loop memory (thrust
          levels: rate_int 3, prev_ang_vel 3, prev_tau 2, yaw_sp 2, started) | steps |
-         last_action (k) | rotor_est (N, with observe_rotors) | obs (d) | reward | terminated,
-         truncated, crashed, fault, out_of_bounds, tilted | pos_error]
+         last_action (k) | rotor_est (N, with observe_rotors) | err_int (3, with
+         observe_integral) | obs (d) | reward | terminated, truncated, crashed, fault,
+         out_of_bounds, tilted | pos_error]
     u = [action (k), unclipped | fresh | start deviations: pos, vel, rpy, ang_vel (3 each) |
          wind (3) | latency d (physics steps)]
     p = per-drone model parameters (if any)
@@ -50,7 +51,7 @@ import numpy as np
 from ...physics._array import CASADI_OPS, SymArray, SymbolicNamespace, symbolic
 from .actions import InnerState, _Attitude, inner_loop
 from .core import observation, outcome, start_state
-from .observer import advance, normalized
+from .observer import advance, integrate_error, normalized
 
 __all__ = ["CompiledStep"]
 
@@ -173,6 +174,8 @@ class CompiledStep:
         sizes += [("steps", 1), ("last_action", self.k_act)]
         if self.core.observe_rotors:
             sizes.append(("rotor_est", self.core.n_rotors))
+        if self.core.observe_integral:
+            sizes.append(("err_int", 3))
         sizes += [("obs", self.core.obs_dim),
                   ("reward", 1), *((f, 1) for f in FLAGS), ("pos_error", 1)]  # fmt: skip
         rows, at = {}, 0
@@ -205,17 +208,20 @@ class CompiledStep:
 
         observer = core.observer if core.observe_rotors else None
 
-        def observe(x: tuple, steps: Any, action: SymArray, est: SymArray | None) -> tuple:
+        def observe(x: tuple, steps: Any, action: SymArray, est: SymArray | None,
+                    integral: SymArray | None) -> tuple:  # fmt: skip
             t = symbolic([steps * core.control_dt], dtype)[0]
             ref_pos, ref_vel, ahead = _reference(core.task, t, xp)
             rotors = None if est is None else normalized(est, observer)
             return observation(symbolic(x[sl["pos"]], dtype), symbolic(x[sl["quat"]], dtype),
                                symbolic(x[sl["vel"]], dtype), symbolic(x[sl["ang_vel"]], dtype),
-                               action, ref_pos, ref_vel, ahead, rotors)  # fmt: skip
+                               action, ref_pos, ref_vel, ahead, rotors, integral)  # fmt: skip
 
         # the observation of the current state (after resets): only the obs rows change
         est0 = sym("rotor_est") if observer else None
-        obs0 = observe(tuple(xs[:nx]), xs[rows["steps"].start], sym("last_action"), est0)[0]
+        int0 = sym("err_int") if core.observe_integral else None
+        obs0 = observe(tuple(xs[:nx]), xs[rows["steps"].start], sym("last_action"), est0,
+                       int0)[0]  # fmt: skip
         out0 = list(xs)
         out0[rows["obs"]] = _flat(obs0, dtype)
         G = cs.Function("quadsim_env_observe", inputs, [_cse(cs.vertcat(*out0))])
@@ -278,7 +284,13 @@ class CompiledStep:
         last = symbolic(keep(_flat(a, dtype), rows["last_action"]), dtype)
         if observer:
             est = symbolic(keep(_flat(est, dtype), rows["rotor_est"]), dtype)
-        obs, e_p, e_v, R_zz = observe(x, steps, last, est)
+        integral = int0
+        if int0 is not None:  # after the step, with the error at the new time
+            t1 = symbolic([steps * core.control_dt], dtype)[0]
+            e1 = symbolic(x[sl["pos"]], dtype) - _reference(core.task, t1, xp)[0]
+            integral = integrate_error(int0, e1, core.control_dt)
+            integral = symbolic(keep(_flat(integral, dtype), rows["err_int"]), dtype)
+        obs, e_p, e_v, R_zz = observe(x, steps, last, est, integral)
         never = xp.zeros(()) > 0.0
         crashed = never if st is None else SymArray(st.crashed, dtype) > 0.5
         fault = never if st is None else SymArray(st.fault_step, dtype) >= 0.0
@@ -289,7 +301,7 @@ class CompiledStep:
         mx = core.max_episode_steps
         trunc = never if mx is None else SymArray(steps, dtype) >= float(mx)
         out += [steps, *last.entries(), *(_flat(est, dtype) if observer else ()),
-                *_flat(obs, dtype)]
+                *(_flat(integral, dtype) if integral is not None else ()), *_flat(obs, dtype)]
         for f in (reward, term, trunc, crashed, fault, oob, tilted):
             out += [cs.if_else(fresh, 0.0, e) for e in _flat(f, dtype)]
         out += _flat(dist, dtype)
@@ -389,6 +401,10 @@ class CompiledStep:
     def last_action(self) -> np.ndarray:
         """Last actions ``(n, k)`` (float64)."""
         return self._X[self.rows["last_action"], : self.n].T.astype(np.float64)
+
+    def error_integral(self) -> np.ndarray:
+        """The position-error integrals ``(n, 3)`` [m s] (float64)."""
+        return self._X[self.rows["err_int"], : self.n].T.astype(np.float64)
 
     def rotor_estimate(self) -> np.ndarray:
         """The observer's rotor speeds ``(n, N)`` [RPM] (float64)."""

@@ -9,7 +9,8 @@ error ``e_v = v - v_ref(t)`` [m/s] (hover: ``v_ref = 0``), body rates ``ω`` [ra
 * observation (float32), in this order: ``e_p`` (3), ``v`` (3, world), ``R_wb`` row-major (9),
   ``ω`` (3, body), ``a_{t-1}`` (k, the action just applied; zeros after a reset), with
   ``observe_rotors`` the rotor-speed estimate ``Ω̂`` (N, normalised like the rotor_speeds action;
-  :mod:`quadsim.envs.observer`: the nominal motor model run on the commands sent); tracking adds
+  :mod:`quadsim.envs.observer`: the nominal motor model run on the commands sent), with
+  ``observe_integral`` the position-error integral ``I / I_max`` (3, same module); tracking adds
   ``v_ref(t)`` (3) and ``p - p_ref(t + τ_j)`` (3 per look-ahead time ``τ_j``);
 * reward ``r = exp(-(w_p ‖e_p‖ + w_v ‖e_v‖ + w_ω ‖ω‖ + w_a ‖a_t - a_{t-1}‖))`` ∈ (0, 1],
   minus ``crash_penalty`` on the step that terminates;
@@ -37,6 +38,7 @@ from ...physics._array import namespace
 from ...physics.rotation import _kfrom_euler, to_matrix
 from ...physics.world import Ground, World
 from .actions import make_action_level
+from .observer import INTEGRAL_MAX
 
 __all__ = [
     "ENV_WORLD",
@@ -215,7 +217,7 @@ def start_state(pos: Any, rpy: Any, vel: Any, ang_vel: Any, floor: float | None)
 
 def observation(
     pos: Any, quat: Any, vel: Any, ang_vel: Any, last_action: Any, ref_pos: Any, ref_vel: Any,
-    ahead: Any = None, rotors: Any = None,
+    ahead: Any = None, rotors: Any = None, integral: Any = None,
 ) -> tuple[Any, Any, Any, Any]:  # fmt: skip
     """The observation and the errors behind the reward (pure, array API, batch shape ``...``).
 
@@ -234,6 +236,8 @@ def observation(
             ``None`` (hover: no reference terms).
         rotors: The observed rotor-speed estimate ``(..., N)``
             (:func:`quadsim.envs.observer.normalized`), or ``None`` (not observed).
+        integral: The position-error integral ``(..., 3)`` [m s]
+            (:func:`quadsim.envs.observer.integrate_error`), or ``None`` (not observed).
 
     Returns:
         ``(obs, e_p, e_v, R_zz)``: observation ``(..., obs_dim)`` in the state's dtype (non-finite
@@ -246,6 +250,8 @@ def observation(
     parts = [e_p, vel, xp.clip(R9, -1.0, 1.0), ang_vel, last_action]
     if rotors is not None:
         parts.append(rotors)
+    if integral is not None:
+        parts.append(integral * (1.0 / INTEGRAL_MAX))
     if ahead is not None:
         d = pos[..., None, :] - ahead
         parts += [ref_vel, xp.reshape(d, (*d.shape[:-2], d.shape[-2] * 3))]
@@ -353,6 +359,7 @@ class QuadCore:
             fields): action latency, wind and observation noise; default none.
         observe_rotors: Observe the rotor-speed estimate of :mod:`quadsim.envs.observer`
             (module docstring).
+        observe_integral: Observe the position-error integral of :mod:`quadsim.envs.observer`.
     """
 
     def __init__(
@@ -363,6 +370,7 @@ class QuadCore:
         reward: RewardWeights | None = None, max_episode_steps: int | None = None,
         warn_fallback: bool = False, action_options: dict | None = None,
         compiled: bool | None = None, disturbances: Any = None, observe_rotors: bool = False,
+        observe_integral: bool = False,
     ) -> None:  # fmt: skip
         from ...physics.params import Params, load_params
 
@@ -378,8 +386,9 @@ class QuadCore:
             )
         if compiled not in (None, True, False):
             raise ValueError(f"compiled must be None, True or False; got {compiled!r}")
-        if observe_rotors not in (True, False):
-            raise ValueError(f"observe_rotors must be True or False; got {observe_rotors!r}")
+        for name, v in (("observe_rotors", observe_rotors), ("observe_integral", observe_integral)):
+            if v not in (True, False):
+                raise ValueError(f"{name} must be True or False; got {v!r}")
         self.n, self.task = n, task
         self.params = drone if isinstance(drone, Params) else load_params(drone)
         self.dt, self.substeps = float(dt), sim_steps_per_action
@@ -410,9 +419,12 @@ class QuadCore:
         self.observe_rotors = bool(observe_rotors)
         self.observer = make_observer(self.params, self.dt, envelope(self.params).hover_rpm)
         self.n_rotors = int(self.params.mixing_matrix.shape[1])
+        self.observe_integral = bool(observe_integral)
         self.obs_dim = (18 + self.act_dim + (self.n_rotors if self.observe_rotors else 0)
+                        + (3 if self.observe_integral else 0)
                         + (3 + 3 * len(task.future) if task.name == "track" else 0))  # fmt: skip
         self._rotor_est = np.full((n, self.n_rotors), self.observer.hover)
+        self._err_int = np.zeros((n, 3))
         self._want_compiled = compiled
         self.compiled = None
         self.compiled_reason = ""
@@ -474,6 +486,14 @@ class QuadCore:
         if self.compiled is not None:
             return self.compiled.last_action()
         return self._last_action
+
+    @property
+    def error_integral(self) -> np.ndarray:
+        """The position-error integral ``(n, 3)`` [m s] (:mod:`quadsim.envs.observer`; zeros when
+        ``observe_integral`` is off)."""  # noqa: D205, D209
+        if self.compiled is not None and self.observe_integral:
+            return self.compiled.error_integral()
+        return self._err_int
 
     @property
     def rotor_estimate(self) -> np.ndarray:
@@ -549,6 +569,7 @@ class QuadCore:
         self._steps[idx] = 0
         self._last_action[idx] = 0.0
         self._rotor_est[idx] = self.observer.hover
+        self._err_int[idx] = 0.0
         self.level.reset(which)
 
     def step_autoreset(
@@ -602,8 +623,9 @@ class QuadCore:
             from .observer import normalized
 
             rotors = normalized(self._rotor_est, self.observer)
+        integral = self._err_int if self.observe_integral else None
         obs, e_p, e_v, R_zz = observation(pos, quat, vel, w, self._last_action, ref_pos, ref_vel,
-                                          ahead, rotors)  # fmt: skip
+                                          ahead, rotors, integral)  # fmt: skip
         obs = obs.astype(np.float32)
         if not np.all(np.isfinite(obs)):  # beyond float32's range
             obs = np.nan_to_num(obs, nan=0.0, posinf=1e6, neginf=-1e6)
@@ -657,6 +679,12 @@ class QuadCore:
             self.level.advance(np.asarray(sim.state.rotor_vel), self.control_dt)
         self._steps += 1
         prev, self._last_action = self._last_action, a
+        if self.observe_integral:
+            from .observer import integrate_error
+
+            ref_pos, _ = self.task.reference(self._steps * self.control_dt)
+            e_p = np.asarray(sim.state.pos, np.float64) - ref_pos
+            self._err_int = integrate_error(self._err_int, e_p, self.control_dt)
         obs, (e_p, e_v, w, R_zz) = self._observe()
         status = sim.status
         n = self.n

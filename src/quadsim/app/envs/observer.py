@@ -17,8 +17,21 @@ Policies observe it normalised like the ``rotor_speeds`` action,
 hidden and the policy has to infer it from the motion (docs/rl.md measures the difference).
 New episodes start the estimate at the hover speed, where the plant's rotors start.
 
+**Position-error integral** (``observe_integral``). A policy that sees only the present state
+holds a steady push (a wind) with a steady offset, as a proportional controller does; with the
+integral of the position error in its observation it can learn integral action, as the PID and
+geometric controllers have. Per control step ``Δt`` after the state is observed,
+
+.. math::
+
+    I_{k+1} = \mathrm{clip}\big(I_k + Δt\, \mathrm{clip}(e_p, ±E),\; ±I_{max}\big),
+    \qquad E = 0.2\ \mathrm{m}, \; I_{max} = 0.5\ \mathrm{m\,s}
+
+(the error clipped first, so that a throw 2 m away does not wind it up in a second), starting
+at 0; observed as ``I / I_max`` in ``[-1, 1]``.
+
 Pure functions over the array API: the environments' NumPy path, the compiled env step and the
-policy controller of ``quadsim fly`` (:mod:`quadsim.rl.controller`) call the same two.
+policy controller of ``quadsim fly`` (:mod:`quadsim.rl.controller`) call the same ones.
 """
 
 from __future__ import annotations
@@ -27,7 +40,20 @@ from typing import Any, NamedTuple
 
 from ...physics._array import namespace
 
-__all__ = ["RotorObserver", "advance", "make_observer", "normalized"]
+__all__ = [
+    "ERROR_CLIP",
+    "INTEGRAL_MAX",
+    "RotorObserver",
+    "advance",
+    "integrate_error",
+    "make_observer",
+    "normalized",
+]
+
+ERROR_CLIP = 0.2
+"""``E``: the position error is clipped to ``±E`` [m] per axis before it is integrated."""
+INTEGRAL_MAX = 0.5
+"""``I_max``: the integral is clipped to ``±I_max`` [m s] per axis."""
 
 
 class RotorObserver(NamedTuple):
@@ -67,3 +93,10 @@ def advance(est: Any, cmd: Any, obs: RotorObserver) -> Any:
 def normalized(est: Any, obs: RotorObserver) -> Any:
     """The observed part ``2 (Ω̂ - Ω_min) / (Ω_max - Ω_min) - 1`` ``(..., N)``."""
     return 2.0 * (est - obs.rpm_min) / (obs.rpm_max - obs.rpm_min) - 1.0
+
+
+def integrate_error(integral: Any, e_p: Any, dt: float) -> Any:
+    """``I`` ``(..., 3)`` [m s] one control step ``dt`` [s] later with the error ``e_p`` [m]."""
+    xp = namespace(integral, e_p)
+    step = xp.clip(e_p, -ERROR_CLIP, ERROR_CLIP) * dt
+    return xp.clip(integral + step, -INTEGRAL_MAX, INTEGRAL_MAX)

@@ -14,7 +14,9 @@ environments' control rate; the command is held in between, as an environment ho
 action). Policies trained with ``observe_rotors`` (Recover-v0) also observe the rotor-speed
 estimate ``Ω̂_k``: the environments' observer (:mod:`quadsim.envs.observer`, the same
 functions) run on the commands ``Ω_{k-1}`` over the controller's period in steps of the
-training environment's physics step (``physics_dt`` of the policy file). It is written over the
+training environment's physics step (``physics_dt`` of the policy file); policies trained with
+``observe_integral`` observe the position-error integral, which the controller integrates at
+its own period (the same function). It is written over the
 array API, so the compiled closed loop traces it (the MLP becomes a few thousand multiply-adds
 in C). The state the controller keeps is :class:`PolicyState`.
 """
@@ -38,6 +40,7 @@ class PolicyGains(NamedTuple):
         observer: The rotor-speed observer (:class:`quadsim.envs.observer.RotorObserver`) at
             its step, or ``None`` (the policy does not observe rotor speeds).
         observer_steps: Observer steps per controller period.
+        integral: Whether the policy observes the position-error integral.
     """
 
     weights: tuple
@@ -47,6 +50,7 @@ class PolicyGains(NamedTuple):
     name: str = ""
     observer: Any = None
     observer_steps: int = 1
+    integral: bool = False
 
 
 class PolicyState(NamedTuple):
@@ -56,11 +60,13 @@ class PolicyState(NamedTuple):
         action: The last action ``a_{k-1}`` ``(..., N)`` (zeros before the first call).
         rotor_est: The rotor-speed estimate ``Ω̂`` ``(..., N)`` [RPM] (hover speed at first).
         started: 1 after the first call, else 0 ``(...)``.
+        integral: The position-error integral ``(..., 3)`` [m s] (zeros at first).
     """
 
     action: Any
     rotor_est: Any
     started: Any
+    integral: Any
 
 
 def policy_gains(path: str, drone: Any, dt: float) -> PolicyGains:
@@ -79,7 +85,8 @@ def policy_gains(path: str, drone: Any, dt: float) -> PolicyGains:
         raise ValueError(f"{path}: a {level!r} policy; quadsim fly flies rotor_speeds policies")
     n_rot = int(drone.mixing_matrix.shape[1])
     rotors = bool(pol.meta.get("observe_rotors", False))
-    pol.check(18 + n_rot + (n_rot if rotors else 0), n_rot,
+    integral = bool(pol.meta.get("observe_integral", False))
+    pol.check(18 + n_rot + (n_rot if rotors else 0) + (3 if integral else 0), n_rot,
               f"{path}: for {getattr(drone, 'name', 'this drone')}")  # fmt: skip
     observer, steps = None, 1
     if rotors:
@@ -89,7 +96,7 @@ def policy_gains(path: str, drone: Any, dt: float) -> PolicyGains:
         steps = max(1, round(float(dt) / float(pol.meta.get("physics_dt", 0.002))))
         observer = make_observer(drone, float(dt) / steps, envelope(drone).hover_rpm)
     return PolicyGains(tuple(pol.weights), float(drone.rpm_min), float(drone.rpm_max), float(dt),
-                       str(path), observer, steps)
+                       str(path), observer, steps, integral)
 
 
 def policy_control(state: Any, ref: Any, gains: PolicyGains,
@@ -110,8 +117,14 @@ def policy_control(state: Any, ref: Any, gains: PolicyGains,
             moved = advance(moved, sent, gains.observer)
         est = xp.where(cstate.started[..., None] > 0.5, moved, est)
         rotors = normalized(est, gains.observer)
+    integral = None
+    if gains.integral:
+        from ..envs.observer import integrate_error
+
+        moved = integrate_error(cstate.integral, state.pos - ref.pos, gains.dt)
+        integral = xp.where(cstate.started[..., None] > 0.5, moved, cstate.integral)
     obs, _, _, _ = observation(state.pos, state.quat, state.vel, state.ang_vel, cstate.action,
-                               ref.pos, ref.vel, None, rotors)  # fmt: skip
+                               ref.pos, ref.vel, None, rotors, integral)  # fmt: skip
     h = obs
     last = len(gains.weights) - 1
     for j, (w, b) in enumerate(gains.weights):
@@ -120,7 +133,8 @@ def policy_control(state: Any, ref: Any, gains: PolicyGains,
             h = xp.tanh(h)
     a = xp.clip(h, -1.0, 1.0)
     rpm = gains.rpm_min + 0.5 * (a + 1.0) * (gains.rpm_max - gains.rpm_min)
-    return rpm, PolicyState(a, est, cstate.started * 0.0 + 1.0)
+    keep = cstate.integral if integral is None else integral
+    return rpm, PolicyState(a, est, cstate.started * 0.0 + 1.0, keep)
 
 
 def _init_state(gains: PolicyGains, batch_shape: tuple = (), xp: Any = None,
@@ -133,7 +147,8 @@ def _init_state(gains: PolicyGains, batch_shape: tuple = (), xp: Any = None,
     hover = gains.observer.hover if gains.observer is not None else 0.0
     return PolicyState(xp.zeros((*batch_shape, n_act), dtype=dtype),
                        xp.full((*batch_shape, n_act), hover, dtype=dtype),
-                       xp.zeros(batch_shape, dtype=dtype))  # fmt: skip
+                       xp.zeros(batch_shape, dtype=dtype),
+                       xp.zeros((*batch_shape, 3), dtype=dtype))  # fmt: skip
 
 
 policy_control.command = "rpm"  # type: ignore[attr-defined]

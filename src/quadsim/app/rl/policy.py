@@ -9,8 +9,9 @@ policy's mean):
     a = \mathrm{clip}(W_{L-1} h_{L-1} + b_{L-1}, -1, 1)
 
 with the arrays ``W0, b0, ..., W{L-1}, b{L-1}`` (``W_j`` shape ``(out, in)``) and the metadata
-``env_id``, ``action_level``, ``obs_dim``, ``act_dim``, ``observe_rotors`` (the observation
-holds the rotor-speed estimate, :mod:`quadsim.envs.observer`; absent: no) and ``physics_dt``
+``env_id``, ``action_level``, ``obs_dim``, ``act_dim``, ``observe_rotors`` and
+``observe_integral`` (the observation holds the rotor-speed estimate, the position-error
+integral, :mod:`quadsim.envs.observer`; absent: no) and ``physics_dt``
 (the environment's physics step [s], the observer's step) (JSON in ``meta``). ``o`` is the
 environment's observation (docs/envs.md), ``a`` its normalised action.
 
@@ -112,9 +113,9 @@ def load_policy(path: str | os.PathLike[str]) -> MlpPolicy:
         raise ValueError(f"{p}: not a policy file: no layers W0, b0, ...")
     if not isinstance(meta, dict):
         raise ValueError(f"{p}: not a policy file: 'meta' is not a JSON object")
-    if not isinstance(meta.get("observe_rotors", False), bool):
-        raise ValueError(f"{p}: meta observe_rotors must be true or false; got "
-                         f"{meta['observe_rotors']!r}")  # fmt: skip
+    for key in ("observe_rotors", "observe_integral"):
+        if not isinstance(meta.get(key, False), bool):
+            raise ValueError(f"{p}: meta {key} must be true or false; got {meta[key]!r}")
     h = meta.get("physics_dt", 0.002)
     if isinstance(h, bool) or not isinstance(h, int | float) or not 0 < h < 1:
         raise ValueError(f"{p}: meta physics_dt must be a step in (0, 1) s; got {h!r}")
