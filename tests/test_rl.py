@@ -223,13 +223,14 @@ def test_fly_runs_the_observers_of_the_env(tmp_path, integral):
             "observe_integral": integral, "physics_dt": 0.002}  # fmt: skip
     path = save_policy(tmp_path / "pol.npz", w, meta)
     scen = tmp_path / "policy.toml"
-    scen.write_text(SCENARIO.format(path=path).replace("duration = 5.0", "duration = 0.4"))
+    scen.write_text(SCENARIO.format(path=path).replace("duration = 5.0", "duration = 0.4")
+                    .replace("pos = [0.3, -0.3, 0.7]", "pos = [0.15, -0.1, 0.8]"))  # fmt: skip
     r = _cli("fly", str(scen), "--out", str(tmp_path / "out"), "--quiet")
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "out" / "summary.json").read_text())["loop"] == "compiled"
     log, _ = read_log(tmp_path / "out" / "trajectory.parquet")
     q = np.asarray(from_euler(np.deg2rad([10.0, -5.0, 30.0])))
-    start = {"pos": [0.3, -0.3, 0.7], "attitude": q, "vel": [0, 0, 0], "ang_vel": [0, 0, 0]}
+    start = {"pos": [0.15, -0.1, 0.8], "attitude": q, "vel": [0, 0, 0], "ang_vel": [0, 0, 0]}
 
     def env_flight(pol):
         env = HoverEnv(target=(0.0, 0.0, 1.0), max_episode_steps=600, observe_rotors=True,

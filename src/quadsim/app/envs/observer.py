@@ -24,11 +24,12 @@ geometric controllers have. Per control step ``Δt`` after the state is observed
 
 .. math::
 
-    I_{k+1} = \mathrm{clip}\big(I_k + Δt\, \mathrm{clip}(e_p, ±E),\; ±I_{max}\big),
-    \qquad E = 0.2\ \mathrm{m}, \; I_{max} = 0.5\ \mathrm{m\,s}
+    I_{k+1} = \mathrm{clip}\big(I_k + Δt\, e_p \,[\,|e_p| < E\,],\; ±I_{max}\big),
+    \qquad E = 0.3\ \mathrm{m}, \; I_{max} = 0.5\ \mathrm{m\,s}
 
-(the error clipped first, so that a throw 2 m away does not wind it up in a second), starting
-at 0; observed as ``I / I_max`` in ``[-1, 1]``.
+per axis (conditional integration: an axis integrates only within ``E`` of the target, so that
+a throw 2 m away does not wind it up while it recovers), starting at 0; observed as
+``I / I_max`` in ``[-1, 1]``.
 
 Pure functions over the array API: the environments' NumPy path, the compiled env step and the
 policy controller of ``quadsim fly`` (:mod:`quadsim.rl.controller`) call the same ones.
@@ -50,8 +51,8 @@ __all__ = [
     "normalized",
 ]
 
-ERROR_CLIP = 0.2
-"""``E``: the position error is clipped to ``±E`` [m] per axis before it is integrated."""
+ERROR_CLIP = 0.3
+"""``E``: an axis's position error is integrated only while within ``±E`` [m]."""
 INTEGRAL_MAX = 0.5
 """``I_max``: the integral is clipped to ``±I_max`` [m s] per axis."""
 
@@ -98,5 +99,5 @@ def normalized(est: Any, obs: RotorObserver) -> Any:
 def integrate_error(integral: Any, e_p: Any, dt: float) -> Any:
     """``I`` ``(..., 3)`` [m s] one control step ``dt`` [s] later with the error ``e_p`` [m]."""
     xp = namespace(integral, e_p)
-    step = xp.clip(e_p, -ERROR_CLIP, ERROR_CLIP) * dt
+    step = xp.where(xp.abs(e_p) < ERROR_CLIP, e_p, 0.0 * e_p) * dt
     return xp.clip(integral + step, -INTEGRAL_MAX, INTEGRAL_MAX)
