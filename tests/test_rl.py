@@ -254,3 +254,31 @@ def test_fly_runs_the_observers_of_the_env(tmp_path, integral):
         blind = load_policy(path)
         blind.weights[0][0][:, 26:] = 0.0  # the integral's
         assert np.abs(env_flight(blind)[0] - pos).max() > 1e-3
+
+
+def test_train_in_wind_with_the_integral_and_evaluate_in_wind(tmp_path):
+    """``--wind``, ``--turbulence`` and ``--observe-integral`` reach the training environments
+    (recorded for resuming and in the policy file), ``quadsim eval`` builds the observation the
+    policy was trained on and evaluates in the wind it is told, and another option set in the
+    same directory is another run."""
+    from quadsim.app.rl.policy import load_policy
+
+    out = tmp_path / "run"
+    args = ["train", "quadsim/Recover-v0", "--envs", "16", "--steps", "1024", "--out", str(out),
+            "--wind", "0.5", "--turbulence", "moderate", "--observe-integral", "--quiet"]
+    r = _cli(*args)
+    assert r.returncode == 0, r.stderr
+    state = json.loads((out / "state.json").read_text())
+    want = {"disturbances": {"wind": 0.5, "turbulence": "moderate"}, "observe_integral": True}
+    assert state["env_options"] == want
+    meta = load_policy(out / "policy.npz").meta
+    assert meta["observe_integral"] and meta["observe_rotors"] and meta["obs_dim"] == 29
+    assert meta["trained_with"] == want
+    js = tmp_path / "eval.json"
+    r = _cli("eval", str(out / "policy.npz"), "--episodes", "8", "--json", str(js),
+             "--turbulence", "light")  # fmt: skip
+    assert r.returncode in (0, 1), r.stderr
+    res = json.loads(js.read_text())
+    assert res["disturbances"] == {"wind": 0.0, "turbulence": "light"} and res["episodes"] == 8
+    r = _cli(*args[:-6], "--quiet")  # the same directory without the options
+    assert r.returncode == 2 and "holds another training run" in r.stderr

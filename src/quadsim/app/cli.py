@@ -134,6 +134,9 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--episode-steps", type=_workers, default=None, metavar="K",
                     help="control steps per training episode (default: the env's, Hover 200 = "
                     "2 s, Recover 300 = 3 s)")
+    _wind_args(tr, "train in")
+    tr.add_argument("--observe-integral", action="store_true",
+                    help="the observation holds the position-error integral (docs/envs.md)")
     tr.add_argument("--quiet", action="store_true", help="no progress bar, no report")
     ev = sub.add_parser("eval", help="evaluate a policy file (docs/rl.md)")
     ev.add_argument("policy", metavar="POLICY", help="policy file (policy.npz)")
@@ -142,6 +145,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="episodes (default 1000)")
     ev.add_argument("--seed", type=int, default=0, metavar="K", help="seed (default 0)")
     ev.add_argument("--json", metavar="FILE", help="also write the metrics as JSON")
+    _wind_args(ev, "evaluate in")
     b = sub.add_parser("bench", help="measure drone-steps per second (and the peers, if installed)")
     b.add_argument("--quick", action="store_true", help="a short smoke run")
     b.add_argument("--json", metavar="FILE", help="also write the results as JSON")
@@ -167,6 +171,25 @@ def _positive(text: str) -> float:
     if not (math.isfinite(v) and v > 0):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
     return v
+
+
+def _wind_speed(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a wind speed in m/s, got {text!r}") from None
+    if not (math.isfinite(v) and 0 <= v <= 30):
+        raise argparse.ArgumentTypeError(f"expected a wind speed in 0..30 m/s, got {text!r}")
+    return v
+
+
+def _wind_args(parser: argparse.ArgumentParser, verb: str) -> None:
+    """``--wind W`` and ``--turbulence T``: the environments' disturbances (docs/envs.md)."""
+    parser.add_argument("--wind", type=_wind_speed, default=0.0, metavar="W",
+                        help=f"{verb} a mean wind drawn in 0..W m/s per episode (default 0)")
+    parser.add_argument("--turbulence", choices=("none", "light", "moderate", "severe"),
+                        default="none", help=f"{verb} Dryden gusts of this severity "
+                        "(default none)")
 
 
 def _workers(text: str) -> int:

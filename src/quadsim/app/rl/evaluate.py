@@ -59,16 +59,28 @@ def success(final_obs: np.ndarray, terminated: Any, truncated: Any) -> np.ndarra
     return np.asarray(truncated, bool) & ~np.asarray(terminated, bool) & (err < SUCCESS_RADIUS)
 
 
+def wind_options(wind: float = 0.0, turbulence: str | None = None) -> dict:
+    """Environment options of ``--wind W --turbulence T`` (none when both are off)."""
+    turbulence = None if turbulence in (None, "none") else turbulence
+    if not wind and turbulence is None:
+        return {}
+    return {"disturbances": {"wind": float(wind), "turbulence": turbulence}}
+
+
 def evaluate(policy: Any, env_id: str, episodes: int = 1000, seed: int = 0,
-             action_level: str | None = None) -> dict:  # fmt: skip
-    """Fly ``episodes`` episodes with the policy; the metrics of the module docstring."""
+             action_level: str | None = None, env_options: dict | None = None) -> dict:  # fmt: skip
+    """Fly ``episodes`` episodes with the policy; the metrics of the module docstring.
+
+    ``env_options``: more options of the environment (e.g. :func:`wind_options`).
+    """
     if not (isinstance(episodes, int) and episodes >= 1):
         raise ValueError(f"--episodes must be a positive integer; got {episodes!r}")
     level = action_level or policy.meta.get("action_level", "rotor_speeds")
     # each env flies one episode; what a finished env does afterwards is not looked at
     opts = {k: bool(policy.meta[k]) for k in ("observe_rotors", "observe_integral")
             if k in policy.meta}  # the observation it was trained on  # fmt: skip
-    env = make_vector_env(env_id, episodes, autoreset="NextStep", action_level=level, **opts)
+    env = make_vector_env(env_id, episodes, autoreset="NextStep", action_level=level, **opts,
+                          **(env_options or {}))  # fmt: skip
     policy.check(
         env.single_observation_space.shape[0],
         env.single_action_space.shape[0],
@@ -110,18 +122,21 @@ def evaluate(policy: Any, env_id: str, episodes: int = 1000, seed: int = 0,
         "mean_final_pos_error_m": float(final_err.mean()),
         "episode_s": steps * dt,
         "seed": seed,
+        "disturbances": (env_options or {}).get("disturbances"),
     }
 
 
 def main(args: Any) -> int:
-    """``quadsim eval POLICY [--env ID] [--episodes N] [--json FILE] [--seed K]``."""
+    """``quadsim eval POLICY [--env ID] [--episodes N] [--json FILE] [--seed K] [--wind W]
+    [--turbulence T]``."""  # noqa: D205, D209
     from .policy import load_policy
 
     pol = load_policy(args.policy)
     env_id = args.env or pol.meta.get("env_id")
     if not env_id:
         raise ValueError(f"{args.policy}: the policy names no environment; give --env")
-    res = evaluate(pol, env_id, args.episodes, args.seed)
+    res = evaluate(pol, env_id, args.episodes, args.seed,
+                   env_options=wind_options(args.wind, args.turbulence))  # fmt: skip
     print(
         f"{env_id} ({res['action_level']}), {res['episodes']} episodes of "
         f"{res['episode_s']:g} s: success {100 * res['success_rate']:.1f} %, crashes "

@@ -1,8 +1,10 @@
 r"""``quadsim train ENV_ID``: PPO (Stable-Baselines3) on a quadsim vector environment.
 
 ``quadsim train ENV_ID [--algo ppo] [--seconds S | --steps N] [--seed K] [--out DIR] [--envs
-M] [--action-level LEVEL]`` trains on ``M`` environments batched in one simulator (default 256;
-the compiled env step) and writes to ``DIR`` (default ``runs/train_<env>``):
+M] [--action-level LEVEL] [--wind W] [--turbulence T] [--observe-integral]`` trains on ``M``
+environments batched in one simulator (default 256; the compiled env step), in a mean wind up to
+``W`` m/s and Dryden gusts when asked (domain randomisation: evaluation is in still air unless
+``quadsim eval`` is told otherwise), and writes to ``DIR`` (default ``runs/train_<env>``):
 
 * ``progress.csv``: one row per PPO iteration: ``wall_s``, ``steps``, ``episodes``,
   ``success_rate`` (of the last 1,000 training episodes, :func:`quadsim.rl.evaluate.success`),
@@ -172,8 +174,12 @@ def export_policy(model: Any, path: Path, meta: dict) -> Path:
 def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
           seconds: float | None = None, steps: int | None = None, seed: int = 0,
           num_envs: int = 256, action_level: str = "rotor_speeds", episode_steps: int | None = None,
-          progress: bool = True, log: Any = None, ppo: dict | None = None) -> dict:  # fmt: skip
+          progress: bool = True, log: Any = None, ppo: dict | None = None,
+          env_options: dict | None = None) -> dict:  # fmt: skip
     """Train (or resume) and return ``{"steps", "wall_s", "episodes", "success_rate", ...}``.
+
+    ``env_options``: more options of the training environments (``disturbances``,
+    ``observe_integral``; ``--wind``, ``--turbulence``, ``--observe-integral``).
 
     Raises:
         ValueError: An unknown env or algorithm, a bad budget, a directory holding another run.
@@ -193,16 +199,19 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
         episode_steps = EPISODE_STEPS.get(env_id, 200)
     if not (isinstance(num_envs, int) and num_envs >= 4):
         raise ValueError(f"--envs must be an integer >= 4; got {num_envs!r}")
+    env_options = dict(env_options or {})
     venv = make_vector_env(env_id, num_envs, max_episode_steps=episode_steps,
-                           action_level=action_level)  # fmt: skip
+                           action_level=action_level, **env_options)  # fmt: skip
     out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     config = {"env_id": env_id, "algo": algo, "seed": seed, "num_envs": num_envs,
-              "action_level": action_level, "episode_steps": episode_steps}  # fmt: skip
+              "action_level": action_level, "episode_steps": episode_steps,
+              "env_options": env_options}  # fmt: skip
     state_path, ckpt = out_dir / "state.json", out_dir / "checkpoint.zip"
     state = {"steps": 0, "wall_s": 0.0, "episodes": 0, **config}
     if state_path.exists() and ckpt.exists():
         old = json.loads(state_path.read_text())
+        old.setdefault("env_options", {})  # a run from before the option
         if {k: old.get(k) for k in config} != config:
             raise ValueError(
                 f"{out_dir} holds another training run ({old.get('env_id')}, "
@@ -247,6 +256,7 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
         "observe_rotors": bool(venv.core.observe_rotors),
         "observe_integral": bool(venv.core.observe_integral),
         "physics_dt": float(venv.core.dt),
+        "trained_with": env_options,
     }
     csv_path = out_dir / "progress.csv"
     new_csv = not csv_path.exists() or not state["steps"]
@@ -315,6 +325,15 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
     return state
 
 
+def _env_options(args: Any) -> dict:
+    from .evaluate import wind_options
+
+    opts = wind_options(args.wind, args.turbulence)
+    if args.observe_integral:
+        opts["observe_integral"] = True
+    return opts
+
+
 def main(args: Any) -> int:
     """``quadsim train ...`` (parsed by :mod:`quadsim.cli`)."""
     import sys
@@ -324,6 +343,7 @@ def main(args: Any) -> int:
     res = train(env_id, out, algo=args.algo, seconds=args.seconds, steps=args.steps,
                 seed=args.seed, num_envs=args.envs, action_level=args.action_level,
                 episode_steps=args.episode_steps, progress=not args.quiet,
+                env_options=_env_options(args),
                 log=lambda s: print(f"quadsim train: {s}", file=sys.stderr))  # fmt: skip
     if not args.quiet:
         print(
