@@ -2,9 +2,10 @@
 
 Flies ``benchmarks/recover/throw_wind.toml`` (1,000 Crazyflies thrown at seed 001's wall as
 Recover-v0 throws them, mass +/-10 % per drone, moderate Dryden turbulence; the policy
-``runs/train_recover/policy.npz`` unless ``--policy``) and reads its ``summary.json``: a throw is
-**recovered** when the drone did not crash (floor or wall) and stayed within 0.1 m of the
-target over the last second (``tracking_max_m`` from ``output.settle = 4 s``). Target: >= 85 %.
+``runs/train_recover_wind/policy.npz``, trained in wind, unless ``--policy``) and reads its
+``summary.json``: a throw is **recovered** when the drone did not crash (floor or wall) and
+stayed within 0.1 m of the target over the last second (``tracking_max_m`` from
+``output.settle = 4 s``). Target: >= 85 %.
 
 ``python benchmarks/recover_fly.py [--policy FILE] [--turbulence none|light|moderate|severe]
 [--out DIR]``; results in docs/rl.md.
@@ -43,7 +44,8 @@ def recovery(summary: dict) -> dict:
 def main() -> int:
     """Fly the scenario and print the recovery rate; returns the exit status."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--policy", default=str(ROOT / "runs" / "train_recover" / "policy.npz"))
+    ap.add_argument("--policy",
+                    default=str(ROOT / "runs" / "train_recover_wind" / "policy.npz"))
     ap.add_argument("--turbulence", default="moderate")
     ap.add_argument("--out", default=None, help="fly's output (default: a temporary folder)")
     args = ap.parse_args()
@@ -53,7 +55,8 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
-        text = SCENARIO.read_text().replace('"runs/train_recover/policy.npz"', f'"{policy}"')
+        text = SCENARIO.read_text().replace('"runs/train_recover_wind/policy.npz"',
+                                            f'"{policy}"')
         text = text.replace('turbulence = "moderate"', f'turbulence = "{args.turbulence}"')
         (tmp / "throw.toml").write_text(text)
         out = Path(args.out) if args.out else tmp / "out"

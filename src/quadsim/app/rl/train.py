@@ -206,12 +206,20 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
     out_dir.mkdir(parents=True, exist_ok=True)
     config = {"env_id": env_id, "algo": algo, "seed": seed, "num_envs": num_envs,
               "action_level": action_level, "episode_steps": episode_steps,
-              "env_options": env_options}  # fmt: skip
+              "env_options": env_options,
+              "obs_dim": int(venv.single_observation_space.shape[0])}  # fmt: skip
     state_path, ckpt = out_dir / "state.json", out_dir / "checkpoint.zip"
     state = {"steps": 0, "wall_s": 0.0, "episodes": 0, **config}
     if state_path.exists() and ckpt.exists():
         old = json.loads(state_path.read_text())
         old.setdefault("env_options", {})  # a run from before the option
+        if "obs_dim" not in old:  # a run from before the observation options: its policy's
+            from .policy import load_policy
+
+            try:
+                old["obs_dim"] = load_policy(out_dir / "policy.npz").obs_dim
+            except ValueError:
+                old["obs_dim"] = None
         if {k: old.get(k) for k in config} != config:
             raise ValueError(
                 f"{out_dir} holds another training run ({old.get('env_id')}, "
@@ -312,7 +320,7 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
             atomic_write(state_path, lambda p: p.write_text(json.dumps(state, indent=2) + "\n"))
             state["success_rate"] = rate
             if bar is not None:
-                bar.update(per_iter if total else dt)
+                bar.update(per_iter if total else min(dt, max(bar.total - bar.n, 0.0)))
                 bar.set_postfix(success=f"{rate:.2f}")
     finally:
         for s, h in old_h.items():
