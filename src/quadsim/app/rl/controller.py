@@ -16,9 +16,9 @@ estimate ``Ω̂_k``: the environments' observer (:mod:`quadsim.envs.observer`, t
 functions) run on the commands ``Ω_{k-1}`` over the controller's period in steps of the
 training environment's physics step (``physics_dt`` of the policy file); policies trained with
 ``observe_integral`` observe the position-error integral, which the controller integrates at
-its own period (the same function). It is written over the
-array API, so the compiled closed loop traces it (the MLP becomes a few thousand multiply-adds
-in C). The state the controller keeps is :class:`PolicyState`.
+its own period (the same function). It is written over the array API, so the compiled closed
+loop traces it (the MLP becomes a few thousand multiply-adds in C). The state the controller
+keeps is :class:`PolicyState`.
 """
 
 from __future__ import annotations
