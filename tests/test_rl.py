@@ -96,6 +96,9 @@ def _bad_policy(tmp_path: Path, kind: str) -> Path:
     elif kind == "shape":  # Hover's 22 inputs on Track-v0 (34)
         save_policy(p, [(rng.normal(size=(8, 22)), np.zeros(8)), (rng.normal(size=(4, 8)),
                     np.zeros(4))], {"env_id": "quadsim/Track-v0"})
+    elif kind == "meta":  # an observation option that is not a boolean
+        save_policy(p, [(rng.normal(size=(4, 22)), np.zeros(4))],
+                    {"env_id": "quadsim/Hover-v0", "observe_integral": "yes"})  # fmt: skip
     elif kind == "chain":
         np.savez(p, meta=np.array("{}"), W0=np.zeros((8, 22)), b0=np.zeros(8),
                  W1=np.zeros((4, 9)), b1=np.zeros(4))
@@ -113,6 +116,7 @@ def _bad_policy(tmp_path: Path, kind: str) -> Path:
         (["eval", "{shape}"], "the policy maps 22 observations to 4 actions; the environment "
                               "has 34"),
         (["eval", "{chain}"], "layer 1 takes 9 inputs"),
+        (["eval", "{meta}"], "meta observe_integral must be true or false; got 'yes'"),
     ],
 )  # fmt: skip
 def test_bad_input_exits_2_with_one_line(tmp_path, args, msg):
