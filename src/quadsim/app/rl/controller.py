@@ -99,6 +99,11 @@ def policy_gains(path: str, drone: Any, dt: float) -> PolicyGains:
                        str(path), observer, steps, integral)
 
 
+def _rpm(action: Any, gains: PolicyGains) -> Any:
+    """The ``rotor_speeds`` action level's map to rotor speeds [RPM]."""
+    return gains.rpm_min + 0.5 * (action + 1.0) * (gains.rpm_max - gains.rpm_min)
+
+
 def policy_control(state: Any, ref: Any, gains: PolicyGains,
                    cstate: PolicyState) -> tuple[Any, PolicyState]:  # fmt: skip
     """``(rotor speeds [RPM] (..., N), new state)`` of the policy (module docstring)."""
@@ -110,8 +115,7 @@ def policy_control(state: Any, ref: Any, gains: PolicyGains,
     if gains.observer is not None:
         from ..envs.observer import advance, normalized
 
-        lo, hi = gains.rpm_min, gains.rpm_max
-        sent = lo + 0.5 * (cstate.action + 1.0) * (hi - lo)
+        sent = _rpm(cstate.action, gains)
         moved = est
         for _ in range(gains.observer_steps):
             moved = advance(moved, sent, gains.observer)
@@ -132,7 +136,7 @@ def policy_control(state: Any, ref: Any, gains: PolicyGains,
         if j < last:
             h = xp.tanh(h)
     a = xp.clip(h, -1.0, 1.0)
-    rpm = gains.rpm_min + 0.5 * (a + 1.0) * (gains.rpm_max - gains.rpm_min)
+    rpm = _rpm(a, gains)
     keep = cstate.integral if integral is None else integral
     return rpm, PolicyState(a, est, cstate.started * 0.0 + 1.0, keep)
 
