@@ -21,7 +21,7 @@ LAYERS = {
     "physics": ("_array", "_toml", "bind", "commands", "envelope", "integrators", "models",
                 "noise", "params", "power", "presets", "rotation", "rotors", "sensors", "systems",
                 "wind", "world"),
-    "engines": ("native", "native_schedule", "pwm", "sim", "sim_native"),
+    "engines": ("native", "native_schedule", "pwm", "signals", "sim", "sim_native"),
     "loop": ("brain", "closed_loop", "closed_loop_jax", "control", "estimation", "flight",
              "initial", "trajectories"),
     "app": ("bench", "bench_closed_loop", "bench_peers", "cli", "envs", "io", "plotting",

@@ -329,13 +329,19 @@ def _backend(name: str, dtype: str) -> tuple[Any, Any]:
 
         return xnp, getattr(xnp, dtype)
     if name == "jax":
-        import jax
+        from .signals import interrupt_after
+
+        with interrupt_after():  # Ctrl-C inside jaxlib's module initialisation can crash Python
+            import jax
 
         if dtype == "float64":
             jax.config.update("jax_enable_x64", True)  # asked for explicitly: float64 on JAX
         return jax.numpy, getattr(jax.numpy, dtype)
     if name == "torch":
-        import array_api_compat.torch as xt
+        from .signals import interrupt_after
+
+        with interrupt_after():  # as jax: a C extension's initialisation is not to be cut
+            import array_api_compat.torch as xt
 
         return xt, getattr(xt, dtype)
     if name == "native":

@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from ..engines.signals import interrupt_after
+
 __all__ = ["ScanLoop", "fly_scan"]
 
 
@@ -252,7 +254,7 @@ def fly_scan(
                 idx = np.r_[idx, total]
             chunk = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
             chunk = _log_order(chunk, (k_sim0 + idx) * dt)
-            with flight._interrupt_after():  # the chunk reaches the writer and the log
+            with interrupt_after():  # the chunk reaches the writer and the log
                 k += n_chunk
                 flight._hand_over(chunk, on_chunk, keep_log, chunks)
             if progress is not None:

@@ -55,13 +55,13 @@ from __future__ import annotations
 import contextlib
 import math
 import signal
-import threading
 import time
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..engines.signals import STOP_SIGNALS, interrupt_after
 from ..physics._array import to_numpy
 from .brain import (
     COMMANDS,
@@ -137,10 +137,6 @@ class Interrupted(KeyboardInterrupt):
         self.signum = int(signum)
 
 
-STOP_SIGNALS = tuple(
-    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
-)
-"""The signals that stop a flight and keep what it computed (exit code 128 + signal)."""
 
 
 def raise_on_signals() -> None:
@@ -565,7 +561,7 @@ def _fly_compiled(
             logged = [samples(p, slice(None)) for p in parts]
             chunk = {key: np.concatenate([s[key] for s in logged]) if key != "time"
                      else (k_sim0 + np.asarray(sample_k)) * dt for key in logged[0]}  # fmt: skip
-            with _interrupt_after():  # the chunk reaches the writer and the log, or neither
+            with interrupt_after():  # the chunk reaches the writer and the log, or neither
                 k += n_chunk
                 _hand_over(chunk, on_chunk, keep_log, chunks)
             if progress is not None:
@@ -976,7 +972,7 @@ def _python_loop(sim, trajectory, control, gains, allocator, sens, command, ctrl
                     record(out, rpm, state, sim.time)
                 chunk = {key: np.stack(v) for key, v in rows.items()}
                 rows = {}
-                with _interrupt_after():  # the chunk reaches the writer and the log, or neither
+                with interrupt_after():  # the chunk reaches the writer and the log, or neither
                     k += n_chunk
                     _hand_over(chunk, on_chunk, keep_log, chunks)
                 if progress is not None:
@@ -992,8 +988,9 @@ def _hand_over(chunk: dict, on_chunk: Callable[[dict], None] | None, keep_log: b
               chunks: list[dict]) -> None:  # fmt: skip
     """Give a completed, non-empty chunk to ``on_chunk`` and to the kept log ``chunks``.
 
-    Every loop calls it inside :func:`_interrupt_after`, right after counting the chunk's steps,
-    so a signal finds the chunk in the writer and the log, or in neither.
+    Every loop calls it inside :func:`~quadsim.engines.signals.interrupt_after`, right after
+    counting the chunk's steps, so a signal finds the chunk in the writer and the log, or in
+    neither.
     """
     if not chunk:
         return
@@ -1001,27 +998,6 @@ def _hand_over(chunk: dict, on_chunk: Callable[[dict], None] | None, keep_log: b
         on_chunk(chunk)
     if keep_log:
         chunks.append(chunk)
-
-
-@contextlib.contextmanager
-def _interrupt_after() -> Any:
-    """Hold SIGINT, SIGTERM and SIGHUP arriving inside the block until the block is done.
-
-    A held signal is raised again afterwards, to whatever handler was installed before.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, frame: caught.append(signum))
-                for s in STOP_SIGNALS}  # fmt: skip
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-    if caught:
-        signal.raise_signal(caught[0])
 
 
 def log_record(out: dict, state: Any, t: float, rpm: Any, status: Any, n: int) -> dict:

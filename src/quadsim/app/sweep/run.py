@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from ...loop.flight import _interrupt_after
+from ...engines.signals import interrupt_after
 from ..io.files import atomic_write
 from .spec import Sweep, load_sweep, make_runs
 from .tasks import METRICS, plan, prepare, write_rows
@@ -135,7 +135,7 @@ def _run(
     failed_tasks: list[str] = []
 
     def done(task: dict, result: dict) -> None:
-        with _interrupt_after():  # a signal waits until the task's file is whole
+        with interrupt_after():  # a signal waits until the task's file is whole
             write_rows(result["table"], Path(task["out"]))
         if result.get("error"):
             failed_tasks.append(task["name"])
