@@ -77,8 +77,9 @@ def evaluate(policy: Any, env_id: str, episodes: int = 1000, seed: int = 0,
         raise ValueError(f"--episodes must be a positive integer; got {episodes!r}")
     level = action_level or policy.meta.get("action_level", "rotor_speeds")
     # each env flies one episode; what a finished env does afterwards is not looked at
-    opts = {k: bool(policy.meta[k]) for k in ("observe_rotors", "observe_integral")
-            if k in policy.meta}  # the observation it was trained on  # fmt: skip
+    from .policy import observation_options
+
+    opts = observation_options(policy.meta)  # the observation it was trained on
     env = make_vector_env(env_id, episodes, autoreset="NextStep", action_level=level, **opts,
                           **(env_options or {}))  # fmt: skip
     policy.check(

@@ -37,7 +37,7 @@ def make_solver(params: Any) -> Any:
     """``solve(x0, X_guess, U_guess) -> (status, lowest_height, commands)``."""
     import casadi as cs
 
-    from quadsim.physics.models.first_principles import symbolic_dynamics
+    from ...physics.models.first_principles import symbolic_dynamics
 
     keys = ("mass", "L", "prop_inertia", "gravity_vec", "J", "J_inv", "rpm2thrust", "rpm2torque",
             "mixing_matrix", "rotor_dyn_coef", "drag_matrix", "drag_coef", "rot_drag_coef")
@@ -84,7 +84,7 @@ def make_solver(params: Any) -> Any:
 
 def replay(params: Any, x0: np.ndarray, commands: np.ndarray) -> float:
     """The lowest height [m] of the simulator flying ``commands`` ``(4, KNOTS)`` from ``x0``."""
-    from quadsim.engines.sim import Simulator
+    from ...engines.sim import Simulator
 
     sim = Simulator(params, n=1, dt=0.002, backend="numpy", world=None)
     sim.reset(pos=x0[None, :3], attitude=x0[None, 3:7], vel=x0[None, 7:10],
@@ -101,11 +101,11 @@ def replay(params: Any, x0: np.ndarray, commands: np.ndarray) -> float:
 def fly_policy(path: str, throws: int) -> tuple:
     """The policy's flights on the nominal drone: states every control step (first 1.2 s),
     commands, and the crashed, terminated and succeeded masks."""  # noqa: D205, D209
-    from quadsim.app.rl.evaluate import SUCCESS_RADIUS, make_vector_env
-    from quadsim.app.rl.policy import load_policy
+    from .evaluate import SUCCESS_RADIUS, make_vector_env
+    from .policy import load_policy, observation_options
 
     pol = load_policy(path)
-    opts = {k: pol.meta[k] for k in ("observe_rotors", "observe_integral") if k in pol.meta}
+    opts = observation_options(pol.meta)
     env = make_vector_env("quadsim/Recover-v0", throws, autoreset="NextStep",
                           randomize_params={}, **opts)  # fmt: skip
     obs, _ = env.reset(seed=0)

@@ -30,7 +30,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MlpPolicy", "load_policy", "save_policy"]
+__all__ = ["OBSERVATION_OPTIONS", "MlpPolicy", "load_policy", "observation_options", "save_policy"]
+
+OBSERVATION_OPTIONS = ("observe_rotors", "observe_integral")
+"""The environment options that shape the observation, recorded in a policy file's ``meta``."""
 
 
 class MlpPolicy:
@@ -59,6 +62,12 @@ class MlpPolicy:
                 f"{self.act_dim} actions; the environment has {obs_dim} and "
                 f"{act_dim}"
             )
+
+
+def observation_options(meta: dict) -> dict:
+    """The environment options a policy was trained with that shape its observation (those its
+    ``meta`` records; absent ones keep the environment's defaults)."""  # noqa: D205, D209
+    return {k: bool(meta[k]) for k in OBSERVATION_OPTIONS if k in meta}
 
 
 def save_policy(path: str | os.PathLike[str], weights: list[tuple[Any, Any]], meta: dict) -> Path:
@@ -113,7 +122,7 @@ def load_policy(path: str | os.PathLike[str]) -> MlpPolicy:
         raise ValueError(f"{p}: not a policy file: no layers W0, b0, ...")
     if not isinstance(meta, dict):
         raise ValueError(f"{p}: not a policy file: 'meta' is not a JSON object")
-    for key in ("observe_rotors", "observe_integral"):
+    for key in OBSERVATION_OPTIONS:
         if not isinstance(meta.get(key, False), bool):
             raise ValueError(f"{p}: meta {key} must be true or false; got {meta[key]!r}")
     h = meta.get("physics_dt", 0.002)
