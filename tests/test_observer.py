@@ -89,15 +89,16 @@ def test_the_estimate_follows_the_plants_rotor_speeds_from_the_commands_alone(le
 
 @pytest.mark.parametrize("level", ["rotor_speeds", "thrust_rates"])
 def test_the_compiled_step_equals_the_reference_path_with_the_observer(level):
-    """Latency on (the observer is fed the commands as sent), the error integral observed,
-    autoresets and crashes included: the same observations, estimates and integrals on both
-    paths."""
+    """Latency on (the observer is fed the commands as sent), the error integral and the body
+    frame observed, autoresets and crashes included: the same observations, estimates and
+    integrals on both paths."""
     from quadsim.native import available
 
     if not available():
         pytest.skip("native backend not available")
     kw = {"action_level": level, "dtype": "float64", "max_episode_steps": 60,
-          "disturbances": {"latency": (0.0, 0.008)}, "observe_integral": True}  # fmt: skip
+          "disturbances": {"latency": (0.0, 0.008)}, "observe_integral": True,
+          "observe_body": True}  # fmt: skip
     fast = RecoverVectorEnv(12, backend="native", **kw)
     ref = RecoverVectorEnv(12, backend="numpy", **kw)
     assert fast.core.compiled is not None and ref.core.compiled is None
@@ -144,12 +145,43 @@ def test_the_integral_sums_the_errors_near_the_target_and_stops_at_its_limit():
     assert np.all(env.core.error_integral[:3] == 0.0) and np.any(env.core.error_integral[3:])
 
 
-def test_recover_observes_the_rotors_and_the_option_is_checked():
+def test_recover_observes_the_rotors_and_the_body_frame_and_the_options_are_checked():
     env = RecoverVectorEnv(2)
-    assert env.core.observe_rotors and env.single_observation_space.shape == (26,)
+    assert env.core.observe_rotors and env.core.observe_body
+    assert env.single_observation_space.shape == (32,)
     assert HoverVectorEnv(2).single_observation_space.shape == (22,)
-    assert RecoverVectorEnv(2, observe_rotors=False).single_observation_space.shape == (22,)
+    assert RecoverVectorEnv(2, observe_rotors=False).single_observation_space.shape == (28,)
+    assert RecoverVectorEnv(2, observe_body=False).single_observation_space.shape == (26,)
+    with pytest.raises(ValueError, match="observe_body must be True or False"):
+        HoverVectorEnv(2, observe_body="yes")
     with pytest.raises(ValueError, match="observe_rotors must be True or False"):
         HoverVectorEnv(2, observe_rotors="yes")
     with pytest.raises(ValueError, match="observe_integral must be True or False"):
         HoverVectorEnv(2, observe_integral=1.5)
+
+
+def test_the_body_frame_part_is_the_state_seen_from_the_drone():
+    """Independent oracle (SciPy's rotations): the last six entries with ``observe_body`` are
+    ``R^T e_p`` and ``R^T v``; turning the whole flight about the vertical through the target
+    leaves them as they were while the world-frame entries turn."""
+    from scipy.spatial.transform import Rotation
+
+    from quadsim.app.envs.core import observation
+
+    rng = np.random.default_rng(4)
+    q = Rotation.random(16, random_state=5)
+    ref = np.array([1.0, 0.0, 2.5])
+    pos, vel = ref + rng.normal(0, 1, (16, 3)), rng.normal(0, 2, (16, 3))
+    w, act = rng.normal(0, 3, (16, 3)), rng.uniform(-1, 1, (16, 4))
+
+    def obs(rot, p, v):
+        return observation(p, rot.as_quat(), v, w, act, ref, np.zeros(3), body=True)[0]
+
+    o = obs(q, pos, vel)
+    assert o.shape == (16, 28)
+    np.testing.assert_allclose(o[:, 22:25], q.inv().apply(pos - ref), atol=1e-12)
+    np.testing.assert_allclose(o[:, 25:28], q.inv().apply(vel), atol=1e-12)
+    yaw = Rotation.from_euler("z", 1.1)
+    turned = obs(yaw * q, ref + yaw.apply(pos - ref), yaw.apply(vel))
+    np.testing.assert_allclose(turned[:, 22:], o[:, 22:], atol=1e-12)  # the body frame: same
+    assert np.abs(turned[:, :6] - o[:, :6]).max() > 0.5  # the world frame: turned

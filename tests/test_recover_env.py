@@ -59,3 +59,43 @@ def test_gymnasium_checks_the_single_env():
 
     check_env(gym.make("quadsim/Recover-v0").unwrapped, skip_render_check=True)
     assert math.isclose(TARGET[0], 1.0)
+
+
+def test_the_reward_weighs_the_tilt():
+    """Upside down at the target earns ``e^-w_R`` of upright (the attitude weight, REWARD), the
+    same place, speed and rates; Hover's default weight 0 leaves its reward as it was."""
+    from quadsim.app.envs.core import RewardWeights, Termination, outcome
+    from quadsim.app.envs.recover import REWARD
+
+    def reward(attitude_xyzw):
+        env = gym.make("quadsim/Recover-v0")
+        env.reset(seed=2, options={"state": {"pos": list(TARGET), "vel": [0.0] * 3,
+                                             "ang_vel": [0.0] * 3,
+                                             "attitude": attitude_xyzw}})  # fmt: skip
+        hover = env.unwrapped.core.level.action_of(np.full(4, env.unwrapped.sim.hover_rpm))
+        _, r, term, _, _ = env.step(hover.astype(np.float32))
+        assert not term
+        return r
+
+    up, down = reward([0.0, 0.0, 0.0, 1.0]), reward([1.0, 0.0, 0.0, 0.0])
+    assert REWARD.attitude > 0
+    # one 10-ms step upside down with hover thrust: 2 g down, 0.2 m/s (w_v 0.1: 2 % of reward)
+    assert down / up == pytest.approx(math.exp(-REWARD.attitude), rel=0.05)
+    z = np.zeros(3)
+    args = (z, z, z, np.zeros(4), np.zeros(4), False, False)
+    plain = RewardWeights()
+    for r_zz in (1.0, 0.0, -1.0):
+        r0 = outcome(*args, r_zz, plain, Termination(None, None))[0]
+        r1 = outcome(*args, r_zz, plain._replace(attitude=2.0), Termination(None, None))[0]
+        assert r0 == pytest.approx(1.0)  # weight 0: the tilt does not count
+        assert r1 == pytest.approx(math.exp(-2.0 * (1.0 - r_zz) / 2))
+
+
+@pytest.mark.parametrize("bad", [{"attitude": -1.0}, {"pos": math.nan}, {"crash_penalty": "10"},
+                                 {"vel": math.inf}])  # fmt: skip
+def test_reward_weights_are_checked(bad):
+    from quadsim.app.envs.core import RewardWeights
+
+    name = next(iter(bad))
+    with pytest.raises(ValueError, match=f"reward.{name} must be a finite number >= 0"):
+        gym.make("quadsim/Recover-v0", reward=RewardWeights(**bad))

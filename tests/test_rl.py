@@ -205,11 +205,12 @@ def test_recover_trains_with_its_own_episode_length(tmp_path):
 @pytest.mark.parametrize("integral", [False, True])
 def test_fly_runs_the_observers_of_the_env(tmp_path, integral):
     """A policy that observes the rotor-speed estimate (``observe_rotors``, as Recover-v0's do),
-    and the position-error integral (``observe_integral``), flies the same through ``quadsim
-    fly`` (its controller runs the observer on its own commands and integrates the error) as
-    through the environment: measured 1e-9 m apart over 0.4 s of random-weight flight in which
-    the rotors swing by up to 1,500-4,000 RPM; the extra inputs matter (without them the flight
-    differs by centimetres, millimetres for the young integral)."""
+    and the position-error integral (``observe_integral``) and the body-frame position error and
+    velocity (``observe_body``; with the integral), flies the same through ``quadsim fly`` (its
+    controller runs the observer on its own commands and integrates the error) as through the
+    environment: measured 1e-9 m apart over 0.4 s of random-weight flight in which the rotors
+    swing by up to 1,500-4,000 RPM; the extra inputs matter (without them the flight differs by
+    centimetres, millimetres for the young integral)."""
     from quadsim.app.envs import HoverEnv
     from quadsim.app.io import read_log
     from quadsim.app.rl.policy import load_policy, save_policy
@@ -220,11 +221,12 @@ def test_fly_runs_the_observers_of_the_env(tmp_path, integral):
     p = load_params("cf2x_L250")
     hover = 2 * (envelope(p).hover_rpm - p.rpm_min) / (p.rpm_max - p.rpm_min) - 1
     rng = np.random.default_rng(3)
-    d = 29 if integral else 26
+    d = 35 if integral else 26
     w = [(rng.normal(0, 0.15, (16, d)), np.zeros(16)),
          (rng.normal(0, 0.15, (4, 16)), np.full(4, hover))]  # fmt: skip
     meta = {"env_id": "quadsim/Hover-v0", "action_level": "rotor_speeds", "observe_rotors": True,
-            "observe_integral": integral, "physics_dt": 0.002}  # fmt: skip
+            "observe_integral": integral, "observe_body": integral,
+            "physics_dt": 0.002}  # fmt: skip
     path = save_policy(tmp_path / "pol.npz", w, meta)
     scen = tmp_path / "policy.toml"
     scen.write_text(SCENARIO.format(path=path).replace("duration = 5.0", "duration = 0.4")
@@ -238,7 +240,7 @@ def test_fly_runs_the_observers_of_the_env(tmp_path, integral):
 
     def env_flight(pol):
         env = HoverEnv(target=(0.0, 0.0, 1.0), max_episode_steps=600, observe_rotors=True,
-                       observe_integral=integral)  # fmt: skip
+                       observe_integral=integral, observe_body=integral)  # fmt: skip
         obs, _ = env.reset(seed=0, options={"state": start})
         pos, rpm = [], []
         for _ in range(40):
@@ -256,7 +258,10 @@ def test_fly_runs_the_observers_of_the_env(tmp_path, integral):
     assert np.abs(env_flight(blind)[0] - pos).max() > 1e-2
     if integral:
         blind = load_policy(path)
-        blind.weights[0][0][:, 26:] = 0.0  # the integral's
+        blind.weights[0][0][:, 26:29] = 0.0  # the integral's
+        assert np.abs(env_flight(blind)[0] - pos).max() > 1e-3
+        blind = load_policy(path)
+        blind.weights[0][0][:, 29:] = 0.0  # the body frame's
         assert np.abs(env_flight(blind)[0] - pos).max() > 1e-3
 
 
@@ -276,7 +281,8 @@ def test_train_in_wind_with_the_integral_and_evaluate_in_wind(tmp_path):
     want = {"disturbances": {"wind": 0.5, "turbulence": "moderate"}, "observe_integral": True}
     assert state["env_options"] == want
     meta = load_policy(out / "policy.npz").meta
-    assert meta["observe_integral"] and meta["observe_rotors"] and meta["obs_dim"] == 29
+    assert meta["observe_integral"] and meta["observe_rotors"] and meta["observe_body"]
+    assert meta["obs_dim"] == 35
     assert meta["trained_with"] == want
     js = tmp_path / "eval.json"
     r = _cli("eval", str(out / "policy.npz"), "--episodes", "8", "--json", str(js),

@@ -215,7 +215,8 @@ class CompiledStep:
             rotors = None if est is None else normalized(est, observer)
             return observation(symbolic(x[sl["pos"]], dtype), symbolic(x[sl["quat"]], dtype),
                                symbolic(x[sl["vel"]], dtype), symbolic(x[sl["ang_vel"]], dtype),
-                               action, ref_pos, ref_vel, ahead, rotors, integral)  # fmt: skip
+                               action, ref_pos, ref_vel, ahead, rotors, integral,
+                               core.observe_body)  # fmt: skip
 
         # the observation of the current state (after resets): only the obs rows change
         est0 = sym("rotor_est") if observer else None

@@ -10,9 +10,12 @@ error ``e_v = v - v_ref(t)`` [m/s] (hover: ``v_ref = 0``), body rates ``ω`` [ra
   ``ω`` (3, body), ``a_{t-1}`` (k, the action just applied; zeros after a reset), with
   ``observe_rotors`` the rotor-speed estimate ``Ω̂`` (N, normalised like the rotor_speeds action;
   :mod:`quadsim.envs.observer`: the nominal motor model run on the commands sent), with
-  ``observe_integral`` the position-error integral ``I / I_max`` (3, same module); tracking adds
+  ``observe_integral`` the position-error integral ``I / I_max`` (3, same module), with
+  ``observe_body`` the position error and the velocity in the body frame ``R^T e_p``, ``R^T v``
+  (3 + 3: what the rotors can act on, the same for every heading); tracking adds
   ``v_ref(t)`` (3) and ``p - p_ref(t + τ_j)`` (3 per look-ahead time ``τ_j``);
-* reward ``r = exp(-(w_p ‖e_p‖ + w_v ‖e_v‖ + w_ω ‖ω‖ + w_a ‖a_t - a_{t-1}‖))`` ∈ (0, 1],
+* reward ``r = exp(-(w_p ‖e_p‖ + w_v ‖e_v‖ + w_ω ‖ω‖ + w_a ‖a_t - a_{t-1}‖
+  + w_R (1 - R_zz) / 2))`` ∈ (0, 1] (``(1 - R_zz) / 2`` is 0 upright, 1 upside down),
   minus ``crash_penalty`` on the step that terminates;
 * termination: crash (the world's ground impact, boxes or bounds), a simulator fault (diverged
   state), ``‖e_p‖ > max_pos_error`` or tilt ``arccos(R_zz) > max_tilt``;
@@ -35,7 +38,7 @@ import numpy as np
 
 from ...loop.initial import Spread, make_trajectory, sample_start
 from ...physics._array import namespace
-from ...physics.rotation import _kfrom_euler, to_matrix
+from ...physics.rotation import _kfrom_euler, rotate_inverse, to_matrix
 from ...physics.world import Ground, World
 from .actions import make_action_level
 from .observer import INTEGRAL_MAX
@@ -100,7 +103,9 @@ def _check_init(r: InitRanges) -> InitRanges:
 
 
 class RewardWeights(NamedTuple):
-    """Weights of the reward ``exp(-(w_p ‖e_p‖ + w_v ‖e_v‖ + w_ω ‖ω‖ + w_a ‖Δa‖))``.
+    """Weights of the reward (module docstring), all finite and >= 0.
+
+    ``r = exp(-(w_p ‖e_p‖ + w_v ‖e_v‖ + w_ω ‖ω‖ + w_a ‖Δa‖ + w_R (1 - R_zz) / 2))``.
 
     Attributes:
         pos: ``w_p`` [1/m].
@@ -108,6 +113,8 @@ class RewardWeights(NamedTuple):
         ang_vel: ``w_ω`` [s/rad].
         action_rate: ``w_a`` (per unit of normalised action change).
         crash_penalty: Subtracted on the step that terminates the episode.
+        attitude: ``w_R`` (on ``(1 - R_zz) / 2``: 0 upright, 1 upside down; default 0, Recover-v0
+            :data:`quadsim.envs.recover.REWARD`).
     """
 
     pos: float = 1.0
@@ -115,6 +122,16 @@ class RewardWeights(NamedTuple):
     ang_vel: float = 0.05
     action_rate: float = 0.05
     crash_penalty: float = 10.0
+    attitude: float = 0.0
+
+
+def _check_weights(w: RewardWeights) -> RewardWeights:
+    """``w`` if every weight is a finite number >= 0 (else ValueError naming it)."""
+    for name, v in w._asdict().items():
+        ok = isinstance(v, (int, float, np.floating, np.integer)) and not isinstance(v, bool)
+        if not (ok and math.isfinite(v) and v >= 0):
+            raise ValueError(f"reward.{name} must be a finite number >= 0; got {v!r}")
+    return w
 
 
 class Termination(NamedTuple):
@@ -217,7 +234,7 @@ def start_state(pos: Any, rpy: Any, vel: Any, ang_vel: Any, floor: float | None)
 
 def observation(
     pos: Any, quat: Any, vel: Any, ang_vel: Any, last_action: Any, ref_pos: Any, ref_vel: Any,
-    ahead: Any = None, rotors: Any = None, integral: Any = None,
+    ahead: Any = None, rotors: Any = None, integral: Any = None, body: bool = False,
 ) -> tuple[Any, Any, Any, Any]:  # fmt: skip
     """The observation and the errors behind the reward (pure, array API, batch shape ``...``).
 
@@ -238,6 +255,7 @@ def observation(
             (:func:`quadsim.envs.observer.normalized`), or ``None`` (not observed).
         integral: The position-error integral ``(..., 3)`` [m s]
             (:func:`quadsim.envs.observer.integrate_error`), or ``None`` (not observed).
+        body: Also observe ``R^T e_p`` and ``R^T v`` (the body frame).
 
     Returns:
         ``(obs, e_p, e_v, R_zz)``: observation ``(..., obs_dim)`` in the state's dtype (non-finite
@@ -252,6 +270,8 @@ def observation(
         parts.append(rotors)
     if integral is not None:
         parts.append(integral * (1.0 / INTEGRAL_MAX))
+    if body:
+        parts += [rotate_inverse(quat, e_p), rotate_inverse(quat, vel)]
     if ahead is not None:
         d = pos[..., None, :] - ahead
         parts += [ref_vel, xp.reshape(d, (*d.shape[:-2], d.shape[-2] * 3))]
@@ -299,6 +319,8 @@ def outcome(
     wt = weights
     cost = (wt.pos * dist + wt.vel * norm(e_v) + wt.ang_vel * norm(ang_vel)
             + wt.action_rate * norm(action - prev_action))  # fmt: skip
+    if wt.attitude:  # (left out at 0: nothing changes for the envs that do not use it)
+        cost = cost + wt.attitude * 0.5 * (1.0 - R_zz)
     reward = xp.exp(-cost) - wt.crash_penalty * terminated
     reward = xp.where(xp.abs(reward) < math.inf, reward, -wt.crash_penalty)
     return reward, terminated, out, tilted, dist
@@ -360,6 +382,7 @@ class QuadCore:
         observe_rotors: Observe the rotor-speed estimate of :mod:`quadsim.envs.observer`
             (module docstring).
         observe_integral: Observe the position-error integral of :mod:`quadsim.envs.observer`.
+        observe_body: Also observe the position error and the velocity in the body frame.
     """
 
     def __init__(
@@ -370,7 +393,7 @@ class QuadCore:
         reward: RewardWeights | None = None, max_episode_steps: int | None = None,
         warn_fallback: bool = False, action_options: dict | None = None,
         compiled: bool | None = None, disturbances: Any = None, observe_rotors: bool = False,
-        observe_integral: bool = False,
+        observe_integral: bool = False, observe_body: bool = False,
     ) -> None:  # fmt: skip
         from ...physics.params import Params, load_params
 
@@ -386,7 +409,8 @@ class QuadCore:
             )
         if compiled not in (None, True, False):
             raise ValueError(f"compiled must be None, True or False; got {compiled!r}")
-        for name, v in (("observe_rotors", observe_rotors), ("observe_integral", observe_integral)):
+        for name, v in (("observe_rotors", observe_rotors), ("observe_integral", observe_integral),
+                        ("observe_body", observe_body)):  # fmt: skip
             if v not in (True, False):
                 raise ValueError(f"{name} must be True or False; got {v!r}")
         self.n, self.task = n, task
@@ -404,7 +428,8 @@ class QuadCore:
             else Spread("ball", r.ang_vel_norm),
         }  # fmt: skip
         self.termination = Termination() if termination is None else Termination(*termination)
-        self.weights = RewardWeights() if reward is None else RewardWeights(*reward)
+        weights = RewardWeights() if reward is None else RewardWeights(*reward)
+        self.weights = _check_weights(weights)
         self.max_episode_steps = max_episode_steps
         self.level = make_action_level(action_level, self.params, n, self.dt,
                                        **(action_options or {}))  # fmt: skip
@@ -420,8 +445,9 @@ class QuadCore:
         self.observer = make_observer(self.params, self.dt, envelope(self.params).hover_rpm)
         self.n_rotors = int(self.params.mixing_matrix.shape[1])
         self.observe_integral = bool(observe_integral)
+        self.observe_body = bool(observe_body)
         self.obs_dim = (18 + self.act_dim + (self.n_rotors if self.observe_rotors else 0)
-                        + (3 if self.observe_integral else 0)
+                        + (3 if self.observe_integral else 0) + (6 if self.observe_body else 0)
                         + (3 + 3 * len(task.future) if task.name == "track" else 0))  # fmt: skip
         self._rotor_est = np.full((n, self.n_rotors), self.observer.hover)
         self._err_int = np.zeros((n, 3))
@@ -625,7 +651,7 @@ class QuadCore:
             rotors = normalized(self._rotor_est, self.observer)
         integral = self._err_int if self.observe_integral else None
         obs, e_p, e_v, R_zz = observation(pos, quat, vel, w, self._last_action, ref_pos, ref_vel,
-                                          ahead, rotors, integral)  # fmt: skip
+                                          ahead, rotors, integral, self.observe_body)  # fmt: skip
         obs = obs.astype(np.float32)
         if not np.all(np.isfinite(obs)):  # beyond float32's range
             obs = np.nan_to_num(obs, nan=0.0, posinf=1e6, neginf=-1e6)

@@ -11,11 +11,14 @@ wall, both with ``crash_speed = 0``). Tilt does not terminate (it starts upside 
 3 m around the target does. Episodes last 500 control steps (5 s).
 
 Everything else is Hover's (observation, reward, action levels; docs/envs.md), except that the
-observation includes the rotor-speed estimate (``observe_rotors``, :mod:`quadsim.envs.observer`:
-the rotors lag the command by about 0.1 s, and recovering from a tumble depends on what they
-are doing). Domain
-randomisation for transfer (:data:`RANDOMIZE`, per environment and episode batch, relative
-half-widths): mass and inertia ±10 %, thrust curve ±5 %, rotor dynamics (the motor lag) ±10 %.
+reward also weighs the tilt (:data:`REWARD`: being upright is the first thing a thrown drone
+must get back) and the observation includes the rotor-speed estimate (``observe_rotors``,
+:mod:`quadsim.envs.observer`: the rotors lag the command by about 0.1 s, and recovering from a
+tumble depends on what they are doing) and the position error and velocity in the body frame
+(``observe_body``: the same for every heading, so that what is learnt at one yaw holds at all).
+Domain randomisation for transfer (:data:`RANDOMIZE`,
+per environment and episode batch, relative half-widths): mass and inertia ±10 %, thrust curve
+±5 %, rotor dynamics (the motor lag) ±10 %.
 Action latency, wind and sensor noise are options (``disturbances``,
 :mod:`quadsim.envs.disturbances`), off by default.
 """
@@ -26,11 +29,20 @@ import math
 from typing import Any
 
 from ...physics.world import Ground, World, wall
-from .core import InitRanges, Termination
+from .core import InitRanges, RewardWeights, Termination
 from .single import HoverEnv
 from .vector import HoverVectorEnv
 
-__all__ = ["INIT", "RANDOMIZE", "TARGET", "TERMINATION", "WORLD", "RecoverEnv", "RecoverVectorEnv"]
+__all__ = [
+    "INIT",
+    "RANDOMIZE",
+    "REWARD",
+    "TARGET",
+    "TERMINATION",
+    "WORLD",
+    "RecoverEnv",
+    "RecoverVectorEnv",
+]
 
 TARGET = (1.0, 0.0, 2.5)
 """The hover to reach [m]: 2 m from the wall, 2.5 m up (room to fall while turning over)."""
@@ -54,6 +66,11 @@ INIT = InitRanges(
 TERMINATION = Termination(max_pos_error=3.0, max_tilt=None)
 """Crashes and faults, and 3 m from the target; no tilt limit."""
 
+REWARD = RewardWeights(attitude=3.0)
+"""Hover's reward weights plus ``w_R = 3`` on ``(1 - R_zz) / 2`` (an upside-down drone earns
+``e^-3`` of an upright one at the same place): a shaping of the way back, measured: 87.4 % of the
+throws recovered instead of 84 % (docs/rl.md)."""
+
 RANDOMIZE = {"mass": 0.1, "J": 0.1, "rpm2thrust": 0.05, "rotor_dyn_coef": 0.1}
 """Domain randomisation (vector environment): relative half-widths per model parameter."""
 
@@ -62,7 +79,9 @@ def _defaults(kwargs: dict) -> dict:
     kwargs.setdefault("world", WORLD)
     kwargs.setdefault("init", INIT)
     kwargs.setdefault("termination", TERMINATION)
+    kwargs.setdefault("reward", REWARD)
     kwargs.setdefault("observe_rotors", True)
+    kwargs.setdefault("observe_body", True)
     return kwargs
 
 

@@ -41,6 +41,7 @@ class PolicyGains(NamedTuple):
             its step, or ``None`` (the policy does not observe rotor speeds).
         observer_steps: Observer steps per controller period.
         integral: Whether the policy observes the position-error integral.
+        body: Whether the policy observes the body-frame position error and velocity.
     """
 
     weights: tuple
@@ -51,6 +52,7 @@ class PolicyGains(NamedTuple):
     observer: Any = None
     observer_steps: int = 1
     integral: bool = False
+    body: bool = False
 
 
 class PolicyState(NamedTuple):
@@ -86,7 +88,9 @@ def policy_gains(path: str, drone: Any, dt: float) -> PolicyGains:
     n_rot = int(drone.mixing_matrix.shape[1])
     rotors = bool(pol.meta.get("observe_rotors", False))
     integral = bool(pol.meta.get("observe_integral", False))
-    pol.check(18 + n_rot + (n_rot if rotors else 0) + (3 if integral else 0), n_rot,
+    body = bool(pol.meta.get("observe_body", False))
+    pol.check(18 + n_rot + (n_rot if rotors else 0) + (3 if integral else 0) + (6 if body else 0),
+              n_rot,
               f"{path}: for {getattr(drone, 'name', 'this drone')}")  # fmt: skip
     observer, steps = None, 1
     if rotors:
@@ -96,7 +100,7 @@ def policy_gains(path: str, drone: Any, dt: float) -> PolicyGains:
         steps = max(1, round(float(dt) / float(pol.meta.get("physics_dt", 0.002))))
         observer = make_observer(drone, float(dt) / steps, envelope(drone).hover_rpm)
     return PolicyGains(tuple(pol.weights), float(drone.rpm_min), float(drone.rpm_max), float(dt),
-                       str(path), observer, steps, integral)
+                       str(path), observer, steps, integral, body)
 
 
 def _rpm(action: Any, gains: PolicyGains) -> Any:
@@ -128,7 +132,7 @@ def policy_control(state: Any, ref: Any, gains: PolicyGains,
         moved = integrate_error(cstate.integral, state.pos - ref.pos, gains.dt)
         integral = xp.where(cstate.started[..., None] > 0.5, moved, cstate.integral)
     obs, _, _, _ = observation(state.pos, state.quat, state.vel, state.ang_vel, cstate.action,
-                               ref.pos, ref.vel, None, rotors, integral)  # fmt: skip
+                               ref.pos, ref.vel, None, rotors, integral, gains.body)  # fmt: skip
     h = obs
     last = len(gains.weights) - 1
     for j, (w, b) in enumerate(gains.weights):

@@ -9,9 +9,10 @@ policy's mean):
     a = \mathrm{clip}(W_{L-1} h_{L-1} + b_{L-1}, -1, 1)
 
 with the arrays ``W0, b0, ..., W{L-1}, b{L-1}`` (``W_j`` shape ``(out, in)``) and the metadata
-``env_id``, ``action_level``, ``obs_dim``, ``act_dim``, ``observe_rotors`` and
-``observe_integral`` (the observation holds the rotor-speed estimate, the position-error
-integral, :mod:`quadsim.envs.observer`; absent: no) and ``physics_dt``
+``env_id``, ``action_level``, ``obs_dim``, ``act_dim``, ``observe_rotors``,
+``observe_integral`` and ``observe_body`` (the observation holds the rotor-speed estimate, the
+position-error integral, :mod:`quadsim.envs.observer`, the body-frame position error and
+velocity, :func:`quadsim.envs.core.observation`; absent: no) and ``physics_dt``
 (the environment's physics step [s], the observer's step) (JSON in ``meta``). ``o`` is the
 environment's observation (docs/envs.md), ``a`` its normalised action.
 
@@ -32,7 +33,7 @@ import numpy as np
 
 __all__ = ["OBSERVATION_OPTIONS", "MlpPolicy", "load_policy", "observation_options", "save_policy"]
 
-OBSERVATION_OPTIONS = ("observe_rotors", "observe_integral")
+OBSERVATION_OPTIONS = ("observe_rotors", "observe_integral", "observe_body")
 """The environment options that shape the observation, recorded in a policy file's ``meta``."""
 
 
@@ -65,9 +66,9 @@ class MlpPolicy:
 
 
 def observation_options(meta: dict) -> dict:
-    """The environment options a policy was trained with that shape its observation (those its
-    ``meta`` records; absent ones keep the environment's defaults)."""  # noqa: D205, D209
-    return {k: bool(meta[k]) for k in OBSERVATION_OPTIONS if k in meta}
+    """The environment options a policy was trained with that shape its observation (an option
+    its ``meta`` does not record is off: the file predates it)."""  # noqa: D205, D209
+    return {k: bool(meta.get(k, False)) for k in OBSERVATION_OPTIONS}
 
 
 def save_policy(path: str | os.PathLike[str], weights: list[tuple[Any, Any]], meta: dict) -> Path:

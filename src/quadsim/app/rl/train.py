@@ -230,6 +230,8 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
     import torch
     from stable_baselines3 import PPO
 
+    from .policy import OBSERVATION_OPTIONS
+
     torch.set_num_threads(1)
     env = make_sb3_env(venv, seed)
     n_steps = 64
@@ -261,8 +263,7 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
         "act_dim": int(venv.single_action_space.shape[0]),
         "algo": algo,
         "seed": seed,
-        "observe_rotors": bool(venv.core.observe_rotors),
-        "observe_integral": bool(venv.core.observe_integral),
+        **{k: bool(getattr(venv.core, k)) for k in OBSERVATION_OPTIONS},
         "physics_dt": float(venv.core.dt),
         "trained_with": env_options,
     }
