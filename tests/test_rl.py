@@ -292,3 +292,15 @@ def test_train_in_wind_with_the_integral_and_evaluate_in_wind(tmp_path):
     assert res["disturbances"] == {"wind": 0.0, "turbulence": "light"} and res["episodes"] == 8
     r = _cli(*args[:-6], "--quiet")  # the same directory without the options
     assert r.returncode == 2 and "holds another training run" in r.stderr
+
+
+def test_recover_trains_on_its_own_batch_size_unless_told(tmp_path):
+    """``--envs`` left out: Recover-v0 trains on 512 environments (``train.NUM_ENVS``), Hover on
+    256; given, it is used (recorded in ``state.json``, so that a resume keeps it)."""
+    from quadsim.app.rl.train import NUM_ENVS, train
+
+    assert NUM_ENVS["quadsim/Recover-v0"] == 512
+    res = train("quadsim/Recover-v0", tmp_path / "r", steps=1, progress=False)
+    assert res["num_envs"] == 512 and res["steps"] == 512 * 64
+    res = train("quadsim/Hover-v0", tmp_path / "h", steps=1, num_envs=8, progress=False)
+    assert res["num_envs"] == 8

@@ -127,8 +127,8 @@ def _parser() -> argparse.ArgumentParser:
     budget.add_argument("--steps", type=_workers, metavar="N", help="environment steps")
     tr.add_argument("--seed", type=int, default=0, metavar="K", help="seed (default 0)")
     tr.add_argument("--out", metavar="DIR", help="output directory (default runs/train_<env>)")
-    tr.add_argument("--envs", type=_workers, default=256, metavar="M",
-                    help="environments in the batch (default 256)")
+    tr.add_argument("--envs", type=_workers, default=None, metavar="M",
+                    help="environments in the batch (default: the env's, Hover 256, Recover 512)")
     tr.add_argument("--action-level", default="rotor_speeds", metavar="LEVEL",
                     help="rotor_speeds (default), thrust_rates, thrust_attitude, pwm")
     tr.add_argument("--episode-steps", type=_workers, default=None, metavar="K",
