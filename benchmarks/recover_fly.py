@@ -8,7 +8,8 @@ stayed within 0.1 m of the target over the last second (``tracking_max_m`` from
 ``output.settle = 4 s``). Target: >= 85 %.
 
 ``python benchmarks/recover_fly.py [--policy FILE] [--turbulence none|light|moderate|severe]
-[--out DIR]``; results in docs/rl.md.
+[--seed K] [--out DIR]``: ``--seed`` draws other throws, masses and gusts (default 0, the
+scenario's); results in docs/rl.md.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ def main() -> int:
     ap.add_argument("--policy",
                     default=str(ROOT / "runs" / "train_recover_wind" / "policy.npz"))
     ap.add_argument("--turbulence", default="moderate")
+    ap.add_argument("--seed", type=int, default=0, help="the scenario's seed (default 0)")
     ap.add_argument("--out", default=None, help="fly's output (default: a temporary folder)")
     args = ap.parse_args()
     policy = Path(args.policy).resolve()
@@ -58,6 +60,10 @@ def main() -> int:
         text = SCENARIO.read_text().replace('"runs/train_recover_wind/policy.npz"',
                                             f'"{policy}"')
         text = text.replace('turbulence = "moderate"', f'turbulence = "{args.turbulence}"')
+        if "\nseed = 0\n" not in text:
+            print(f"recover_fly: no 'seed = 0' line in {SCENARIO}", file=sys.stderr)
+            return 2
+        text = text.replace("\nseed = 0\n", f"\nseed = {args.seed}\n")
         (tmp / "throw.toml").write_text(text)
         out = Path(args.out) if args.out else tmp / "out"
         cmd = [sys.executable, "-m", "quadsim.cli", "fly", str(tmp / "throw.toml"), "--out",
@@ -68,7 +74,8 @@ def main() -> int:
             return r.returncode
         res = recovery(json.loads((out / "summary.json").read_text()))
     print(
-        f"{res['throws']} throws, {args.turbulence} turbulence, mass +/-10 %: recovered "
+        f"{res['throws']} throws (seed {args.seed}), {args.turbulence} turbulence, mass +/-10 %: "
+        f"recovered "
         f"{100 * res['recovered']:.1f} %, crashed {100 * res['crashed']:.1f} %, flying but more "
         f"than 0.1 m off in the last second {100 * res['flying_but_off']:.1f} % (median "
         f"{res['late_error_median_m']:.3f} m)"
