@@ -52,6 +52,7 @@ __all__ = [
     "Termination",
     "TrackTask",
     "observation",
+    "observation_size",
     "outcome",
     "resolve_backend",
     "start_state",
@@ -230,6 +231,14 @@ def start_state(pos: Any, rpy: Any, vel: Any, ang_vel: Any, floor: float | None)
         z = xp.maximum(pos[..., 2], floor)
         pos = xp.stack([pos[..., 0], pos[..., 1], z], axis=-1)
     return pos, quat, vel, ang_vel
+
+
+def observation_size(act_dim: int, n_rotors: int, rotors: bool = False, integral: bool = False,
+                     body: bool = False, look_ahead: int | None = None) -> int:  # fmt: skip
+    """The length of :func:`observation`'s vector: ``act_dim`` actions, ``n_rotors`` rotors,
+    the options observed, and tracking's ``look_ahead`` points (``None``: hover)."""  # noqa: D205, D209
+    return (18 + act_dim + (n_rotors if rotors else 0) + (3 if integral else 0)
+            + (6 if body else 0) + (0 if look_ahead is None else 3 + 3 * look_ahead))  # fmt: skip
 
 
 def observation(
@@ -446,9 +455,10 @@ class QuadCore:
         self.n_rotors = int(self.params.mixing_matrix.shape[1])
         self.observe_integral = bool(observe_integral)
         self.observe_body = bool(observe_body)
-        self.obs_dim = (18 + self.act_dim + (self.n_rotors if self.observe_rotors else 0)
-                        + (3 if self.observe_integral else 0) + (6 if self.observe_body else 0)
-                        + (3 + 3 * len(task.future) if task.name == "track" else 0))  # fmt: skip
+        self.obs_dim = observation_size(
+            self.act_dim, self.n_rotors, self.observe_rotors, self.observe_integral,
+            self.observe_body, len(task.future) if task.name == "track" else None,
+        )
         self._rotor_est = np.full((n, self.n_rotors), self.observer.hover)
         self._err_int = np.zeros((n, 3))
         self._want_compiled = compiled

@@ -77,8 +77,9 @@ def policy_gains(path: str, drone: Any, dt: float) -> PolicyGains:
     Raises:
         ValueError: The file's problems (:func:`~quadsim.rl.policy.load_policy`), an action
             level other than ``rotor_speeds``, or sizes that do not fit the drone's hover
-            observation (``18 + rotors`` inputs, ``rotors`` outputs).
+            observation (:func:`~quadsim.envs.core.observation_size` inputs, ``rotors`` outputs).
     """
+    from ..envs.core import observation_size
     from .policy import load_policy
 
     pol = load_policy(path)
@@ -89,8 +90,7 @@ def policy_gains(path: str, drone: Any, dt: float) -> PolicyGains:
     rotors = bool(pol.meta.get("observe_rotors", False))
     integral = bool(pol.meta.get("observe_integral", False))
     body = bool(pol.meta.get("observe_body", False))
-    pol.check(18 + n_rot + (n_rot if rotors else 0) + (3 if integral else 0) + (6 if body else 0),
-              n_rot,
+    pol.check(observation_size(n_rot, n_rot, rotors, integral, body), n_rot,
               f"{path}: for {getattr(drone, 'name', 'this drone')}")  # fmt: skip
     observer, steps = None, 1
     if rotors:
