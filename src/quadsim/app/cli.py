@@ -128,12 +128,14 @@ def _parser() -> argparse.ArgumentParser:
     tr.add_argument("--seed", type=int, default=0, metavar="K", help="seed (default 0)")
     tr.add_argument("--out", metavar="DIR", help="output directory (default runs/train_<env>)")
     tr.add_argument("--envs", type=_workers, default=None, metavar="M",
-                    help="environments in the batch (default: the env's, Hover 256, Recover 512)")
+                    help="environments in the batch (default: the env's, Hover 256, Recover 1024)")
     tr.add_argument("--action-level", default="rotor_speeds", metavar="LEVEL",
                     help="rotor_speeds (default), thrust_rates, thrust_attitude, pwm")
     tr.add_argument("--episode-steps", type=_workers, default=None, metavar="K",
                     help="control steps per training episode (default: the env's, Hover 200 = "
                     "2 s, Recover 300 = 3 s)")
+    tr.add_argument("--threads", type=_workers, default=None, metavar="N",
+                    help="PyTorch threads (default 2, at most the cores)")
     _wind_args(tr, "train in")
     tr.add_argument("--observe-integral", action="store_true",
                     help="the observation holds the position-error integral (docs/envs.md)")
