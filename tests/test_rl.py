@@ -137,6 +137,7 @@ def _bad_policy(tmp_path: Path, kind: str) -> Path:
                               "has 34"),
         (["eval", "{chain}"], "layer 1 takes 9 inputs"),
         (["eval", "{meta}"], "meta observe_integral must be true or false; got 'yes'"),
+        (["eval", "{shape}", "--gyro", "nope"], "unknown IMU preset 'nope'"),
     ],
 )  # fmt: skip
 def test_bad_input_exits_2_with_one_line(tmp_path, args, msg):
@@ -309,9 +310,54 @@ def test_train_in_wind_with_the_integral_and_evaluate_in_wind(tmp_path):
              "--turbulence", "light")  # fmt: skip
     assert r.returncode in (0, 1), r.stderr
     res = json.loads(js.read_text())
-    assert res["disturbances"] == {"wind": 0.0, "turbulence": "light"} and res["episodes"] == 8
+    assert res["disturbances"] == {"turbulence": "light"} and res["episodes"] == 8
     r = _cli(*args[:-6], "--quiet")  # the same directory without the options
     assert r.returncode == 2 and "holds another training run" in r.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "msg"),
+    [
+        (["--latency", "0.5"], "argument --latency: expected a latency in 0..0.01 s"),
+        (["--obs-noise", "1,-1,0,0"], "argument --obs-noise: expected 4 standard deviations"),
+        (["--obs-noise", "1,2"], "argument --obs-noise: expected 4 standard deviations"),
+        (["--threads", "0"], "argument --threads: expected a positive integer"),
+    ],
+)
+def test_bad_disturbance_and_thread_options_exit_2(tmp_path, args, msg):
+    """argparse's own errors: the usage, then one line naming the option; no traceback."""
+    r = _cli("train", "quadsim/Hover-v0", "--steps", "10", "--out", str(tmp_path / "o"), *args)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert msg in r.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "o").exists()
+
+
+def test_train_and_eval_with_latency_and_sensor_noise(tmp_path):
+    """``--latency``, ``--obs-noise`` and ``--gyro`` become the environments' disturbances
+    (``Disturbances.latency = (0, S)``, the four standard deviations, the IMU preset's gyro noise
+    as the body rates' σ), recorded for resuming; ``quadsim eval`` flies in them."""
+    from quadsim.app.rl.evaluate import make_vector_env
+    from quadsim.physics.sensors import load_imu
+
+    out = tmp_path / "run"
+    r = _cli("train", "quadsim/Hover-v0", "--envs", "8", "--steps", "512", "--out", str(out),
+             "--latency", "0.005", "--obs-noise", "0.01,0.02,0.03,0.04", "--gyro", "bmi088",
+             "--quiet")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    opts = json.loads((out / "state.json").read_text())["env_options"]
+    assert opts == {"disturbances": {"latency": [0.0, 0.005], "obs_noise": [0.01, 0.02, 0.03, 0.04],
+                                     "gyro": "bmi088"}}  # fmt: skip
+    env = make_vector_env("quadsim/Hover-v0", 4, **opts)
+    d, imu = env.core.disturbances, load_imu("bmi088")
+    assert d.latency == (0.0, 0.005) and d.gyro == "bmi088"
+    sigma_w = float(np.mean(imu.gyro_noise_density)) * float(imu.rate) ** 0.5
+    assert np.allclose(env.core.dist.sigma, [0.01, 0.02, 0.03, sigma_w], rtol=1e-12)
+    js = tmp_path / "eval.json"
+    r = _cli("eval", str(out / "policy.npz"), "--episodes", "4", "--json", str(js),
+             "--latency", "0.01", "--obs-noise", "0.005,0,0,0")  # fmt: skip
+    assert r.returncode in (0, 1), r.stderr
+    res = json.loads(js.read_text())
+    assert res["disturbances"] == {"latency": [0.0, 0.01], "obs_noise": [0.005, 0.0, 0.0, 0.0]}
 
 
 def test_recover_trains_on_its_own_batch_size_unless_told(tmp_path):

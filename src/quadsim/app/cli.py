@@ -185,13 +185,45 @@ def _wind_speed(text: str) -> float:
     return v
 
 
+def _latency(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a latency in s, got {text!r}") from None
+    if not (math.isfinite(v) and 0 <= v <= 0.01):
+        raise argparse.ArgumentTypeError(f"expected a latency in 0..0.01 s (at most the "
+                                         f"environments' control period), got {text!r}")
+    return v
+
+
+def _obs_noise(text: str) -> tuple[float, ...]:
+    try:
+        v = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        v = ()
+    if len(v) != 4 or not all(math.isfinite(x) and x >= 0 for x in v):
+        raise argparse.ArgumentTypeError("expected 4 standard deviations >= 0, SIGMA_P [m],"
+                                         "SIGMA_V [m/s],SIGMA_R [rad],SIGMA_W [rad/s]; got "
+                                         f"{text!r}")  # fmt: skip
+    return v
+
+
 def _wind_args(parser: argparse.ArgumentParser, verb: str) -> None:
-    """``--wind W`` and ``--turbulence T``: the environments' disturbances (docs/envs.md)."""
+    """``--wind W``, ``--turbulence T``, ``--latency S``, ``--obs-noise P,V,R,W``, ``--gyro IMU``:
+    the environments' disturbances (docs/envs.md)."""  # noqa: D205, D209
     parser.add_argument("--wind", type=_wind_speed, default=0.0, metavar="W",
                         help=f"{verb} a mean wind drawn in 0..W m/s per episode (default 0)")
     parser.add_argument("--turbulence", choices=("none", "light", "moderate", "severe"),
                         default="none", help=f"{verb} Dryden gusts of this severity "
                         "(default none)")
+    parser.add_argument("--latency", type=_latency, default=0.0, metavar="S",
+                        help=f"{verb} an action latency drawn in 0..S s per episode (default 0)")
+    parser.add_argument("--obs-noise", type=_obs_noise, default=None, metavar="P,V,R,W",
+                        help=f"{verb} white noise on the observed position [m], velocity [m/s], "
+                        "attitude [rad] and body rates [rad/s] (standard deviations)")
+    parser.add_argument("--gyro", default=None, metavar="IMU",
+                        help="the body rates' noise from an IMU preset's gyro (e.g. bmi088; "
+                        "replaces --obs-noise's fourth)")
 
 
 def _workers(text: str) -> int:

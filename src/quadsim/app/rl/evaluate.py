@@ -59,19 +59,36 @@ def success(final_obs: np.ndarray, terminated: Any, truncated: Any) -> np.ndarra
     return np.asarray(truncated, bool) & ~np.asarray(terminated, bool) & (err < SUCCESS_RADIUS)
 
 
-def wind_options(wind: float = 0.0, turbulence: str | None = None) -> dict:
-    """Environment options of ``--wind W --turbulence T`` (none when both are off)."""
-    turbulence = None if turbulence in (None, "none") else turbulence
-    if not wind and turbulence is None:
-        return {}
-    return {"disturbances": {"wind": float(wind), "turbulence": turbulence}}
+def disturbance_options(wind: float = 0.0, turbulence: str | None = None, latency: float = 0.0,
+                        obs_noise: Any = None, gyro: str | None = None) -> dict:  # fmt: skip
+    """Environment options of ``--wind W --turbulence T --latency S --obs-noise P,V,R,W --gyro
+    IMU`` (none when all are off): the fields of :class:`quadsim.envs.disturbances.Disturbances`,
+    the latency drawn in ``0..S`` s."""  # noqa: D205, D209
+    d: dict = {}
+    if wind:
+        d["wind"] = float(wind)
+    if turbulence not in (None, "none"):
+        d["turbulence"] = turbulence
+    if latency:
+        d["latency"] = (0.0, float(latency))
+    if obs_noise is not None and any(obs_noise):
+        d["obs_noise"] = tuple(float(v) for v in obs_noise)
+    if gyro is not None:
+        d["gyro"] = gyro
+    return {"disturbances": d} if d else {}
+
+
+def _cli_disturbances(args: Any) -> dict:
+    """:func:`disturbance_options` of ``quadsim train``'s or ``eval``'s arguments."""
+    return disturbance_options(args.wind, args.turbulence, args.latency, args.obs_noise,
+                               args.gyro)  # fmt: skip
 
 
 def evaluate(policy: Any, env_id: str, episodes: int = 1000, seed: int = 0,
              action_level: str | None = None, env_options: dict | None = None) -> dict:  # fmt: skip
     """Fly ``episodes`` episodes with the policy; the metrics of the module docstring.
 
-    ``env_options``: more options of the environment (e.g. :func:`wind_options`).
+    ``env_options``: more options of the environment (e.g. :func:`disturbance_options`).
     """
     if not (isinstance(episodes, int) and episodes >= 1):
         raise ValueError(f"--episodes must be a positive integer; got {episodes!r}")
@@ -129,7 +146,7 @@ def evaluate(policy: Any, env_id: str, episodes: int = 1000, seed: int = 0,
 
 def main(args: Any) -> int:
     """``quadsim eval POLICY [--env ID] [--episodes N] [--json FILE] [--seed K] [--wind W]
-    [--turbulence T]``."""  # noqa: D205, D209
+    [--turbulence T] [--latency S] [--obs-noise P,V,R,W] [--gyro IMU]``."""  # noqa: D205, D209
     from .policy import load_policy
 
     pol = load_policy(args.policy)
@@ -137,7 +154,7 @@ def main(args: Any) -> int:
     if not env_id:
         raise ValueError(f"{args.policy}: the policy names no environment; give --env")
     res = evaluate(pol, env_id, args.episodes, args.seed,
-                   env_options=wind_options(args.wind, args.turbulence))  # fmt: skip
+                   env_options=_cli_disturbances(args))  # fmt: skip
     print(
         f"{env_id} ({res['action_level']}), {res['episodes']} episodes of "
         f"{res['episode_s']:g} s: success {100 * res['success_rate']:.1f} %, crashes "

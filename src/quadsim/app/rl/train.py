@@ -1,11 +1,12 @@
 r"""``quadsim train ENV_ID``: PPO (Stable-Baselines3) on a quadsim vector environment.
 
 ``quadsim train ENV_ID [--algo ppo] [--seconds S | --steps N] [--seed K] [--out DIR] [--envs
-M] [--action-level LEVEL] [--wind W] [--turbulence T] [--observe-integral] [--threads N]``
-trains on ``M`` environments batched in one simulator (default 256, Recover-v0 1024; the compiled
-env step), in a mean wind up to ``W`` m/s and Dryden gusts when asked (domain randomisation:
-evaluation is in still air unless ``quadsim eval`` is told otherwise), and writes to ``DIR``
-(default ``runs/train_<env>``):
+M] [--action-level LEVEL] [--wind W] [--turbulence T] [--latency S] [--obs-noise P,V,R,W]
+[--gyro IMU] [--observe-integral] [--threads N]`` trains on ``M`` environments batched in one
+simulator (default 256, Recover-v0 1024; the compiled env step), in a mean wind up to ``W`` m/s,
+Dryden gusts, an action latency and sensor noise when asked (domain randomisation:
+:mod:`quadsim.envs.disturbances`; evaluation is in still air unless ``quadsim eval`` is told
+otherwise), and writes to ``DIR`` (default ``runs/train_<env>``):
 
 * ``progress.csv``: one row per PPO iteration: ``wall_s``, ``steps``, ``episodes``,
   ``success_rate`` (of the last 1,000 training episodes, :func:`quadsim.rl.evaluate.success`),
@@ -355,9 +356,9 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
 
 
 def _env_options(args: Any) -> dict:
-    from .evaluate import wind_options
+    from .evaluate import _cli_disturbances
 
-    opts = wind_options(args.wind, args.turbulence)
+    opts = _cli_disturbances(args)
     if args.observe_integral:
         opts["observe_integral"] = True
     return opts
