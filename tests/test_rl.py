@@ -83,7 +83,7 @@ def test_training_resumes(tmp_path):
     # another run's directory is refused
     r = _cli("train", "quadsim/Hover-v0", "--envs", "16", "--seed", "4", "--out", str(out),
              "--steps", "4096")
-    assert r.returncode == 2 and "holds another training run" in r.stderr
+    assert r.returncode == 2 and "holds another training run (seed 3 there, 4 here)" in r.stderr
 
 
 def test_a_seeded_steps_budget_is_repeatable(tmp_path):
@@ -347,6 +347,10 @@ def test_train_and_eval_with_latency_and_sensor_noise(tmp_path):
     opts = json.loads((out / "state.json").read_text())["env_options"]
     assert opts == {"disturbances": {"latency": [0.0, 0.005], "obs_noise": [0.01, 0.02, 0.03, 0.04],
                                      "gyro": "bmi088"}}  # fmt: skip
+    r = _cli("train", "quadsim/Hover-v0", "--envs", "8", "--steps", "1024", "--out", str(out),
+             "--latency", "0.005", "--obs-noise", "0.01,0.02,0.03,0.04", "--gyro", "bmi088",
+             "--quiet")  # the same options resume (state.json holds the tuples as lists)
+    assert r.returncode == 0 and "resuming at 512 steps" in r.stderr, r.stderr
     env = make_vector_env("quadsim/Hover-v0", 4, **opts)
     d, imu = env.core.disturbances, load_imu("bmi088")
     assert d.latency == (0.0, 0.005) and d.gyro == "bmi088"
@@ -370,3 +374,6 @@ def test_recover_trains_on_its_own_batch_size_unless_told(tmp_path):
     assert res["num_envs"] == 1024 and res["steps"] == 1024 * 64
     res = train("quadsim/Hover-v0", tmp_path / "h", steps=1, num_envs=8, progress=False)
     assert res["num_envs"] == 8
+    # resumed without --envs, a run keeps its own batch size (not today's default)
+    res = train("quadsim/Hover-v0", tmp_path / "h", steps=1024, progress=False)
+    assert res["num_envs"] == 8 and res["steps"] == 1024

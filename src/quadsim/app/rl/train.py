@@ -212,8 +212,8 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
         raise ValueError(f"--steps must be a positive integer; got {steps!r}")
     if episode_steps is None:
         episode_steps = EPISODE_STEPS.get(env_id, 200)
-    if num_envs is None:
-        num_envs = NUM_ENVS.get(env_id, 256)
+    if num_envs is None:  # a run being resumed keeps its batch size (the default may change)
+        num_envs = _resumed(Path(out)).get("num_envs") or NUM_ENVS.get(env_id, 256)
     if not (isinstance(num_envs, int) and num_envs >= 4):
         raise ValueError(f"--envs must be an integer >= 4; got {num_envs!r}")
     if threads is None:
@@ -241,12 +241,12 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
                 old["obs_dim"] = load_policy(out_dir / "policy.npz").obs_dim
             except ValueError:
                 old["obs_dim"] = None
-        if {k: old.get(k) for k in config} != config:
-            raise ValueError(
-                f"{out_dir} holds another training run ({old.get('env_id')}, "
-                f"{old.get('action_level')}, seed {old.get('seed')}); choose "
-                "another --out"
-            )
+        now = json.loads(json.dumps(config))  # as state.json holds it (tuples as lists)
+        differ = [k for k in now if old.get(k) != now[k]]
+        if differ:
+            what = "; ".join(f"{k} {old.get(k)!r} there, {now[k]!r} here" for k in differ)
+            raise ValueError(f"{out_dir} holds another training run ({what}); choose another "
+                             "--out")  # fmt: skip
         state = old
     import torch
     from stable_baselines3 import PPO
@@ -353,6 +353,16 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
         env.close()
     state["signal"] = stop["sig"]
     return state
+
+
+def _resumed(out: Path) -> dict:
+    """The ``state.json`` of a run to resume in ``out``, or ``{}``."""
+    try:
+        if (out / "checkpoint.zip").exists():
+            return dict(json.loads((out / "state.json").read_text()))
+    except (OSError, ValueError):
+        pass
+    return {}
 
 
 def _env_options(args: Any) -> dict:
