@@ -108,6 +108,45 @@ def test_a_seeded_steps_budget_is_repeatable(tmp_path):
               progress=False)  # fmt: skip
 
 
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+def test_a_signal_stops_training_after_a_checkpoint_and_the_run_resumes(tmp_path, sig):
+    """A real signal mid-training: exit 128 + signal after the iteration's checkpoint, nothing
+    lost (state.json, checkpoint.zip and policy.npz agree on the steps), and the run resumes."""
+    import signal
+    import time
+
+    from quadsim.app.rl.policy import load_policy
+
+    out = tmp_path / "run"
+    args = [PY, "-m", "quadsim.cli", "train", "quadsim/Hover-v0", "--envs", "16", "--steps",
+            "100000000", "--out", str(out), "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.monotonic()
+        while not (out / "state.json").exists():
+            assert proc.poll() is None and time.monotonic() - t0 < 120, "no first checkpoint"
+            time.sleep(0.05)
+        time.sleep(0.3)  # some iterations later
+        proc.send_signal(getattr(signal, sig))
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + getattr(signal, sig), err
+    assert "training interrupted" in err and "Traceback" not in err
+    steps = json.loads((out / "state.json").read_text())["steps"]
+    assert steps >= 1024 and steps % 1024 == 0
+    rows = list(csv.DictReader(open(out / "progress.csv")))
+    assert int(rows[-1]["steps"]) == steps
+    from stable_baselines3 import PPO
+
+    assert PPO.load(out / "checkpoint.zip").num_timesteps == steps
+    load_policy(out / "policy.npz")
+    r = _cli("train", "quadsim/Hover-v0", "--envs", "16", "--steps", str(steps + 1024), "--out",
+             str(out), "--quiet")  # fmt: skip
+    assert r.returncode == 0 and f"resuming at {steps} steps" in r.stderr, r.stderr
+    assert json.loads((out / "state.json").read_text())["steps"] == steps + 1024
+
+
 def _bad_policy(tmp_path: Path, kind: str) -> Path:
     from quadsim.app.rl.policy import save_policy
 
