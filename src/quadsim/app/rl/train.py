@@ -212,8 +212,11 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
         raise ValueError(f"--steps must be a positive integer; got {steps!r}")
     if episode_steps is None:
         episode_steps = EPISODE_STEPS.get(env_id, 200)
+    out_dir = Path(out)
+    state_path, ckpt = out_dir / "state.json", out_dir / "checkpoint.zip"
+    old = json.loads(state_path.read_text()) if state_path.exists() and ckpt.exists() else None
     if num_envs is None:  # a run being resumed keeps its batch size (the default may change)
-        num_envs = _resumed(Path(out)).get("num_envs") or NUM_ENVS.get(env_id, 256)
+        num_envs = (old or {}).get("num_envs") or NUM_ENVS.get(env_id, 256)
     if not (isinstance(num_envs, int) and num_envs >= 4):
         raise ValueError(f"--envs must be an integer >= 4; got {num_envs!r}")
     if threads is None:
@@ -223,16 +226,13 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
     env_options = dict(env_options or {})
     venv = make_vector_env(env_id, num_envs, max_episode_steps=episode_steps,
                            action_level=action_level, **env_options)  # fmt: skip
-    out_dir = Path(out)
     out_dir.mkdir(parents=True, exist_ok=True)
     config = {"env_id": env_id, "algo": algo, "seed": seed, "num_envs": num_envs,
               "action_level": action_level, "episode_steps": episode_steps,
               "env_options": env_options,
               "obs_dim": int(venv.single_observation_space.shape[0])}  # fmt: skip
-    state_path, ckpt = out_dir / "state.json", out_dir / "checkpoint.zip"
     state = {"steps": 0, "wall_s": 0.0, "episodes": 0, **config}
-    if state_path.exists() and ckpt.exists():
-        old = json.loads(state_path.read_text())
+    if old is not None:
         old.setdefault("env_options", {})  # a run from before the option
         if "obs_dim" not in old:  # a run from before the observation options: its policy's
             from .policy import load_policy
@@ -353,16 +353,6 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
         env.close()
     state["signal"] = stop["sig"]
     return state
-
-
-def _resumed(out: Path) -> dict:
-    """The ``state.json`` of a run to resume in ``out``, or ``{}``."""
-    try:
-        if (out / "checkpoint.zip").exists():
-            return dict(json.loads((out / "state.json").read_text()))
-    except (OSError, ValueError):
-        pass
-    return {}
 
 
 def _env_options(args: Any) -> dict:
