@@ -318,7 +318,7 @@ def test_docs_list_the_columns_of_the_code():
 
 @pytest.mark.parametrize("keep", [0, 2, 5])
 def test_merge_parts_bitwise_and_the_head_is_the_first_drones(tmp_path, rng, keep):
-    from quadsim.io.parts import PARTS, PartWriter, merge_parts
+    from quadsim.io.parts import PARTS, PartWriter, merge_parts, remove_parts
 
     chunks = [synthetic_chunk(rng, 0.07 * i) for i in range(3)]
     parts = PartWriter(tmp_path / PARTS, META, durable=False)
@@ -328,7 +328,10 @@ def test_merge_parts_bitwise_and_the_head_is_the_first_drones(tmp_path, rng, kee
     log, meta = io.read_log(tmp_path / "trajectory.parquet")
     whole = concat(chunks)
     assert_bitwise(log, whole)
-    assert meta == META and merged.parts == 3 and merged.wall_time == 1.0
+    assert meta == META and merged.parts == 3 and merged.wall_time == 1.0 and not merged.damaged
+    assert len(list((tmp_path / PARTS).iterdir())) == 3  # kept until the caller is done
+    assert not list(tmp_path.glob("*.partial"))
+    remove_parts(tmp_path / PARTS)
     assert not (tmp_path / PARTS).exists()
     k = min(keep, N)
     want = {key: v if key == "time" else v[:, :k] for key, v in whole.items()} if k else {}

@@ -317,7 +317,7 @@ def _presets() -> int:
 
 def _fly(args: argparse.Namespace) -> int:
     from .io import format_summary_table
-    from .run import exit_code, fly_scenario
+    from .run import damaged_warning, exit_code, fly_scenario
 
     summary = fly_scenario(
         args.scenario,
@@ -330,6 +330,8 @@ def _fly(args: argparse.Namespace) -> int:
         rosbag=args.rosbag,
     )
     code = exit_code(summary)
+    if damaged_warning(summary):
+        print(damaged_warning(summary), file=sys.stderr)
     if not args.quiet:
         print(format_summary_table(summary))
         print("wrote:")
@@ -353,15 +355,15 @@ def _fly(args: argparse.Namespace) -> int:
 
 def _recover(args: argparse.Namespace) -> int:
     from .io import format_summary_table
-    from .run import recover
+    from .run import damaged_warning, recover
 
     summary = recover(args.dir, plots=args.plots)
     if summary is None:
-        print(
-            f"quadsim: {args.dir}: nothing to recover (its trajectory.parquet and summary.json "
-            "are complete)"
-        )
+        print(f"quadsim: {args.dir}: nothing to recover (the run finished: its summary.json and "
+              "every file it lists are there)")  # fmt: skip
         return 0
+    if damaged_warning(summary):
+        print(damaged_warning(summary), file=sys.stderr)
     print(format_summary_table(summary))
     print("recovered:")
     for f in summary["files"]:
@@ -463,12 +465,16 @@ def _dispatch(args: argparse.Namespace) -> int:
         print("quadsim: out of memory (fewer drones, a larger log_every or chunk_steps less "
               "help)", file=sys.stderr)  # fmt: skip
         return 2
-    except OSError as e:  # a file or directory the user named
-        print(f"quadsim: {e}", file=sys.stderr)
+    except OSError as e:  # a file or directory the user named, a full disk: the file named
+        from .io.files import describe
+
+        print(f"quadsim: {describe(e)}", file=sys.stderr)
         return 2
-    except RuntimeError as e:  # SimulationError and friends
+    except RuntimeError as e:  # SimulationError and friends; a compiler that fails is set-up
+        from ..engines.native import CompileError
+
         print(f"quadsim: {e}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(e, CompileError) else 1
     except Exception as e:  # a bug: one line, not a traceback; exit 70 (EX_SOFTWARE)
         print(f"quadsim: internal error, please report it: {type(e).__name__}: {e}",
               file=sys.stderr)  # fmt: skip

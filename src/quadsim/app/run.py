@@ -20,9 +20,11 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-__all__ = ["fly_scenario", "recover"]
+from .io import outdir
 
-_OUTPUTS = (
+__all__ = ["OUTPUTS", "fly_scenario", "recover"]
+
+OUTPUTS = (
     "trajectory.parquet",
     "trajectory.csv",
     "summary.json",
@@ -33,7 +35,10 @@ _OUTPUTS = (
     "flight.gif",
     "flight.mp4",
     "trajectory.mcap",
+    "trajectory.damaged",  # io.parts.DAMAGED
 )
+"""What a run writes into its folder under fixed names: an earlier run's are set aside once a
+new run has started (:mod:`quadsim.io.outdir`)."""
 
 
 def _progress_bar(total: int, enabled: bool) -> Any:
@@ -87,6 +92,7 @@ def fly_scenario(
         ValueError: Bad input: the scenario, the output directory, a missing prerequisite of a
             requested output, or a run that would not fit in memory.
     """
+    from ..loop.brain import loop_periods, rates_hz
     from ..loop.flight import flight_loop
     from . import preflight
     from .io.parts import PARTS, PartWriter
@@ -99,50 +105,70 @@ def fly_scenario(
     csv = o["csv"] if csv is None else csv
     plots = o["plots"] if plots is None else plots
     out = Path(out_dir) if out_dir is not None else default_out(scenario)
-    preflight.check_out_dir(out)
     preflight.check_outputs(plots=plots, animate=animate, csv=csv, rosbag=rosbag)
     for notice in preflight.check_run(sc):
         echo(notice)
-    for name in _OUTPUTS:  # a stale file from an earlier run must not pass for this one's
-        (out / name).unlink(missing_ok=True)
+    preflight.check_out_dir(out)
+    with outdir.claim(out):
+        with _echo_warnings(echo):
+            objs = build(sc)
+        sim = objs.sim
+        total = max(1, round(objs.duration / sim.dt))
+        opts = {"csv": bool(csv), "plots": bool(plots), "animate": animate}
+        # the loop fly will run, in every part for `quadsim recover` (fly's meta corrects it at
+        # the end if tracing fell back to the per-step loop)
+        name, reason = flight_loop(sim, objs.control, objs.gains, imu=objs.imu, mocap=objs.mocap,
+                                   seed=objs.seed)  # fmt: skip
+        periods = loop_periods(sim.dt, objs.gains, objs.imu, objs.mocap, baro=objs.baro,
+                               gnss=objs.gnss)  # fmt: skip
+        loop = {"loop": name, "loop_reason": reason,
+                "rates_hz": rates_hz(sim.dt, periods, objs.imu, objs.mocap, objs.baro,
+                                     objs.gnss)}  # fmt: skip
+        run_meta = objs.meta | {"output": objs.meta["output"] | opts} | loop
+        parts = PartWriter(out / PARTS, run_meta)
+        bar, update = _progress_bar(total, progress)
+        t0 = time.perf_counter()
 
-    with _echo_warnings(echo):
-        objs = build(sc)
-    sim = objs.sim
-    total = max(1, round(objs.duration / sim.dt))
-    opts = {"csv": bool(csv), "plots": bool(plots), "animate": animate}
-    # the loop fly will run, in every part for `quadsim recover` (fly's meta corrects it at the
-    # end if tracing fell back to the per-step loop)
-    name, reason = flight_loop(sim, objs.control, objs.gains, imu=objs.imu, mocap=objs.mocap,
-                               seed=objs.seed)  # fmt: skip
-    from ..loop.brain import loop_periods, rates_hz
+        def on_chunk(chunk: dict) -> None:
+            if parts.count == 0:  # the run has started: the earlier results make way
+                outdir.set_aside(out, OUTPUTS)
+            parts.write(chunk, time.perf_counter() - t0)
 
-    periods = loop_periods(sim.dt, objs.gains, objs.imu, objs.mocap, baro=objs.baro,
-                           gnss=objs.gnss)  # fmt: skip
-    loop = {"loop": name, "loop_reason": reason,
-            "rates_hz": rates_hz(sim.dt, periods, objs.imu, objs.mocap, objs.baro,
-                                 objs.gnss)}  # fmt: skip
-    run_meta = objs.meta | {"output": objs.meta["output"] | opts} | loop
-    parts = PartWriter(out / PARTS, run_meta)
-    bar, update = _progress_bar(total, progress)
-    t0 = time.perf_counter()
-    try:
-        result = fly_assembly(
-            objs,
-            log_every=o["log_every"],
-            chunk_steps=o["chunk_steps"],
-            on_chunk=lambda chunk: parts.write(chunk, time.perf_counter() - t0),
-            progress=update,
-            keep_log=False,
-            meta=run_meta,
-        )
-    finally:
-        if bar is not None:
-            bar.close()
-    summary = _finish(out, result.meta, result.wall_time, result.interrupted, result.signal)
-    if rosbag and (out / "trajectory.parquet").exists():
-        summary = _write_rosbag(out, summary, objs, periods, progress)
+        with _kept_on_failure(out):
+            try:
+                result = fly_assembly(objs, log_every=o["log_every"], chunk_steps=o["chunk_steps"],
+                                      on_chunk=on_chunk, progress=update, keep_log=False,
+                                      meta=run_meta)  # fmt: skip
+            finally:
+                if bar is not None:
+                    bar.close()
+            summary = _finish(out, result.meta, result.wall_time, result.interrupted,
+                              result.signal)  # fmt: skip
+            if rosbag and (out / "trajectory.parquet").exists():
+                summary = _write_rosbag(out, summary, objs, periods, progress)
     return summary
+
+
+@contextlib.contextmanager
+def _kept_on_failure(out: Path) -> Any:
+    """A run that fails after it has started (a full disk, a bug) puts the earlier results back
+    where it wrote none of its own, and an ``OSError`` says what of the run is kept and how to
+    recover it."""  # noqa: D205, D209
+    from .io.parts import PARTS, part_files
+
+    try:
+        yield
+    except BaseException as e:
+        outdir.restore(out)
+        if isinstance(e, OSError):
+            n = len(part_files(out / PARTS))
+            if n:
+                e.add_note(f"kept: the {n} complete log chunk{'s' * (n != 1)} of this run in "
+                           f"{out / PARTS}; `quadsim recover {out}` merges them (free some "
+                           "space first if the disk is full)")  # fmt: skip
+            else:
+                e.add_note(f"nothing of this run was logged; {out} holds what it held before")
+        raise
 
 
 def _write_rosbag(out: Path, summary: dict, objs: Any, periods: Any, progress: bool) -> dict:
@@ -187,10 +213,18 @@ def _echo_warnings(echo: Any) -> Any:
 def _finish(
     out: Path, meta: dict, wall_time: float, interrupted: bool, signum: int | None
 ) -> dict:
-    """Merge the parts, write the summary, then the figures (shared by fly and recover)."""
-    from . import io
-    from .io.parts import PARTS, merge_parts, part_files
+    """Merge the parts, write the summary, then the figures (shared by fly, ros2 and recover).
 
+    The earlier run's files are set aside first and deleted at the end (:mod:`quadsim.io.outdir`);
+    the parts folder is removed once the summary is written, so a kill at any point leaves
+    something ``quadsim recover`` finishes. Parts that cannot be read are skipped, kept in
+    ``trajectory.damaged/`` and listed in the summary's ``damaged_parts`` with the gap each
+    leaves in the log.
+    """
+    from . import io
+    from .io.parts import DAMAGED, PARTS, merge_parts, part_files, remove_parts
+
+    outdir.set_aside(out, OUTPUTS)
     opts = meta.get("output", {})
     parquet = out / "trajectory.parquet"
     csv = out / "trajectory.csv" if opts.get("csv") else None
@@ -199,17 +233,14 @@ def _finish(
     keep = int(opts.get("plot_drones", 4)) if want_head else (1 if estimating else 0)
     files: list[Path] = []
     head: dict = {}
+    damaged: tuple = ()
     if part_files(out / PARTS):
-        merged = merge_parts(
-            out / PARTS, parquet, csv, t_from=float(opts.get("settle", 0.0)), keep_drones=keep
-        )
+        merged = merge_parts(out / PARTS, parquet, csv, t_from=float(opts.get("settle", 0.0)),
+                             keep_drones=keep)  # fmt: skip
         summary = merged.summary.result(wall_time, interrupted)
-        head = merged.head
+        head, damaged = merged.head, merged.damaged
         files += [parquet] + ([csv] if csv else [])
     else:  # stopped before the first chunk was complete
-        import shutil
-
-        shutil.rmtree(out / PARTS, ignore_errors=True)
         summary = io.SummaryAccumulator(meta).result(wall_time, interrupted)
     if summary.get("estimation") is not None and head:
         summary["estimation"] |= _relative_error(head, float(opts.get("settle", 0.0)))
@@ -218,10 +249,15 @@ def _finish(
             summary[key] = meta[key]
     if signum is not None:
         summary["signal"] = signal.Signals(signum).name
+    if damaged:  # listed where remove_parts keeps them
+        summary["damaged_parts"] = [
+            {"file": str(out / DAMAGED / d.path.name), "reason": d.reason,
+             "gap_after_s": d.after_s, "gap_before_s": d.before_s} for d in damaged]  # fmt: skip
     summary_path = out / "summary.json"
     files.append(summary_path)
     summary["files"] = [str(f) for f in files]
     io.write_summary(summary_path, summary)  # first, so a signal while plotting keeps it
+    remove_parts(out / PARTS, damaged)
     if head and summary["n_samples"]:
         from . import plotting
 
@@ -234,7 +270,24 @@ def _finish(
             files.append(plotting.animate(head, meta, out / f"flight.{opts['animate']}"))
         summary["files"] = [str(f) for f in files]
         io.write_summary(summary_path, summary)
+    outdir.discard(out)
     return summary
+
+
+def damaged_warning(summary: dict) -> str | None:
+    """The warning line for the parts a merge skipped (``None`` when none was)."""
+    bad = summary.get("damaged_parts") or []
+    if not bad:
+        return None
+
+    def gap(d: dict) -> str:
+        a, b = d["gap_after_s"], d["gap_before_s"]
+        return (f"from {'the start' if a is None else f'{a:.6g} s'} to "
+                f"{'the end' if b is None else f'{b:.6g} s'}")  # fmt: skip
+
+    items = "; ".join(f"{d['file']} ({d['reason']}; the log has a gap {gap(d)})" for d in bad)
+    return (f"quadsim: warning: {len(bad)} damaged log part{'s' * (len(bad) != 1)} skipped, "
+            f"every other part merged: {items}")  # fmt: skip
 
 
 def _relative_error(head: dict, t_from: float) -> dict:
@@ -268,41 +321,55 @@ def _relative_error(head: dict, t_from: float) -> dict:
 def recover(out_dir: str | os.PathLike[str], plots: bool = True) -> dict | None:
     """Rebuild ``trajectory.parquet`` and ``summary.json`` of a run that was killed.
 
-    Merges the complete part files a killed ``quadsim fly`` left in ``out_dir`` (the chunk in
-    flight when it died is lost) and writes the summary marked interrupted and recovered, and
-    the figures (``plots``) the run asked for.
+    Merges the complete part files a killed ``quadsim fly`` or ``quadsim ros2`` left in
+    ``out_dir`` (the chunk in flight when it died is lost; a damaged part is skipped, kept in
+    ``trajectory.damaged/`` and named in the summary's ``damaged_parts``) and writes the summary
+    marked interrupted and recovered, and the figures (``plots``) the run asked for.
 
     Returns:
         The summary, or ``None`` when the run had finished (nothing to recover).
 
     Raises:
-        ValueError: If ``out_dir`` holds no quadsim run.
+        ValueError: If ``out_dir`` holds no quadsim run, is being written by a run that is
+            still going (:class:`~quadsim.io.outdir.FolderBusyError`), or no part can be read.
     """
-    import json
-
-    from .io.log import _META_KEY
-    from .io.parts import PARTS, part_files
+    from .io.parts import PARTS, part_files, read_part_meta
 
     out = Path(out_dir)
     if not out.is_dir():
         raise ValueError(f"{out}: not a directory")
-    files = part_files(out / PARTS)
-    if not files:
-        if (out / "summary.json").is_file():
-            return None
-        raise ValueError(f"{out}: no quadsim run here (no {PARTS}/ and no summary.json)")
-    import pyarrow.parquet as pq
+    with outdir.claim(out, f"quadsim recover {out}"):
+        if not part_files(out / PARTS):
+            if (out / "summary.json").is_file():
+                missing = _missing_outputs(out)
+                if missing:
+                    raise ValueError(f"{out}: nothing to recover: the run finished, but "
+                                     f"{', '.join(missing)} listed in its summary.json "
+                                     f"{'is' if len(missing) == 1 else 'are'} missing")  # fmt: skip
+                return None
+            raise ValueError(f"{out}: no quadsim run here (no {PARTS}/ and no summary.json)")
+        meta, record = read_part_meta(out / PARTS)
+        if not plots:
+            meta["output"] = {**meta.get("output", {}), "plots": False, "animate": None}
+        with _kept_on_failure(out):
+            summary = _finish(out, meta, float(record["wall_time_s"]), True, None)
+            summary["recovered"] = True
+            from . import io
 
-    meta = json.loads(pq.read_schema(files[-1]).metadata[_META_KEY])["meta"]
-    if not plots:
-        meta["output"] = {**meta.get("output", {}), "plots": False, "animate": None}
-    record = json.loads(pq.read_schema(files[-1]).metadata[b"quadsim_part"])
-    summary = _finish(out, meta, float(record["wall_time_s"]), True, None)
-    summary["recovered"] = True
-    from . import io
-
-    io.write_summary(out / "summary.json", summary)
+            io.write_summary(out / "summary.json", summary)
     return summary
+
+
+def _missing_outputs(out: Path) -> list[str]:
+    """The files a finished run's ``summary.json`` lists that are not there (by name)."""
+    import json
+
+    try:
+        listed = json.loads((out / "summary.json").read_text()).get("files") or []
+    except (OSError, ValueError, AttributeError):
+        return []
+    return [Path(f).name for f in listed
+            if isinstance(f, str) and not (out / Path(f).name).exists()]  # fmt: skip
 
 
 def exit_code(summary: dict) -> int:

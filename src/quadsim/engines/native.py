@@ -51,7 +51,12 @@ import numpy as np
 
 from .native_schedule import ALWAYS, guarded_schedule, selects
 
-__all__ = ["NativeRollout", "available", "compile_rollout"]
+__all__ = ["CompileError", "NativeRollout", "available", "compile_rollout"]
+
+
+class CompileError(RuntimeError):
+    """No working C compiler, or the generated C did not compile: the machine's set-up, not the
+    simulation (the command line's exit code 2)."""  # noqa: D205, D209
 
 # -ffast-math minus -ffinite-math-only, so that NaN and infinity survive (divergence detection).
 _FLAGS = ["-O3", "-fno-math-errno", "-fno-trapping-math", "-fassociative-math",
@@ -663,7 +668,7 @@ def compile_rollout(
         raise ValueError(f"x_next has {F.numel_out(0)} entries but x has {sizes[0]}")
     tool = _toolchain()
     if tool is None:
-        raise RuntimeError("quadsim.native: no working C compiler ($CC, cc or gcc) found")
+        raise CompileError("quadsim.native: no working C compiler ($CC, cc or gcc) found")
     cc, flags, ident, _ = tool
     vbytes = _vector_bytes(ident)
     simd = _simd(vbytes)
@@ -692,7 +697,7 @@ def compile_rollout(
             r = _run([*cc, *flags, tmp, "-o", tmp_so, *(["-lmvec"] if simd else []), "-lm"])
             if r.returncode:
                 _forget_toolchain()  # the cached probe may be stale (e.g. OpenMP removed)
-                raise RuntimeError(f"quadsim.native: compiling {F.name()} failed "
+                raise CompileError(f"quadsim.native: compiling {F.name()} failed "
                                    f"({shlex.join(cc)}):\n{r.stderr[-3000:]}")  # fmt: skip
             os.replace(tmp, lib.with_suffix(".c"))
             os.replace(tmp_so, lib)

@@ -350,7 +350,7 @@ def _backend(name: str, dtype: str) -> tuple[Any, Any]:
         from .native import available
 
         if not available():
-            raise RuntimeError(
+            raise ValueError(
                 "backend 'native' needs CasADi (pip install 'quadsim[casadi]') and a C compiler "
                 "with GCC vector extensions (gcc or clang; set CC to choose one)"
             )

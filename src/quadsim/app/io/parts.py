@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from .files import atomic_write, naming
 from .log import _META_KEY, LogWriter, _from_table, chunk_table
 from .summary import SummaryAccumulator
 
@@ -86,13 +87,15 @@ class PartWriter:
         md[_PART_KEY] = json.dumps(record).encode()
         table = table.replace_schema_metadata(md)
         path = self.folder / f"part-{self.count:06d}.parquet"
-        tmp = path.with_suffix(".tmp")
-        with open(tmp, "wb") as fh:
-            pq.write_table(table, fh, compression=self.compression, use_dictionary=["drone"])
-            fh.flush()
-            if self.durable:
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
+
+        def write(tmp: Path) -> None:
+            with open(tmp, "wb") as fh:
+                pq.write_table(table, fh, compression=self.compression, use_dictionary=["drone"])
+                fh.flush()
+                if self.durable:
+                    os.fsync(fh.fileno())
+
+        atomic_write(path, write)
         if self.durable:
             _fsync_dir(self.folder)
         self.count += 1
@@ -104,6 +107,22 @@ def part_files(folder: str | os.PathLike[str]) -> list[Path]:
     return sorted(Path(folder).glob("part-*.parquet"))
 
 
+class Damaged(NamedTuple):
+    """A part file that could not be merged.
+
+    Attributes:
+        path: Where it is now (moved to ``trajectory.damaged/`` by :func:`merge_parts`).
+        reason: Why it was skipped (``Parquet magic bytes not found``, ``empty file``, ...).
+        after_s: Time of the last sample before the gap [s] (``None`` at the start).
+        before_s: Time of the first sample after the gap [s] (``None`` at the end).
+    """
+
+    path: Path
+    reason: str
+    after_s: float | None
+    before_s: float | None
+
+
 class Merged(NamedTuple):
     """What :func:`merge_parts` returns.
 
@@ -113,6 +132,7 @@ class Merged(NamedTuple):
         parts: Number of parts merged.
         wall_time: Wall-clock time of the flight when the last part was written [s].
         head: Log dict of the first ``keep_drones`` drones (for the figures); ``{}`` if none.
+        damaged: The parts skipped, in order (``[]`` normally).
     """
 
     meta: dict
@@ -120,6 +140,61 @@ class Merged(NamedTuple):
     parts: int
     wall_time: float
     head: dict
+    damaged: tuple[Damaged, ...] = ()
+
+
+DAMAGED = "trajectory.damaged"
+"""Where :func:`merge_parts` moves the part files it could not read (next to the parts folder)."""
+
+
+class _UnreadableError(Exception):
+    """A part file that is not a readable quadsim part (the message says why)."""
+
+
+def _read_part(f: Path) -> tuple[Any, dict, dict]:
+    """``(table, log document, part record)`` of a part file.
+
+    Raises:
+        _UnreadableError: Saying why the file is not a readable quadsim part.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq  # ParquetFile, not read_table: no pyarrow.dataset import
+
+    try:
+        if f.stat().st_size == 0:
+            raise _UnreadableError("empty file")
+        with pq.ParquetFile(f) as pf:
+            table = pf.read()
+    except (OSError, pa.ArrowException, ValueError) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise _UnreadableError(str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+    md = table.schema.metadata or {}
+    if _META_KEY not in md or _PART_KEY not in md:
+        raise _UnreadableError("not a quadsim log part (no quadsim metadata)")
+    try:
+        doc, record = json.loads(md[_META_KEY]), json.loads(md[_PART_KEY])
+        float(record["wall_time_s"]), int(doc["n"]), int(doc["n_rotors"])
+    except (ValueError, TypeError, KeyError) as e:
+        raise _UnreadableError(f"damaged quadsim metadata ({type(e).__name__}: {e})") from None
+    return table, doc, record
+
+
+def read_part_meta(folder: str | os.PathLike[str]) -> tuple[dict, dict]:
+    """``(run metadata, part record)`` of the last readable part of ``folder``.
+
+    Raises:
+        ValueError: If no part can be read (naming each file and why).
+    """
+    bad = []
+    for f in reversed(part_files(folder)):
+        try:
+            _, doc, record = _read_part(f)
+        except _UnreadableError as e:
+            bad.append(f"{f.name}: {e}")
+            continue
+        return doc.get("meta", {}), record
+    raise ValueError(f"{folder}: no part can be read ({'; '.join(reversed(bad))})")
 
 
 def merge_parts(
@@ -129,12 +204,14 @@ def merge_parts(
     *,
     t_from: float = 0.0,
     keep_drones: int = 0,
-    remove: bool = True,
 ) -> Merged:
     """Merge the part files of ``folder`` into one Parquet log (and CSV), summarising on the way.
 
-    The merged file is written under a temporary name and renamed when complete; the folder is
-    removed after that (``remove``), so an interrupted merge can be run again.
+    The merged files are written under temporary names (``.partial``) and renamed when complete;
+    the folder is left as it is (:func:`remove_parts` clears it once the caller has written what
+    depends on it), so an interrupted merge can be run again. A part that cannot be read
+    (truncated, empty, not a quadsim part, another run's) is skipped and listed in
+    :attr:`Merged.damaged` with the gap it leaves; every good part is merged.
 
     Args:
         folder: Parts folder written by :class:`PartWriter`.
@@ -143,43 +220,88 @@ def merge_parts(
         t_from: Tracking errors in the summary count samples with ``time >= t_from`` [s].
         keep_drones: Keep the samples of drones ``0 .. keep_drones - 1`` in memory
             (:attr:`Merged.head`).
-        remove: Delete the folder once the merged files are in place.
 
     Raises:
-        ValueError: If the folder holds no complete part.
+        ValueError: If the folder holds no readable part (naming each file and why).
     """
-    import pyarrow.parquet as pq  # ParquetFile, not read_table: no pyarrow.dataset import
-
-    folder, parquet = Path(folder), Path(parquet)
+    folder = Path(folder)
     files = part_files(folder)
     if not files:
         raise ValueError(f"{folder}: no complete log chunk to recover")
-    first = pq.read_schema(files[0])
-    doc = json.loads(first.metadata[_META_KEY])
-    meta, n = doc.get("meta", {}), int(doc["n"])
+    bad: list[str] = []
+    for f in files:  # the run's metadata and columns: the first readable part's
+        try:
+            first, doc, _ = _read_part(f)
+            break
+        except _UnreadableError as e:
+            bad.append(f"{f.name}: {e}")
+    else:
+        raise ValueError(f"{folder}: no part can be read ({'; '.join(bad)})")
+    meta, n, columns = doc.get("meta", {}), int(doc["n"]), first.schema.names
     acc = SummaryAccumulator(meta, t_from)
     k = min(keep_drones, n)
     heads: list[dict] = []
     record = {"wall_time_s": 0.0}
-    tmp_pq = parquet.with_name(parquet.name + ".tmp")
-    tmp_csv = None if csv is None else Path(csv).with_name(Path(csv).name + ".tmp")
-    with LogWriter(tmp_pq, meta, csv_path=tmp_csv) as w:
+    skipped: list[tuple[Path, str, float | None]] = []  # part, why, last sample time before it
+    resumed: dict[Path, float] = {}  # first sample time after each skipped part
+    last_t: float | None = None
+
+    def merge(w: LogWriter) -> None:
+        nonlocal record, last_t
         for f in files:
-            with pq.ParquetFile(f) as pf:
-                table = pf.read()
-            record = json.loads(table.schema.metadata[_PART_KEY])
+            try:
+                table, doc, rec = _read_part(f)
+                if doc.get("meta", {}) != meta or table.schema.names != columns:
+                    raise _UnreadableError("from another run (its metadata or columns differ)")
+                try:
+                    log = _from_table(table, n, f)
+                except ValueError as e:  # rows not as a part writer lays them out
+                    raise _UnreadableError(str(e).removeprefix(f"{f}: ")) from None
+            except _UnreadableError as e:
+                skipped.append((f, str(e), last_t))
+                continue
+            if len(log["time"]):
+                for g, _, _ in skipped:
+                    resumed.setdefault(g, float(log["time"][0]))
+                last_t = float(log["time"][-1])
+            record = rec
             w.write_table(table)
-            log = _from_table(table, n, f)
             acc.add(log)
             if k > 0:  # the first k drones of every sample (rows are time-major, then drone)
                 heads.append({key: v if key == "time" else v[:, :k] for key, v in log.items()})
-    os.replace(tmp_pq, parquet)
-    if tmp_csv is not None:
-        os.replace(tmp_csv, csv)
+
+    def write_parquet(tmp_pq: Path) -> None:
+        if csv is None:
+            with LogWriter(tmp_pq, meta) as w:
+                merge(w)
+            return
+
+        def write_both(tmp_csv: Path) -> None:
+            with naming(tmp_csv), LogWriter(tmp_pq, meta, csv_path=tmp_csv) as w:
+                merge(w)
+
+        atomic_write(csv, write_both)
+
+    atomic_write(parquet, write_parquet)
     head = {}
     if heads:
         head = {key: np.concatenate([h[key] for h in heads]) for key in heads[0]}
-    if remove:
-        shutil.rmtree(folder, ignore_errors=True)
-    return Merged(meta, acc, len(files), float(record["wall_time_s"]), head)
+    damaged = tuple(Damaged(f, why, t, resumed.get(f)) for f, why, t in skipped)
+    return Merged(meta, acc, len(files) - len(damaged), float(record["wall_time_s"]), head,
+                  damaged)  # fmt: skip
 
+
+def remove_parts(folder: str | os.PathLike[str],
+                 damaged: tuple[Damaged, ...] = ()) -> tuple[Damaged, ...]:  # fmt: skip
+    """Delete a merged parts folder, keeping its damaged parts in ``trajectory.damaged/`` next
+    to it; returns ``damaged`` with their new paths."""  # noqa: D205, D209
+    folder = Path(folder)
+    kept = []
+    for d in damaged:
+        where = folder.parent / DAMAGED / d.path.name
+        if d.path.exists():
+            where.parent.mkdir(exist_ok=True)
+            os.replace(d.path, where)
+        kept.append(d._replace(path=where))
+    shutil.rmtree(folder, ignore_errors=True)
+    return tuple(kept)

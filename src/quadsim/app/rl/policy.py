@@ -80,7 +80,11 @@ def save_policy(path: str | os.PathLike[str], weights: list[tuple[Any, Any]], me
         arrays[f"b{j}"] = np.asarray(b, dtype=np.float64)
     from ..io.files import atomic_write
 
-    return atomic_write(p, lambda tmp: np.savez(tmp, meta=np.array(json.dumps(meta)), **arrays))
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:  # a file, not a name: np.savez would add ".npz" to a name
+            np.savez(fh, meta=np.array(json.dumps(meta)), **arrays)
+
+    return atomic_write(p, write)
 
 
 def load_policy(path: str | os.PathLike[str]) -> MlpPolicy:

@@ -30,21 +30,23 @@ reported at the end (median, p99, max; ``summary.json`` ``ros2.lateness_ms`` and
 ``ros2.tick_work_ms``). A tick that overruns is not skipped: the next ones catch up. ``--rate
 max``: as fast as it goes, simulated time on ``/clock``.
 
-SIGINT and SIGTERM stop the node at the end of a tick; the log is merged and the summary written
-(exit 0: the normal end of a node); a bad scenario or option exits 2 with one line.
+SIGINT, SIGTERM and SIGHUP (a dropped SSH session) stop the node at the end of a tick; the log
+is merged and the summary written (exit 0: the normal end of a node); a bad scenario or option
+exits 2 with one line, and leaves the output folder as it was.
 """
 
 from __future__ import annotations
 
 import gc
 import math
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from ...engines.signals import stop_flag
 
 __all__ = ["ON_TIMEOUT", "Ros2Node", "main"]
 
@@ -360,56 +362,49 @@ class Ros2Node:
         log_every: int = 1,
         status_every: float = 10.0,
     ) -> dict:
-        """Run until ``duration`` seconds of simulated time (``None``: until stopped by SIGINT or
-        SIGTERM); returns the run's ``ros2`` report (:meth:`report`) with ``signal``."""  # noqa: D205, D209
+        """Run until ``duration`` seconds of simulated time (``None``: until stopped by SIGINT,
+        SIGTERM or SIGHUP); returns the run's ``ros2`` report (:meth:`report`) with ``signal``."""  # noqa: D205, D209
         dt = float(self.loop.sim.dt)
         total = None if duration is None else max(1, round(duration / dt))
-        stop = {"sig": None}
-
-        def handler(signum: int, frame: Any) -> None:
-            stop["sig"] = signum
-
-        old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-        # the log's writer thread must hand the interpreter back within 0.2 ms (not 5 ms), and
-        # what exists now is never scanned by the garbage collector again
-        switch = sys.getswitchinterval()
-        sys.setswitchinterval(_SWITCH_S)
-        gc.collect()
-        gc.freeze()
-        rows = _Rows(max(1, chunk_steps // log_every))
-        k = 0
-        real = self.rate == "real"
-        t0 = time.perf_counter()
-        next_status = status_every
-        lateness, work = self.lateness, self.work
-        try:
-            while stop["sig"] is None and (total is None or k < total):
-                if real:
-                    due = t0 + k * dt
-                    now = _wait_until(due)
-                    lateness.append(now - due)
-                start = time.perf_counter()
-                rec = self.tick()
-                if k % log_every == 0:
-                    rows.add(rec)
-                    if rows.full():
-                        chunk = rows.take()
-                        if on_chunk is not None:
-                            on_chunk(chunk)
-                work.append(time.perf_counter() - start)
-                k += 1
-                if self.loop.time >= next_status:
-                    next_status += status_every
-                    self.log(self._status_line())
-        finally:
-            sys.setswitchinterval(switch)
-            gc.unfreeze()
-            for s, h in old.items():
-                signal.signal(s, h)
+        with stop_flag() as flag:  # SIGINT, SIGTERM, SIGHUP: stop after this tick
+            # the log's writer thread must hand the interpreter back within 0.2 ms (not 5 ms), and
+            # what exists now is never scanned by the garbage collector again
+            switch = sys.getswitchinterval()
+            sys.setswitchinterval(_SWITCH_S)
+            gc.collect()
+            gc.freeze()
+            rows = _Rows(max(1, chunk_steps // log_every))
+            k = 0
+            real = self.rate == "real"
+            t0 = time.perf_counter()
+            next_status = status_every
+            lateness, work = self.lateness, self.work
+            try:
+                while not flag and (total is None or k < total):
+                    if real:
+                        due = t0 + k * dt
+                        now = _wait_until(due)
+                        lateness.append(now - due)
+                    start = time.perf_counter()
+                    rec = self.tick()
+                    if k % log_every == 0:
+                        rows.add(rec)
+                        if rows.full():
+                            chunk = rows.take()
+                            if on_chunk is not None:
+                                on_chunk(chunk)
+                    work.append(time.perf_counter() - start)
+                    k += 1
+                    if self.loop.time >= next_status:
+                        next_status += status_every
+                        self.log(self._status_line())
+            finally:
+                sys.setswitchinterval(switch)
+                gc.unfreeze()
         if rows.count and on_chunk is not None:
             on_chunk(rows.take())
         rep = self.report(time.perf_counter() - t0)
-        rep["signal"] = stop["sig"]
+        rep["signal"] = flag.signum
         return rep
 
     def _status_line(self) -> str:
@@ -476,7 +471,8 @@ class _Rows:
 class _Background:
     """Hands each chunk to ``fn`` on a worker thread (a Parquet part takes milliseconds that a
     paced loop does not have); the ``with`` block's end waits until every chunk is written and
-    re-raises the first error of the worker."""  # noqa: D205, D209
+    re-raises the first error of the worker, which the next chunk handed over raises too (a full
+    disk stops the node instead of letting it run on without a log)."""  # noqa: D205, D209
 
     def __init__(self, fn: Any) -> None:
         import queue
@@ -496,7 +492,13 @@ class _Background:
 
     def __enter__(self) -> Any:
         self.thread.start()
-        return self.q.put
+        return self.put
+
+    def put(self, chunk: Any) -> None:
+        """Queue a chunk; raise the worker's error if writing an earlier one failed."""
+        if self.error is not None:
+            raise self.error
+        self.q.put(chunk)
 
     def __exit__(self, *exc: Any) -> None:
         self.q.put(None)
@@ -599,48 +601,49 @@ def main(args: Any) -> int:
         sc = load_scenario(args.scenario)
         objs = build(sc)
     out = Path(args.out) if args.out else Path("runs") / f"{Path(args.scenario).stem}_ros2"
-    from .. import preflight
+    from .. import io, preflight
+    from ..io import outdir
+    from ..run import OUTPUTS, _kept_on_failure
 
     preflight.check_out_dir(out)
-    for name in ("trajectory.parquet", "trajectory.csv", "summary.json"):
-        (out / name).unlink(missing_ok=True)
-    node = Ros2Node(
-        objs,
-        namespace=args.namespace,
-        domain_id=args.domain_id,
-        network=args.network,
-        rate=args.rate,
-        timeout=args.timeout,
-        on_timeout=args.on_timeout,
-    )
-    sim = objs.sim
-    meta = objs.meta | {
-        "loop": "ros2",
-        "loop_reason": None,
-        "output": objs.meta["output"] | {"plots": False, "csv": False},
-    }
-    parts = PartWriter(out / PARTS, meta)
-    where = f"network interface {args.network}" if args.network else "loopback only"
-    node.log(
-        f"{node.n} drone{'s' if node.n > 1 else ''} on DDS domain {args.domain_id} "
-        f"({where}), {1 / sim.dt:g} Hz {args.rate}, per drone {dds.topic(node.ns, 'd0')}/"
-        f"{{odom,imu,rotor_speeds,reference}}, commands {{cmd_rotor_speeds,cmd_pose,"
-        f"cmd_attitude,cmd_mode}}; the loop on {node.loop.backend}; Ctrl-C stops"
-    )
-    if not args.network:
+    with outdir.claim(out):
+        node = Ros2Node(objs, namespace=args.namespace, domain_id=args.domain_id,
+                        network=args.network, rate=args.rate, timeout=args.timeout,
+                        on_timeout=args.on_timeout)  # fmt: skip
+        sim = objs.sim
+        meta = objs.meta | {
+            "loop": "ros2",
+            "loop_reason": None,
+            "output": objs.meta["output"] | {"plots": False, "csv": False},
+        }
+        parts = PartWriter(out / PARTS, meta)
+        where = f"network interface {args.network}" if args.network else "loopback only"
         node.log(
-            f"to see it from ROS 2 on this machine: export "
-            f"CYCLONEDDS_URI='{dds.config_xml()}' RMW_IMPLEMENTATION=rmw_cyclonedds_cpp "
-            f"ROS_DOMAIN_ID={args.domain_id}"
+            f"{node.n} drone{'s' if node.n > 1 else ''} on DDS domain {args.domain_id} "
+            f"({where}), {1 / sim.dt:g} Hz {args.rate}, per drone {dds.topic(node.ns, 'd0')}/"
+            f"{{odom,imu,rotor_speeds,reference}}, commands {{cmd_rotor_speeds,cmd_pose,"
+            f"cmd_attitude,cmd_mode}}; the loop on {node.loop.backend}; Ctrl-C stops"
         )
-    t0 = time.perf_counter()
-    with _Background(lambda c: parts.write(c, time.perf_counter() - t0)) as write:
-        rep = node.run(args.duration, on_chunk=write, log_every=int(objs.output["log_every"]))
-    summary = _finish(out, meta, rep["wall_s"], rep["signal"] is not None, rep["signal"])
-    summary["ros2"] = {k: v for k, v in rep.items() if k != "signal"}
-    from .. import io
+        if not args.network:
+            node.log(
+                f"to see it from ROS 2 on this machine: export "
+                f"CYCLONEDDS_URI='{dds.config_xml()}' RMW_IMPLEMENTATION=rmw_cyclonedds_cpp "
+                f"ROS_DOMAIN_ID={args.domain_id}"
+            )
+        t0 = time.perf_counter()
 
-    io.write_summary(out / "summary.json", summary)
+        def write(chunk: dict) -> None:
+            if parts.count == 0:  # the run has started: the earlier results make way
+                outdir.set_aside(out, OUTPUTS)
+            parts.write(chunk, time.perf_counter() - t0)
+
+        with _kept_on_failure(out):
+            with _Background(write) as background:
+                rep = node.run(args.duration, on_chunk=background,
+                               log_every=int(objs.output["log_every"]))  # fmt: skip
+            summary = _finish(out, meta, rep["wall_s"], rep["signal"] is not None, rep["signal"])
+            summary["ros2"] = {k: v for k, v in rep.items() if k != "signal"}
+            io.write_summary(out / "summary.json", summary)
     lat = rep["lateness_ms"]
     pace = (
         f"; lateness median {lat['median']:.3f} ms, p99 {lat['p99']:.3f} ms, max "
