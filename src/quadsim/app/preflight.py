@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_out_dir", "check_outputs", "check_run", "estimate_memory", "estimate_time"]
+__all__ = ["check_no_killed_run", "check_out_dir", "check_outputs", "check_run", "estimate_memory",
+           "estimate_time"]  # fmt: skip
 
 BASE_BYTES = 500 * 2**20
 """Resident memory of ``quadsim fly`` with NumPy, JAX, PyArrow and matplotlib loaded [bytes]."""
@@ -98,13 +99,11 @@ def estimate_time(n: int, steps: int, backend: str) -> float:
 
 
 def check_out_dir(out: Path) -> None:
-    """The output directory exists or can be made, is writable, and holds no unrecovered run.
+    """The output directory exists or can be made, and is writable.
 
     Raises:
         ValueError: Saying which of these fails.
     """
-    from .io.parts import PARTS, part_files
-
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out}: exists and is not a directory")
     try:
@@ -113,6 +112,16 @@ def check_out_dir(out: Path) -> None:
             pass
     except OSError as e:
         raise ValueError(f"--out {out}: cannot write there ({e.strerror or e})") from None
+
+
+def check_no_killed_run(out: Path) -> None:
+    """The output directory holds no log of a killed run (checked once the folder is held).
+
+    Raises:
+        ValueError: Saying how to recover it.
+    """
+    from .io.parts import PARTS, part_files
+
     if part_files(out / PARTS):
         raise ValueError(
             f"--out {out}: holds the log of a run that was killed ({PARTS}/); "

@@ -110,6 +110,7 @@ def fly_scenario(
         echo(notice)
     preflight.check_out_dir(out)
     with outdir.claim(out):
+        preflight.check_no_killed_run(out)
         with _echo_warnings(echo):
             objs = build(sc)
         sim = objs.sim

@@ -607,6 +607,7 @@ def main(args: Any) -> int:
 
     preflight.check_out_dir(out)
     with outdir.claim(out):
+        preflight.check_no_killed_run(out)
         node = Ros2Node(objs, namespace=args.namespace, domain_id=args.domain_id,
                         network=args.network, rate=args.rate, timeout=args.timeout,
                         on_timeout=args.on_timeout)  # fmt: skip
