@@ -55,12 +55,31 @@ def config_xml(network: str | None = None) -> str:
             f"<MaxAutoParticipantIndex>{MAX_PARTICIPANTS}</MaxAutoParticipantIndex>"
             '<Peers><Peer address="127.0.0.1"/></Peers></Discovery></Domain></CycloneDDS>'
         )
-    if not _IFACE.match(network):
+    if not _IFACE.fullmatch(network):
         raise ValueError(f"--network: {network!r} is not a network interface name")
     return (
         '<CycloneDDS><Domain id="any"><General><Interfaces>'
         f'<NetworkInterface name="{network}"/></Interfaces></General></Domain></CycloneDDS>'
     )
+
+
+def check_interface(network: str) -> None:
+    """``network`` names an interface of this machine (said before Cyclone DDS, which prints its
+    own complaint to the terminal and then fails with a generic error).
+
+    Raises:
+        ValueError: Naming the interfaces there are.
+    """
+    import socket
+
+    config_xml(network)  # the name's characters
+    try:
+        names = [name for _, name in socket.if_nameindex()]
+    except OSError:  # no way to list them here: Cyclone DDS will say
+        return
+    if network not in names:
+        raise ValueError(f"--network: no network interface {network!r} on this machine "
+                         f"(there are: {', '.join(names)})")  # fmt: skip
 
 
 def open_participant(domain_id: int = 0, network: str | None = None) -> Any:
@@ -75,6 +94,8 @@ def open_participant(domain_id: int = 0, network: str | None = None) -> Any:
     if not (isinstance(domain_id, int) and 0 <= domain_id <= 232):
         raise ValueError(f"--domain-id must be an integer in 0..232; got {domain_id!r}")
     where = f"network interface {network!r}" if network else "the loopback interface"
+    if network is not None:
+        check_interface(network)
     known = _DOMAINS.get(domain_id)
     if known is not None and known[0] != network:
         raise ValueError(
@@ -135,7 +156,7 @@ def topic(namespace: str, *parts: str) -> str:
             segments separated by ``/``, each starting with a letter).
     """
     ns = namespace.strip("/")
-    if ns and not _NAME.match(ns):
+    if ns and not _NAME.fullmatch(ns):
         raise ValueError(
             f"--namespace: {namespace!r} is not a valid ROS 2 namespace "
             "(letters, digits and _, segments starting with a letter)"

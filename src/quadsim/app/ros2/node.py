@@ -597,6 +597,9 @@ def main(args: Any) -> int:
     def echo(s: str) -> None:
         print(s, file=sys.stderr)
 
+    dds.topic(args.namespace)  # the options first: a mistake costs no build and no folder
+    if args.network is not None:
+        dds.check_interface(args.network)
     with _echo_warnings(echo):
         sc = load_scenario(args.scenario)
         objs = build(sc)
