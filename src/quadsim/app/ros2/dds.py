@@ -64,8 +64,10 @@ def config_xml(network: str | None = None) -> str:
 
 
 def check_interface(network: str) -> None:
-    """``network`` names an interface of this machine (said before Cyclone DDS, which prints its
-    own complaint to the terminal and then fails with a generic error).
+    """``network`` names an interface of this machine.
+
+    Checked before Cyclone DDS starts, which prints its own complaint to the terminal and then
+    fails with a generic error.
 
     Raises:
         ValueError: Naming the interfaces there are.
