@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
+import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +85,63 @@ def make_backend(name: str) -> Backend:
 def xp(request: pytest.FixtureRequest) -> Backend:
     """Every backend and dtype, as a :class:`Backend`."""
     return make_backend(request.param)
+
+
+_SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGXFSZ", "SIGPIPE",
+                                                "SIGCHLD", "SIGALRM", "SIGUSR1", "SIGUSR2")
+                 if hasattr(signal, n))  # fmt: skip
+
+
+def _process_state() -> dict:
+    """What a test may change for every later test of its worker: signal dispositions, the
+    working directory, the thread switch interval, JAX's x64 flag, PyTorch's thread count."""
+    state = {f"signal {signal.Signals(s).name}": signal.getsignal(s) for s in _SIGNALS}
+    state["working directory"] = os.getcwd()
+    state["switch interval"] = sys.getswitchinterval()
+    if "jax" in sys.modules:
+        state["jax_enable_x64"] = bool(sys.modules["jax"].config.read("jax_enable_x64"))
+    if "torch" in sys.modules:
+        state["torch threads"] = sys.modules["torch"].get_num_threads()
+    return state
+
+
+def _restore(name: str, value: Any) -> None:
+    if name.startswith("signal "):
+        signal.signal(getattr(signal, name.split()[1]), value)
+    elif name == "working directory":
+        os.chdir(value)
+    elif name == "switch interval":
+        sys.setswitchinterval(value)
+    elif name == "jax_enable_x64":
+        sys.modules["jax"].config.update("jax_enable_x64", value)
+    elif name == "torch threads":
+        sys.modules["torch"].set_num_threads(value)
+
+
+_LIBRARY_SET = {"jax_enable_x64", "torch threads"}
+"""Set by quadsim itself where asked (a float64 JAX simulator, ``quadsim train --threads``):
+put back after each test, not counted against it."""
+
+
+@pytest.fixture(autouse=True)
+def _leaves_the_process_as_found() -> Any:
+    """Every test leaves the process-wide state as it found it (issue 27: tests must pass in any
+    order and under load). What a test changed is put back; a changed signal disposition, working
+    directory or switch interval also fails the test that changed it."""
+    before = _process_state()
+    yield
+    after = _process_state()
+    leaked = []
+    for name, value in before.items():
+        if after.get(name) != value:
+            _restore(name, value)
+            if name not in _LIBRARY_SET:
+                leaked.append(f"{name}: {value!r} before, {after.get(name)!r} after")
+    for name in after.keys() - before.keys():  # imported during the test: back to the default
+        if name == "jax_enable_x64" and after[name]:
+            _restore(name, False)
+    if leaked:
+        pytest.fail("the test changed process-wide state: " + "; ".join(leaked))
 
 
 @pytest.fixture

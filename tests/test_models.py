@@ -492,6 +492,38 @@ def test_wrong_shapes_raise_with_what_was_expected(rng):
         )
 
 
+def test_batches_that_differ_broadcast_or_are_refused_naming_them(rng):
+    """Issue 27: a velocity batch of 5 against 8 gave outputs of different shapes."""
+    p = fp_params()
+    s = random_state(rng, (8,))
+    names = ("pos", "quat", "vel", "ang_vel", "cmd", "rotor_vel")
+    with pytest.raises(ValueError, match=r"batch shapes do not broadcast together: .*vel \(5,\)"):
+        first_principles.dynamics(*[s[k] if k != "vel" else s[k][:5] for k in names], **p)
+    vel = rng.normal(size=(5, 1, 3))  # broadcasts: (5, 8) drones
+    out = first_principles.dynamics(*[s[k] if k != "vel" else vel for k in names], **p)
+    assert [o.shape for o in out] == [(5, 8, 3), (5, 8, 4), (5, 8, 3), (5, 8, 3), (5, 8, 4)]
+    full = {k: np.broadcast_to(s[k], (5, 8, s[k].shape[-1])) for k in names} | {
+        "vel": np.broadcast_to(vel, (5, 8, 3))}  # fmt: skip
+    for o, r in zip(out, first_principles.dynamics(*[full[k] for k in names], **p), strict=True):
+        np.testing.assert_array_equal(o, r)
+
+
+@pytest.mark.parametrize("bad", [1e4 + 1j, "12000", None])
+def test_rotor_speeds_must_be_real_numbers(rng, bad):
+    p = fp_params()
+    s = random_state(rng, (2,))
+    cmd = np.full((2, 4), bad, dtype=object if bad is None else None)
+    with pytest.raises(ValueError, match=rf"cmd must hold real numbers; got dtype {cmd.dtype}"):
+        first_principles.dynamics(s["pos"], s["quat"], s["vel"], s["ang_vel"], cmd, **p)
+    from quadsim.sim import Simulator
+
+    sim = Simulator("cf2x_L250", n=2)
+    with pytest.raises(ValueError, match="cmd must hold real numbers"):
+        sim.step(cmd)
+    with pytest.raises(ValueError, match="cmd must hold real numbers"):
+        sim.step(cmd.tolist())
+
+
 def test_registry_and_parametrize_errors():
     assert set(MODELS) == {"first_principles", "euler_zyx", "wrench"}
     with pytest.raises(ValueError, match="unknown model 'nope'; available: first_principles"):

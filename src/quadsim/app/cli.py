@@ -283,7 +283,9 @@ def _info(preset: str, plot: str | None) -> int:
 
         from .plotting import plot_envelope
 
-        path = plot or Path("runs") / Path(drone.name).stem / "envelope.png"
+        path = Path(plot) if plot else Path("runs") / Path(drone.name).stem / "envelope.png"
+        if plot and (path.is_dir() or plot.endswith(("/", os.sep))):  # a folder: the file in it
+            path = path / "envelope.png"
         print(f"wrote {plot_envelope(drone, path)}")
     return 0
 

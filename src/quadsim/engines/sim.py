@@ -24,7 +24,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from ..physics._array import namespace, stack, to_numpy, unstack
+from ..physics._array import check_real, namespace, stack, to_numpy, unstack
 from ..physics.integrators import rk4
 from ..physics.models._rigid import numeric_params
 from ..physics.systems import Env, System, make_system
@@ -393,7 +393,9 @@ class Engine(Protocol):
 
 
 def _as_cmd(cmd: Any, shape: tuple[int, ...], xp: Any, dtype: Any) -> Any:
-    """``cmd`` broadcast to ``shape`` as an ``xp`` array of ``dtype`` (``ValueError`` if not)."""
+    """``cmd`` broadcast to ``shape`` as an ``xp`` array of ``dtype`` (``ValueError`` if not:
+    another shape, or values that are not real numbers, such as complex numbers or text)."""  # noqa: D205, D209
+    check_real(cmd if hasattr(cmd, "dtype") else np.asarray(cmd), "cmd")
     a = np.asarray(cmd, dtype=np.float64) if not hasattr(cmd, "device") else cmd
     try:
         a = np.array(np.broadcast_to(a, shape)) if isinstance(a, np.ndarray) else a

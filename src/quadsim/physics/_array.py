@@ -69,6 +69,26 @@ def check_shape(x: Any, trailing: Sequence[int], name: str) -> None:
         raise ValueError(f"{name} must have shape ({want}); got shape {shape}")
 
 
+def check_real(x: Any, name: str) -> None:
+    """Raise ``ValueError`` unless ``x`` holds real numbers (not complex, text or objects).
+
+    NumPy and JAX dtypes are checked by kind, PyTorch tensors with ``is_complex``; a backend's
+    own dtype object (CasADi symbols) passes.
+    """
+    dtype = getattr(x, "dtype", None)
+    if dtype is None:
+        return
+    if hasattr(x, "is_complex"):  # torch
+        ok = not x.is_complex()
+    else:
+        try:
+            ok = np.dtype(dtype).kind in "fiub"
+        except TypeError:
+            ok = True
+    if not ok:
+        raise ValueError(f"{name} must hold real numbers; got dtype {dtype}")
+
+
 def check_finite(xp: Any, x: Any, name: str) -> None:
     """Raise ``ValueError`` if ``x`` holds NaN or infinity (eager backends only)."""
     if not bool(xp.all(xp.isfinite(x))):

@@ -44,9 +44,12 @@ def _save(fig: Any, path: str | os.PathLike[str]) -> Path:
 
     An opaque figure (every one here) is written as RGB rather than RGBA: the same pixels,
     a fifth less to compress. The PNG carries what ``savefig`` writes: the dpi and the
-    ``Software`` tag.
+    ``Software`` tag. A name without a suffix gets ``.png`` (as ``savefig`` would add it), and
+    the path returned is the file written.
     """
     p = Path(path)
+    if not p.suffix:
+        p = p.with_name(p.name + ".png")
     p.parent.mkdir(parents=True, exist_ok=True)
     if p.suffix.lower() != ".png":
         fig.savefig(p, dpi=fig.dpi)

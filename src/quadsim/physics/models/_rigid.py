@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from .._array import as_like, check_shape, unstack
+from .._array import as_like, check_real, check_shape, unstack
 from ..rotation import _is_const, _kcross, _kdot
 
 RPM_TO_RAD_S = 2.0 * math.pi / 60.0
@@ -145,11 +145,35 @@ def symbolic_params(spec: dict, **kw: Any) -> SimpleNamespace:
     return SimpleNamespace(**out)
 
 
-def check_state(**arrays: tuple[Any, int]) -> None:
-    """Check ``name=(array, k)`` pairs: each non-``None`` array must have shape ``(..., k)``."""
-    for name, (x, k) in arrays.items():
-        if x is not None:
-            check_shape(x, (k,), name)
+def check_state(xp: Any, **arrays: tuple[Any, int]) -> tuple[Any, ...]:
+    """Check ``name=(array, k)`` pairs and broadcast them to one batch shape.
+
+    Each non-``None`` array must hold real numbers and have shape ``(..., k)``, and the leading
+    batch shapes must broadcast together; the arrays are returned in the order given, each
+    broadcast to ``(*batch, k)`` (views where the backend has them), so every derivative a model
+    returns has the same batch shape.
+
+    Raises:
+        ValueError: Naming the array whose dtype or shape is wrong, or the batch shapes that do
+            not broadcast.
+    """
+    given = {name: (x, k) for name, (x, k) in arrays.items() if x is not None}
+    for name, (x, k) in given.items():
+        check_shape(x, (k,), name)
+        check_real(x, name)
+    batches = {name: tuple(x.shape[:-1]) for name, (x, _) in given.items()}
+    try:
+        batch = np.broadcast_shapes(*batches.values())
+    except ValueError:
+        shapes = ", ".join(f"{name} {b}" for name, b in batches.items())
+        raise ValueError(f"the state's batch shapes do not broadcast together: {shapes}") from None
+    out = []
+    for x, k in arrays.values():
+        if x is None or tuple(x.shape[:-1]) == batch:
+            out.append(x)
+        else:
+            out.append(xp.broadcast_to(x, (*batch, k)))
+    return tuple(out)
 
 
 def unstack_opt(*arrays: Any) -> list[tuple | None]:

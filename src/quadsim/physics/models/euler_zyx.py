@@ -157,8 +157,9 @@ def dynamics(
         drag_coef=drag_coef, rot_drag_coef=rot_drag_coef,
     )  # fmt: skip
     n = len(p.mixing_matrix[0])
-    check_state(pos=(pos, 3), rpy=(rpy, 3), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, n),
-                rotor_vel=(rotor_vel, n), dist_f=(dist_f, 3), dist_t=(dist_t, 3))  # fmt: skip
+    pos, rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t = check_state(
+        xp, pos=(pos, 3), rpy=(rpy, 3), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, n),
+        rotor_vel=(rotor_vel, n), dist_f=(dist_f, 3), dist_t=(dist_t, 3))  # fmt: skip
     eps = float(xp.finfo(pos.dtype).eps)
     s = unstack_opt(rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t)
     ed, vd, wd, rd = _kernel(*s, p, xp, small_angle, eps)

@@ -158,8 +158,9 @@ def dynamics(
         drag_coef=drag_coef, rot_drag_coef=rot_drag_coef,
     )  # fmt: skip
     n = len(p.mixing_matrix[0])
-    check_state(pos=(pos, 3), quat=(quat, 4), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, n),
-                rotor_vel=(rotor_vel, n), dist_f=(dist_f, 3), dist_t=(dist_t, 3))  # fmt: skip
+    pos, quat, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t = check_state(
+        xp, pos=(pos, 3), quat=(quat, 4), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, n),
+        rotor_vel=(rotor_vel, n), dist_f=(dist_f, 3), dist_t=(dist_t, 3))  # fmt: skip
     s = unstack_opt(quat, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t)
     qd, vd, wd, rd = _kernel(*s, p, xp)
     return (

@@ -108,8 +108,9 @@ def dynamics(
         xp, pos, WRENCH_PARAMS, mass=mass, gravity_vec=gravity_vec, J=J, J_inv=J_inv,
         drag_coef=drag_coef, rot_drag_coef=rot_drag_coef,
     )  # fmt: skip
-    check_state(pos=(pos, 3), quat=(quat, 4), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, 4),
-                dist_f=(dist_f, 3), dist_t=(dist_t, 3))  # fmt: skip
+    pos, quat, vel, ang_vel, cmd, dist_f, dist_t = check_state(
+        xp, pos=(pos, 3), quat=(quat, 4), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, 4),
+        dist_f=(dist_f, 3), dist_t=(dist_t, 3))  # fmt: skip
     qd, vd, wd = _kernel(*unstack_opt(quat, vel, ang_vel, cmd, dist_f, dist_t), p, xp)
     return vel, stack(xp, qd, pos), stack(xp, vd, pos), stack(xp, wd, pos)
 
