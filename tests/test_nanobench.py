@@ -112,3 +112,28 @@ def test_cli_prints_table(capsys: pytest.CaptureFixture[str]) -> None:
     assert nb.main(["--files", str(B9)]) == 0
     out = capsys.readouterr().out
     assert "B9_trefoil_slow_rep1" in out and "ATE quadsim" in out
+
+
+def test_load_flight_names_the_file_row_and_column(tmp_path) -> None:
+    """A cell that is no number: the file, its line (the header is row 1) and the column; the
+    columns the loader does not use are not read."""
+    import gzip
+
+    with gzip.open(B9, "rt", encoding="utf-8") as fh:
+        lines = fh.read().splitlines()
+    head = lines[0].split(",")
+
+    def edited(line: int, column: str, value: str) -> Path:
+        out = list(lines)
+        cells = out[line - 1].split(",")
+        cells[head.index(column)] = value
+        out[line - 1] = ",".join(cells)
+        path = tmp_path / "log.csv"
+        path.write_text("\n".join(out) + "\n", encoding="utf-8")
+        return path
+
+    path = edited(501, "imu_gyro_x", "1.0.0")
+    with pytest.raises(ValueError, match=r"log\.csv: row 501, column 'imu_gyro_x': not a num"):
+        nb.load_flight(path)
+    flight = nb.load_flight(edited(501, "roll", "text"))
+    assert len(flight["t"]) == len(lines) - 1

@@ -27,19 +27,14 @@ step (the PWM at sample ``k`` predicts the IMU at ``k`` plus the delay). Short h
 0.1 s and 0.5 s from the logged state (Vicon velocity and attitude, gyro) against the logged
 velocity and gyro change.
 
-``python -m quadsim.app.sysid.replay LOG [LOG ...]`` prints the table (:func:`main`).
+Reading and checking a log: :mod:`quadsim.app.sysid.replay_log` (:func:`load_log`, re-exported
+here); the command line ``python -m quadsim.app.sysid.replay LOG [LOG ...]`` (or ``quadsim
+replay``), which prints the table: :mod:`quadsim.app.sysid.replay_cli` (:func:`main`).
 """
 
 from __future__ import annotations
 
-import argparse
-import csv
-import gzip
-import io
-import json
 import math
-import sys
-import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,8 +43,11 @@ import numpy as np
 from scipy.signal import butter, filtfilt, lfilter, savgol_filter
 
 from ...physics import rotation
+from ...physics.params import load_params
 from ..validation import nanobench
 from . import thrust_stand as ts
+from .csvlog import LogError
+from .replay_log import REQUIRED_COLUMNS, check_fittable, load_log
 
 __all__ = [
     "AIRBORNE_CLEARANCE_M",
@@ -57,7 +55,9 @@ __all__ = [
     "HORIZONS_S",
     "REQUIRED_COLUMNS",
     "TIME_CONSTANTS_S",
+    "LogError",
     "airborne",
+    "check_fittable",
     "cross_flights",
     "fit_motor",
     "horizon_errors",
@@ -74,19 +74,6 @@ CUTOFF_HZ = 10.0
 HORIZONS_S = (0.1, 0.5)
 """Short horizons of :func:`horizon_errors` [s]."""
 
-REQUIRED_COLUMNS = (
-    "t",
-    *("px", "py", "pz", "qx", "qy", "qz", "qw", "vx", "vy", "vz"),
-    *(f"imu_acc_{a}" for a in "xyz"),
-    *(f"imu_gyro_{a}" for a in "xyz"),
-    *(f"motor_motor_m{i}" for i in range(1, 5)),
-    *(f"est_stateEstimate_{a}" for a in "xyz"),
-    *(f"att_stateEstimate_q{a}" for a in "xyzw"),
-    "pwr_pm_vbat",
-)
-"""The NanoBench columns :func:`load_log` checks (those of
-:func:`~quadsim.app.validation.nanobench.load_flight` and the battery voltage)."""
-
 AIRBORNE_CLEARANCE_M = 0.05
 """Height above the ground [m] from which a sample counts as airborne (:func:`airborne`)."""
 
@@ -94,79 +81,6 @@ _SHIFTS_PWM = (-0.1, 0.3)  # search range of the PWM delays [s]
 TIME_CONSTANTS_S = tuple(round(0.005 * i, 3) for i in range(21))
 """The rotors' time constants [s] tried when :func:`replay` fits one (0 to 100 ms)."""
 _SAVGOL = (9, 3)  # window [samples], polynomial order of the gyro's derivative
-
-
-# --------------------------------------------------------------------------- loading
-
-
-def load_log(path: str | Path, fmt: str = "nanobench") -> dict[str, Any]:
-    """A flight log, checked cell by cell, as
-    :func:`~quadsim.app.validation.nanobench.load_flight`'s dict plus ``"vbat"`` ``(T,)`` [V]
-    (``pwr_pm_vbat``) and ``"path"``.
-
-    Raises:
-        ValueError: an unknown format, an unreadable or truncated file, a missing column, a row
-            with too few fields, a cell that is not a finite number, time not increasing, or
-            fewer than 50 rows; the message starts with the file and names the column and row
-            (rows counted as lines of the CSV, the header being row 1).
-    """  # noqa: D205
-    path = Path(path)
-    if fmt != "nanobench":
-        raise ValueError(f"{path}: unknown log format {fmt!r} (known: 'nanobench')")
-    opener = gzip.open if path.suffix == ".gz" else open
-    try:
-        with opener(path, "rt", encoding="utf-8", newline="") as fh:
-            text = fh.read()
-    except (EOFError, OSError, zlib.error, UnicodeDecodeError) as e:
-        raise ValueError(f"{path}: unreadable or truncated file ({e})") from None
-    rows = csv.reader(io.StringIO(text))
-    header = [h.strip() for h in next(rows, [])]
-    if not header or header == [""]:
-        raise ValueError(f"{path}: empty file (no header row)")
-    missing = [c for c in REQUIRED_COLUMNS if c not in header]
-    if missing:
-        raise ValueError(f"{path}: row 1 (header): missing column {missing[0]!r} (all: {missing})")
-    idx = [(c, header.index(c)) for c in REQUIRED_COLUMNS]
-    n_rows = 0
-    t_prev = -math.inf
-    for r, row in enumerate(rows, start=2):
-        if not row:
-            continue
-        n_rows += 1
-        if len(row) < len(header):
-            raise ValueError(
-                f"{path}: row {r}: {len(row)} fields, the header has {len(header)} "
-                f"(truncated row); column {header[len(row)]!r} missing"
-            )
-        for c, k in idx:
-            try:
-                v = float(row[k])
-            except ValueError:
-                v = math.nan
-            if not math.isfinite(v):
-                raise ValueError(
-                    f"{path}: column {c!r}, row {r}: {row[k]!r} is not a finite number"
-                )
-            if c == "t":
-                if v <= t_prev:
-                    raise ValueError(f"{path}: column 't', row {r}: time {v} does not increase")
-                t_prev = v
-    if n_rows < 50:
-        raise ValueError(f"{path}: only {n_rows} data rows (truncated?); at least 50 needed")
-    flight = nanobench.load_flight(path)
-    with opener(path, "rt", encoding="utf-8") as fh:
-        head = fh.readline().strip().split(",")
-        flight["vbat"] = np.loadtxt(fh, delimiter=",", usecols=head.index("pwr_pm_vbat"), ndmin=1)
-    fly = flight["flying"]
-    if not np.any(fly):
-        raise ValueError(f"{path}: column 'motor_motor_m1': no row in flight (PWM > 1000)")
-    bad = np.nonzero(fly & (flight["vbat"] <= 0.0))[0]
-    if len(bad):
-        raise ValueError(
-            f"{path}: column 'pwr_pm_vbat', row {bad[0] + 2}: no battery voltage in flight"
-        )
-    flight["path"] = str(path)
-    return flight
 
 
 # --------------------------------------------------------------------------- models
@@ -287,7 +201,12 @@ def _best_shift(
         return float(fixed), _corr(_shift(t, pred, fixed)[keep], y)
     taus = np.arange(_SHIFTS_PWM[0], _SHIFTS_PWM[1] + step / 2, step)
     corr = np.array([_corr(_shift(t, pred, tau)[keep], y) for tau in taus])
-    j = int(np.argmax(corr))
+    if not np.any(np.isfinite(corr)):
+        raise ValueError(
+            "the prediction or the measurement never changes over the airborne "
+            "samples: the delay cannot be fitted"
+        )
+    j = int(np.nanargmax(corr))
     return float(round(taus[j], 6)), float(corr[j])
 
 
@@ -297,6 +216,56 @@ def _euler(params: Any, tau: np.ndarray, omega: np.ndarray) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- replay
+
+
+def _fit_lag(
+    params: Any,
+    motor: ts.RpmFit,
+    fl: dict[str, Any],
+    fz_meas: np.ndarray,
+    keep: np.ndarray,
+    dt: float,
+) -> tuple[float, float, float]:
+    """This flight's own rotor time constant and PWM-to-IMU delay, jointly by correlation:
+    ``(time constant, delay, correlation)``."""  # noqa: D205, D209
+    t = np.asarray(fl["t"], dtype=np.float64)
+    best: tuple[float, float, float] | None = None
+    for tc in TIME_CONSTANTS_S:
+        _, thr, _ = rotor_forces(params, motor, fl["pwm"], fl["vbat"], tc, dt)
+        d, c = _best_shift(t, _lowpass(thr, dt), fz_meas, keep)
+        if best is None or c > best[2]:
+            best = (tc, d, c)
+    assert best is not None
+    return best
+
+
+def _mass(thrust: np.ndarray, fz: np.ndarray, path: str | None) -> float:
+    """The mass [kg]: least squares through the origin of the specific force ``fz`` [m/s²] on
+    the thrust [N].
+
+    Raises:
+        LogError: The fitted mass is not positive (the accelerometer's z does not follow the
+            thrust: a flipped axis, another column).
+    """  # noqa: D205
+    m = float(np.sum(thrust * thrust) / np.sum(thrust * fz))
+    if not (math.isfinite(m) and m > 0.0):
+        raise LogError(path, f"the accelerometer's z does not follow the predicted thrust "
+                       f"(fitted mass {m:.3g} kg): the mass cannot be fitted",
+                       column="imu_acc_z")  # fmt: skip
+    return m
+
+
+def _vicon_mass(
+    params: Any, fl: dict[str, Any], x: np.ndarray, keep: np.ndarray, dt: float
+) -> float:
+    """The mass from Vicon: ``(dv/dt - g)`` on body z against the predicted total thrust ``x``
+    (on the samples ``keep``); NaN without ``vel`` and ``quat``."""  # noqa: D205, D209
+    if "vel" not in fl or "quat" not in fl:
+        return math.nan
+    acc_w = savgol_filter(np.asarray(fl["vel"]), 9, 2, deriv=1, delta=dt, axis=0)
+    acc_w = acc_w - np.asarray(params.gravity_vec)
+    fz_vic = _lowpass(rotation.rotate_inverse(np.asarray(fl["quat"]), acc_w)[:, 2], dt)
+    return float(np.sum(x * x) / np.sum(x * fz_vic[keep]))
 
 
 def replay(
@@ -332,6 +301,9 @@ def replay(
             predicted thrust, at its best delay, correlates best with the measured ``f_z``.
         horizons: Short horizons [s] of :func:`horizon_errors` (empty: none).
 
+    Raises:
+        LogError: (a ``ValueError``) data the fits cannot use (:func:`check_fittable`).
+
     Returns:
         dict: ``name``, ``preset``, ``n_samples`` (in flight), ``mass_kg`` (used), ``mass_fit_kg``
         (fitted on this flight from the IMU), ``mass_vicon_kg`` (from the Vicon acceleration),
@@ -339,57 +311,38 @@ def replay(
         ``delays_s`` (``pwm_to_imu``, ``pwm_to_gyro``, ``imu_to_vicon``), ``delays_fitted_s``
         (this flight's own), ``specific_force_z_r2``, ``specific_force_z_rmse_m_s2``,
         ``specific_force_z_r2_zero_delay``, ``ang_acc_r2`` ``[x, y, z]``,
-        ``ang_acc_r2_debiased`` (the constant offset removed), ``ang_acc_rmse_rad_s2``,
+        ``ang_acc_r2_no_bias`` (the bias left out), ``ang_acc_rmse_rad_s2``,
         ``ang_acc_std_rad_s2`` (of the measured signal), ``motor`` (the model's ``c0``, ``c1``),
         ``horizons`` and, under ``"series"``, the arrays for plots (``t``, ``fz_pred``,
         ``fz_meas``, ``ang_pred``, ``ang_meas``, ``flying``; not JSON).
     """
     fl = load_log(flight) if isinstance(flight, (str, Path)) else flight
-    from ...physics.params import load_params
-
     params = load_params(preset)
     motor = motor if motor is not None else fit_motor(stand_files)
     t = np.asarray(fl["t"], dtype=np.float64)
     flying = np.asarray(fl["flying"], dtype=bool)
     keep = airborne(fl)
     dt = float(np.median(np.diff(t)))
+    check_fittable(fl, keep, dt)
     fz_meas = _lowpass(np.asarray(fl["accel"])[:, 2], dt)
     delays = dict(delays or {})
-    # this flight's own rotor time constant and PWM-to-IMU delay, jointly by correlation
-    best: tuple[float, float, float] | None = None
-    for tc in TIME_CONSTANTS_S:
-        _, thr, _ = rotor_forces(params, motor, fl["pwm"], fl["vbat"], tc, dt)
-        d, c = _best_shift(t, _lowpass(thr, dt), fz_meas, keep)
-        if best is None or c > best[2]:
-            best = (tc, d, c)
-    assert best is not None
-    tc_fit = best[0]
+    tc_fit, d_fit, _ = _fit_lag(params, motor, fl, fz_meas, keep, dt)
     tc_use = tc_fit if time_constant is None else float(time_constant)
     _, thrust, tau = rotor_forces(params, motor, fl["pwm"], fl["vbat"], tc_use, dt)
     thrust_lp = _lowpass(thrust, dt)
-    fitted: dict[str, float] = {"pwm_to_imu": best[1]}
-    own_d = best[1] if tc_use == tc_fit else _best_shift(t, thrust_lp, fz_meas, keep)[0]
+    fitted: dict[str, float] = {"pwm_to_imu": d_fit}
+    own_d = d_fit if tc_use == tc_fit else _best_shift(t, thrust_lp, fz_meas, keep)[0]
     d_imu = float(delays.get("pwm_to_imu", own_d))
     thrust_d = _shift(t, thrust_lp, d_imu)
     x, y = thrust_d[keep], fz_meas[keep]
-    m_fit = float(np.sum(x * x) / np.sum(x * y))
+    m_fit = _mass(x, y, fl.get("path"))
     m_use = m_fit if mass is None else float(mass)
     fz_pred = thrust_d / m_use
-
-    # Vicon: (dv/dt - g) on body z, against the predicted total thrust
-    m_vicon = math.nan
-    if "vel" in fl and "quat" in fl:
-        acc_w = savgol_filter(np.asarray(fl["vel"]), 9, 2, deriv=1, delta=dt, axis=0)
-        acc_w = acc_w - np.asarray(params.gravity_vec)
-        fz_vic = _lowpass(rotation.rotate_inverse(np.asarray(fl["quat"]), acc_w)[:, 2], dt)
-        m_vicon = float(np.sum(x * x) / np.sum(x * fz_vic[keep]))
-
+    m_vicon = _vicon_mass(params, fl, x, keep, dt)
     # rotation
     gyro = np.asarray(fl["gyro"], dtype=np.float64)
-    w_dot = savgol_filter(gyro, *_SAVGOL, deriv=1, delta=dt, axis=0)
-    ang_meas = _lowpass(w_dot, dt)
-    tau_lp = _lowpass(tau, dt)
-    ang_raw = _euler(params, tau_lp, gyro)
+    ang_meas = _lowpass(savgol_filter(gyro, *_SAVGOL, deriv=1, delta=dt, axis=0), dt)
+    ang_raw = _euler(params, _lowpass(tau, dt), gyro)
     fitted["pwm_to_gyro"] = _best_shift(t, ang_raw, ang_meas, keep)[0]
     d_gyro = float(delays.get("pwm_to_gyro", fitted["pwm_to_gyro"]))
     ang_pred = _lowpass(_euler(params, _shift(t, tau, d_gyro), gyro), dt)
@@ -399,10 +352,7 @@ def replay(
     if "quat" in fl and "vel" in fl:
         fitted["imu_to_vicon"] = nanobench.estimate_imu_shift(fl)
     used = {"pwm_to_imu": d_imu, "pwm_to_gyro": d_gyro}
-    if "imu_to_vicon" in fitted:
-        used["imu_to_vicon"] = fitted["imu_to_vicon"]
-
-    res_a = ang_pred[keep] - ang_meas[keep]
+    used.update({k: v for k, v in fitted.items() if k == "imu_to_vicon"})
     out: dict[str, Any] = {
         "name": fl.get("name", ""),
         "preset": preset,
@@ -419,14 +369,7 @@ def replay(
         "specific_force_z_r2_zero_delay": r2(thrust_lp[keep] / m_use, fz_meas[keep]),
         "specific_force_z_r2_flying_mask": r2(fz_pred[flying], fz_meas[flying]),
         "n_samples_flying_mask": int(flying.sum()),
-        "ang_acc_r2": [r2(ang_pred[keep, j], ang_meas[keep, j]) for j in range(3)],
-        "ang_acc_r2_no_bias": [
-            r2(ang_pred[keep, j] - bias[j], ang_meas[keep, j]) for j in range(3)
-        ],
-        "ang_acc_bias_rad_s2": bias.tolist(),
-        "ang_acc_bias_fit_rad_s2": bias_fit.tolist(),
-        "ang_acc_rmse_rad_s2": np.sqrt(np.mean(res_a**2, axis=0)).tolist(),
-        "ang_acc_std_rad_s2": np.std(ang_meas[keep], axis=0).tolist(),
+        **_angular_metrics(ang_pred[keep], ang_meas[keep], bias, bias_fit),
         "motor": {"c0_rpm": float(motor.coef[0]), "c1_rpm_per_v": float(motor.coef[1])},
         "horizons": {},
         "series": {
@@ -441,10 +384,24 @@ def replay(
     }
     if horizons and "vel" in fl and "quat" in fl:
         fz_raw = _shift(t, thrust, d_imu) / m_use
-        ang_h = _euler(params, _shift(t, tau, d_gyro), gyro)
-        ang_h = ang_h + bias
+        ang_h = _euler(params, _shift(t, tau, d_gyro), gyro) + bias
         out["horizons"] = horizon_errors(fl, fz_raw, ang_h, params.gravity_vec, horizons)
     return out
+
+
+def _angular_metrics(
+    pred: np.ndarray, meas: np.ndarray, bias: np.ndarray, bias_fit: np.ndarray
+) -> dict[str, Any]:
+    """The ``ang_acc_*`` entries of :func:`replay` from the predicted and measured angular
+    accelerations ``(n, 3)`` on the airborne samples (the prediction with ``bias``)."""  # noqa: D205, D209
+    return {
+        "ang_acc_r2": [r2(pred[:, j], meas[:, j]) for j in range(3)],
+        "ang_acc_r2_no_bias": [r2(pred[:, j] - bias[j], meas[:, j]) for j in range(3)],
+        "ang_acc_bias_rad_s2": bias.tolist(),
+        "ang_acc_bias_fit_rad_s2": bias_fit.tolist(),
+        "ang_acc_rmse_rad_s2": np.sqrt(np.mean((pred - meas) ** 2, axis=0)).tolist(),
+        "ang_acc_std_rad_s2": np.std(meas, axis=0).tolist(),
+    }
 
 
 def airborne(flight: dict[str, Any], clearance: float = AIRBORNE_CLEARANCE_M) -> np.ndarray:
@@ -567,119 +524,12 @@ def cross_flights(
 # --------------------------------------------------------------------------- command line
 
 
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items() if k != "series"}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, np.ndarray):
-        return _jsonable(x.tolist())
-    if isinstance(x, (np.floating, float)):
-        return None if not math.isfinite(float(x)) else float(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    return x
-
-
-def _plot(res: dict[str, Any], path: Path) -> None:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    s = res["series"]
-    t, keep = s["t"], s["airborne"]
-    fig = Figure(figsize=(10, 9))
-    FigureCanvasAgg(fig)
-    axs = fig.subplots(4, 1, sharex=True)
-    pairs = [("f_z [m/s²]", s["fz_pred"], s["fz_meas"], res["specific_force_z_r2"])]
-    for j, a in enumerate("xyz"):
-        pairs.append(
-            (f"ω̇_{a} [rad/s²]", s["ang_pred"][:, j], s["ang_meas"][:, j], res["ang_acc_r2"][j])
-        )
-    for ax, (label, p, m, score) in zip(axs, pairs, strict=True):
-        ax.plot(t, np.where(keep, m, np.nan), "k", lw=0.8, label="measured (IMU)")
-        ax.plot(t, np.where(keep, p, np.nan), "C1", lw=0.8, label="predicted (PWM, vbat)")
-        ax.set_ylabel(label)
-        ax.set_title(f"R² = {score:.3f}", fontsize=9, loc="right")
-    axs[0].legend(loc="lower left", fontsize=8)
-    axs[-1].set_xlabel("t [s]")
-    fig.suptitle(
-        f"{res['name']}: replay through {res['preset']}, m = {1e3 * res['mass_kg']:.1f} g, "
-        f"10 Hz low-pass"
-    )
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-
-
-def _row(name: str, r: dict[str, Any]) -> str:
-    a = r["ang_acc_r2"]
-    d = r.get("delays_s", {})
-    return (
-        f"{name:44s} {r.get('n_samples', 0):5d} {r['specific_force_z_r2']:6.3f} "
-        f"{r['specific_force_z_rmse_m_s2']:6.3f} {a[0]:6.2f} {a[1]:6.2f} {a[2]:6.2f} "
-        f"{1e3 * r['mass_kg']:6.1f} {1e3 * r.get('time_constant_s', math.nan):5.0f} "
-        f"{1e3 * d.get('pwm_to_imu', math.nan):6.0f} "
-        f"{1e3 * d.get('pwm_to_gyro', math.nan):6.0f} {1e3 * d.get('imu_to_vicon', math.nan):6.0f}"
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``LOG [LOG ...] [--format nanobench] [--preset NAME] [--json FILE]
-    [--out DIR]``; 0 on success, 2 (one line on stderr) for a malformed log."""  # noqa: D205, D209
-    ap = argparse.ArgumentParser(
-        prog="python -m quadsim.app.sysid.replay",
-        description="Replay a flight's PWM and battery voltage through the rotor model: "
-        "predicted against measured body-z specific force and angular acceleration.",
-    )
-    ap.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="flight log(s)")
-    ap.add_argument("--format", default="nanobench", choices=["nanobench"])
-    ap.add_argument("--preset", default="cf2x_L250")
-    ap.add_argument("--json", type=Path, default=None, help="write the metrics as JSON")
-    ap.add_argument("--out", type=Path, default=None, help="folder for the PNG plots")
-    args = ap.parse_args(argv)
-    flights = []
-    for p in args.logs:
-        try:
-            flights.append(load_log(p, args.format))
-        except ValueError as e:
-            msg = str(e)
-            if not msg.startswith(str(p)):
-                msg = f"{p}: {msg}"
-            print(f"quadsim: {msg}", file=sys.stderr)
-            return 2
-    motor = fit_motor()
-    results = [replay(f, preset=args.preset, motor=motor) for f in flights]
-    cross = cross_flights(flights, preset=args.preset, motor=motor) if len(flights) > 1 else []
-    print(
-        f"replay through {args.preset}: w = {motor.coef[0]:.0f} + {motor.coef[1]:.0f} u RPM, "
-        f"u = pwm/65535 x vbat (thrust stand); 10 Hz low-pass, one step, samples in flight"
-    )
-    print(
-        f"{'flight (mass, lag, delays fitted on it)':44s} {'n':>5s} {'fz R2':>6s} {'RMSE':>6s} "
-        f"{'wdot x':>6s} {'y':>6s} {'z':>6s} {'m [g]':>6s} {'T_m':>5s} {'d_imu':>6s} {'d_gyr':>6s} "
-        f"{'d_vic':>6s}"
-    )
-    for r in results:
-        print(_row(r["name"], r))
-    for r in results:
-        for h, e in r["horizons"].items():
-            print(
-                f"  {r['name']} {h} s horizon: dv RMSE "
-                f"{', '.join(f'{v:.3f}' for v in e['dv_rmse_m_s'])} m/s (dv_z R2 "
-                f"{e['dv_z_r2']:.2f}); dw RMSE {', '.join(f'{v:.2f}' for v in e['dw_rmse_rad_s'])}"
-                f" rad/s (R2 {', '.join(f'{v:.2f}' for v in e['dw_r2'])})"
-            )
-    if cross:
-        print("held out (mass, lag, delays and angular bias of the training flight):")
-        for c in cross:
-            print(_row(f"{c['train'][:19]} -> {c['test'][:19]}", c))
-    if args.json is not None:
-        doc: Any = results[0] if len(results) == 1 else {"flights": results, "held_out": cross}
-        args.json.write_text(json.dumps(_jsonable(doc), indent=2) + "\n", encoding="utf-8")
-    if args.out is not None:
-        args.out.mkdir(parents=True, exist_ok=True)
-        for r in results:
-            _plot(r, args.out / f"replay_{r['name']}.png")
-    return 0
+    [--out DIR]`` (:func:`quadsim.app.sysid.replay_cli.main`)."""  # noqa: D205, D209
+    from .replay_cli import main as cli_main
+
+    return cli_main(argv)
 
 
 if __name__ == "__main__":

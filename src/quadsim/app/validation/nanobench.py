@@ -23,10 +23,9 @@ in ``data/nanobench/`` (:func:`main`).
 from __future__ import annotations
 
 import argparse
-import gzip
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +34,17 @@ import numpy as np
 from ...loop.estimation import eskf, metrics
 from ...physics import rotation
 from ...physics.sensors import load_imu
+from ..sysid.csvlog import read_columns
 
 __all__ = [
+    "FLIGHT_COLUMNS",
     "G_LOG",
     "G_VEC",
     "PWM_FLYING",
     "default_files",
     "estimate_imu_shift",
     "evaluate",
+    "flight_from_columns",
     "hover_noise",
     "load_flight",
     "main",
@@ -95,11 +97,43 @@ def _read_metadata(path: Path) -> dict[str, Any]:
     return out
 
 
+FLIGHT_COLUMNS = (
+    "t",
+    *("px", "py", "pz", "qx", "qy", "qz", "qw", "vx", "vy", "vz"),
+    *(f"imu_acc_{a}" for a in "xyz"),
+    *(f"imu_gyro_{a}" for a in "xyz"),
+    *(f"motor_motor_m{i}" for i in range(1, 5)),
+    *(f"est_stateEstimate_{a}" for a in "xyz"),
+    *(f"att_stateEstimate_q{a}" for a in "xyzw"),
+)
+"""The NanoBench columns :func:`load_flight` reads (the others are not read)."""
+
+
 def load_flight(path: str | Path) -> dict[str, Any]:
     """A NanoBench flight ``*.csv.gz`` (or ``*.csv``) in SI units and quadsim's frames.
 
     Args:
         path: The flight's CSV; a ``<stem>_metadata.yaml`` next to it is read when present.
+
+    Returns:
+        :func:`flight_from_columns`'s dict.
+
+    Raises:
+        ValueError: (:class:`quadsim.app.sysid.csvlog.LogError`) an unreadable file, a missing
+            column of :data:`FLIGHT_COLUMNS`, a truncated row or a cell of those columns that is
+            not a finite number: the message names the file, the row (the file's line, the
+            header being row 1) and the column.
+    """
+    cols = read_columns(path, FLIGHT_COLUMNS, min_rows=2)
+    return flight_from_columns(path, cols.data)
+
+
+def flight_from_columns(path: str | Path, data: Mapping[str, np.ndarray]) -> dict[str, Any]:
+    """The flight's dict from its columns (:data:`FLIGHT_COLUMNS`, as logged).
+
+    Args:
+        path: The flight's CSV (its name and the metadata file next to it).
+        data: ``{column: (T,) array}``, finite.
 
     Returns:
         ``dict`` with ``"name"`` (str), ``"meta"`` (dict from the metadata file, possibly
@@ -112,33 +146,26 @@ def load_flight(path: str | Path) -> dict[str, Any]:
         (motor 1's PWM above :data:`PWM_FLYING`).
 
     Raises:
-        ValueError: A missing column or non-finite values.
+        ValueError: The metadata file cannot be read (named).
     """
     path = Path(path)
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        header = fh.readline().strip().split(",")
-        data = np.loadtxt(fh, delimiter=",", ndmin=2)
-    col = {name: i for i, name in enumerate(header)}
 
     def cols(*names: str) -> np.ndarray:
-        missing = [n for n in names if n not in col]
-        if missing:
-            raise ValueError(f"{path}: missing columns {missing}")
-        out = data[:, [col[n] for n in names]]
-        if not np.all(np.isfinite(out)):
-            raise ValueError(f"{path}: non-finite values in {names}")
-        return out
+        return np.stack([np.asarray(data[n], dtype=np.float64) for n in names], axis=-1)
 
-    t_abs = cols("t")[:, 0]
+    t_abs = np.asarray(data["t"], dtype=np.float64)
     stem = path.name.removesuffix(".gz").removesuffix(".csv")
     meta_path = path.with_name(f"{stem}_metadata.yaml")
+    try:
+        meta = _read_metadata(meta_path) if meta_path.is_file() else {}
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{meta_path}: unreadable metadata file ({e})") from None
     quat = rotation.normalize(cols("qx", "qy", "qz", "qw"))
     est_quat = rotation.normalize(cols(*(f"att_stateEstimate_q{a}" for a in "xyzw")))
     pwm = cols(*(f"motor_motor_m{i}" for i in range(1, 5)))
     return {
         "name": stem,
-        "meta": _read_metadata(meta_path) if meta_path.exists() else {},
+        "meta": meta,
         "t0": float(t_abs[0]),
         "t": t_abs - t_abs[0],
         "gyro": cols("imu_gyro_x", "imu_gyro_y", "imu_gyro_z"),
