@@ -160,6 +160,8 @@ def _kept_on_failure(out: Path) -> Any:
     try:
         yield
     except BaseException as e:
+        # its summary written and the earlier results gone: only what comes after failed
+        finished = (out / "summary.json").exists() and not (out / outdir.PREVIOUS).exists()
         outdir.restore(out)
         if isinstance(e, OSError):
             n = len(part_files(out / PARTS))
@@ -167,6 +169,9 @@ def _kept_on_failure(out: Path) -> Any:
                 e.add_note(f"kept: the {n} complete log chunk{'s' * (n != 1)} of this run in "
                            f"{out / PARTS}; `quadsim recover {out}` merges them (free some "
                            "space first if the disk is full)")  # fmt: skip
+            elif finished:
+                e.add_note(f"kept: this run's trajectory.parquet and summary.json in {out} are "
+                           "complete; what failed was written after them")  # fmt: skip
             else:
                 e.add_note(f"nothing of this run was logged; {out} holds what it held before")
         raise
