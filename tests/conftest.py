@@ -93,23 +93,38 @@ _SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SI
 
 
 def _process_state() -> dict:
-    """What a test may change for every later test of its worker: signal dispositions, the
-    working directory, the thread switch interval, JAX's x64 flag, PyTorch's thread count."""
+    """What a test may change for every later test of its worker: signal dispositions and the
+    blocked set, the working directory, the environment, NumPy's error handling, the thread
+    switch interval, JAX's x64 flag, PyTorch's thread count and default dtype."""
     state = {f"signal {signal.Signals(s).name}": signal.getsignal(s) for s in _SIGNALS}
+    state["blocked signals"] = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     state["working directory"] = os.getcwd()
+    state["environment"] = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    state["numpy errors"] = np.geterr()
     state["switch interval"] = sys.getswitchinterval()
     if "jax" in sys.modules:
         state["jax_enable_x64"] = bool(sys.modules["jax"].config.read("jax_enable_x64"))
     if "torch" in sys.modules:
         state["torch threads"] = sys.modules["torch"].get_num_threads()
+        state["torch default dtype"] = sys.modules["torch"].get_default_dtype()
     return state
 
 
 def _restore(name: str, value: Any) -> None:
     if name.startswith("signal "):
         signal.signal(getattr(signal, name.split()[1]), value)
+    elif name == "blocked signals":
+        signal.pthread_sigmask(signal.SIG_SETMASK, value)
     elif name == "working directory":
         os.chdir(value)
+    elif name == "environment":
+        for k in set(os.environ) - set(value) - {"PYTEST_CURRENT_TEST"}:
+            del os.environ[k]
+        os.environ.update(value)
+    elif name == "numpy errors":
+        np.seterr(**value)
+    elif name == "torch default dtype":
+        sys.modules["torch"].set_default_dtype(value)
     elif name == "switch interval":
         sys.setswitchinterval(value)
     elif name == "jax_enable_x64":
@@ -126,8 +141,8 @@ put back after each test, not counted against it."""
 @pytest.fixture(autouse=True)
 def _leaves_the_process_as_found() -> Any:
     """Every test leaves the process-wide state as it found it (issue 27: tests must pass in any
-    order and under load). What a test changed is put back; a changed signal disposition, working
-    directory or switch interval also fails the test that changed it."""
+    order and under load). What a test changed is put back, and anything but what quadsim itself
+    sets where asked (:data:`_LIBRARY_SET`) also fails the test that changed it."""
     before = _process_state()
     yield
     after = _process_state()
@@ -135,7 +150,11 @@ def _leaves_the_process_as_found() -> Any:
     for name, value in before.items():
         if after.get(name) != value:
             _restore(name, value)
-            if name not in _LIBRARY_SET:
+            if name == "environment":
+                diff = sorted(k for k in value.keys() | after[name].keys()
+                              if value.get(k) != after[name].get(k))  # fmt: skip
+                leaked.append(f"environment variables {diff}")
+            elif name not in _LIBRARY_SET:
                 leaked.append(f"{name}: {value!r} before, {after.get(name)!r} after")
     for name in after.keys() - before.keys():  # imported during the test: back to the default
         if name == "jax_enable_x64" and after[name]:
