@@ -38,6 +38,7 @@ __all__ = [
     "default_backend",
     "fly_assembly",
     "load_scenario",
+    "resolved_files",
     "schema_markdown",
     "validate_doc",
 ]
@@ -992,6 +993,27 @@ def _load_named(fail: Any, section: str, key: str, name: str, load: Any, names: 
         raise fail(section, key, str(e)) from None
     except OSError as e:
         raise fail(section, key, f"cannot read {name}: {e.strerror or e}") from None
+
+
+def resolved_files(sc: Scenario) -> dict[str, str]:
+    """The files a validated scenario reads besides itself: ``{"section.key": path}``.
+
+    Every key that names a file by path and is used: ``drone.preset``, ``sim.power`` (with
+    ``sim.command = "pwm"``), ``controller.gains`` (or ``controller.path`` for a policy),
+    ``sensors.imu``, ``sensors.baro`` and ``sensors.gnss``. Paths are as written (a relative one
+    is relative to the directory the scenario was validated in); presets named by name are
+    packaged with quadsim and not listed.
+    """
+    v = sc.values
+    named = [("drone", "preset"), ("sensors", "imu"), ("sensors", "baro"), ("sensors", "gnss")]
+    if v["sim"]["command"] == "pwm":
+        named.append(("sim", "power"))
+    out = {f"{s}.{k}": v[s][k] for s, k in named if v[s][k] != "none" and _is_path(v[s][k])}
+    if v["controller"]["kind"] == "policy":
+        out["controller.path"] = v["controller"]["path"]
+    elif _is_path(_gains_name(v)):
+        out["controller.gains"] = _gains_name(v)
+    return out
 
 
 def _is_path(name: str) -> bool:
