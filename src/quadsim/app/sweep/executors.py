@@ -5,19 +5,30 @@ writes the task's rows itself; the executor only schedules, retries and reports.
 cannot depend on the executor or on the number of workers.
 
 * :class:`LocalExecutor`: ``concurrent.futures.ProcessPoolExecutor`` (``spawn``: workers start
-  clean, whatever the parent imported), one worker per core unless told. A worker that dies (a
-  kill, the OOM killer) breaks the pool; the pool is rebuilt and the tasks it held are run again
-  (at most :data:`MAX_RETRIES` times each, then they are recorded as failed).
+  clean, whatever the parent imported), one worker per core unless told
+  (:func:`quadsim.sweep.limits.workers_for` caps them). A worker that dies (a kill, the OOM
+  killer) breaks the pool; the pool is rebuilt and the tasks it held are run again (at most
+  :data:`MAX_RETRIES` times each, then they are recorded as failed). Workers die with the
+  parent however it ends (:func:`_die_with_parent`: ``PR_SET_PDEATHSIG`` on Linux, and a thread
+  that watches the parent's PID everywhere), and start with ``OMP_NUM_THREADS`` set to their
+  share of the cores (:func:`quadsim.sweep.limits.threads_per_worker`) unless it is set.
 * :class:`RayExecutor`: ``ray.init(address=...)`` joins a cluster; without an address it starts
   a new local Ray (``address="local"``: not one that already runs or that ``RAY_ADDRESS`` names)
   that listens on 127.0.0.1 only, with no dashboard. Tasks are Ray remote functions
-  with ``max_retries`` = :data:`MAX_RETRIES` (Ray reruns a task whose worker died).
+  with ``max_retries`` = :data:`MAX_RETRIES` (Ray reruns a task whose worker died). Ray gives a
+  task of ``num_cpus=1`` ``OMP_NUM_THREADS=1`` unless it is set, and ties the processes of a
+  Ray it starts to the driver's life (``PR_SET_PDEATHSIG``, its "fate sharing").
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 __all__ = ["MAX_RETRIES", "LocalExecutor", "RayExecutor"]
@@ -26,21 +37,66 @@ MAX_RETRIES = 2
 """Times a task is run again after its worker died."""
 
 
+PARENT_POLL_S = 0.5
+"""How often a local worker checks that its parent is still there [s] (where prctl is not)."""
+
+
 def _run(task: dict) -> dict:
     from .tasks import run_task
 
     return run_task(task)
 
 
+def _die_with_parent(parent: int) -> None:
+    """Pool initializer: end this worker as soon as ``parent`` (the sweep) is gone.
+
+    On Linux ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` has the kernel kill it when the parent dies
+    (even by SIGKILL); everywhere a daemon thread also polls ``os.getppid()`` every
+    :data:`PARENT_POLL_S` seconds and exits the process when the parent has changed (a worker
+    orphaned before the prctl took effect, or a system without it).
+    """
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL_S)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="quadsim-parent-watch", daemon=True).start()
+
+
+@contextlib.contextmanager
+def _worker_env(threads: int | None) -> Iterator[None]:
+    """``OMP_NUM_THREADS = threads`` in this process's environment while workers are spawned
+    (they inherit it from their first instruction, before NumPy or the compiled engine loads
+    OpenMP); a value the user set is kept."""  # noqa: D205, D209
+    if not threads or "OMP_NUM_THREADS" in os.environ:
+        yield
+        return
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    try:
+        yield
+    finally:
+        os.environ.pop("OMP_NUM_THREADS", None)
+
+
 class LocalExecutor:
-    """A process pool of ``workers`` processes (default: the cores)."""
+    """A process pool of ``workers`` processes (default: the cores), ``threads`` OpenMP threads
+    each (``None``: OpenMP's default)."""  # noqa: D205, D209
 
     name = "local"
 
-    def __init__(self, workers: int | None = None) -> None:
+    def __init__(self, workers: int | None = None, threads: int | None = None) -> None:
         self.workers = int(workers or os.cpu_count() or 1)
         if self.workers < 1:
             raise ValueError(f"--workers must be >= 1; got {workers!r}")
+        self.threads = threads
 
     def run(self, tasks: Iterable[dict], done: Callable[[dict, dict], None]) -> list[dict]:
         """Run the tasks; ``done(task, result)`` as each finishes. Returns tasks that failed for
@@ -54,8 +110,11 @@ class LocalExecutor:
         lost: list[dict] = []
         ctx = mp.get_context("spawn")
         while pending:
-            pool = ProcessPoolExecutor(max_workers=min(self.workers, len(pending)), mp_context=ctx)
-            futures = {pool.submit(_run, t): t for t in pending}
+            with _worker_env(self.threads):  # the workers are spawned by submit
+                pool = ProcessPoolExecutor(max_workers=min(self.workers, len(pending)),
+                                           mp_context=ctx, initializer=_die_with_parent,
+                                           initargs=(os.getpid(),))  # fmt: skip
+                futures = {pool.submit(_run, t): t for t in pending}
             pending = []
             broken = False
             try:
@@ -157,6 +216,13 @@ class RayExecutor:
             ) from None
         self._started = True
         return self
+
+    def cpus(self) -> int:
+        """The CPUs the tasks can use (one task each): the local Ray's, or the cluster's."""
+        try:
+            return max(1, int(self.ray.cluster_resources().get("CPU", 1)))
+        except Exception:  # an estimate only
+            return max(1, int(self.workers or os.cpu_count() or 1))
 
     def release(self) -> None:
         """Start disconnecting in a thread (stopping a local Ray waits ~1.3 s on its processes),
