@@ -2,24 +2,38 @@ r"""``quadsim sweep``: plan, run (resuming), collect and plot a sweep.
 
 Output directory (``--out``, default ``runs/<sweep file name>``):
 
-* ``sweep.json``: the sweep's digest, its runs and tasks (what a resume checks);
+* ``sweep.json``: the sweep's digest, what it covers, its runs and tasks (what a resume checks);
 * ``tasks/<task>.parquet``: each finished task's rows (written whole or not at all);
 * ``results.parquet``: one row per run, in run order: ``run``, ``point``, ``replicate``, each
   axis (one column per axis; a list-valued axis as a list column), ``task``, ``lane``, ``seed``,
   the metrics (:data:`quadsim.sweep.tasks.METRICS`) and ``error`` (null when the run flew). It
   is written only when every task has finished, so its presence means the sweep is complete;
-* ``<metric>.png``: each metric against the axes (a line per axis value for one axis, a heat map
-  for two; points for sampled axes);
-* ``runs/<axis>=<value>/.../<task>.parquet`` with ``--trajectories [EVERY]``.
+* ``<metric>.png``: each metric against the axes (:mod:`.plots`);
+* ``runs/<axis>=<label>/.../<task>.parquet`` with ``--trajectories [EVERY]``
+  (:func:`quadsim.sweep.spec.value_label`).
 
-**Resume.** Run the same command again: tasks whose file exists are skipped. A directory that
-holds another sweep (its digest differs) is refused. **Signals**: SIGINT and SIGTERM stop the
-sweep after cancelling what is in flight (finished tasks stay), exit 130 / 143.
+**One sweep at a time.** Everything that writes the folder runs while holding its lock
+(:func:`quadsim.io.outdir.claim`, ``DIR/.quadsim.lock``): a second ``quadsim sweep`` into the
+same folder exits 2 naming the folder and the process holding it.
+
+**Resume.** Run the same command again: tasks whose file exists are skipped. The digest in
+``sweep.json`` covers the sweep file, the base scenario, quadsim's version and the contents of
+every file the scenarios read (:func:`inputs`: drone, power, sensor presets and gains given by
+path, policy files); a folder whose digest differs is refused, naming what changed, so a
+resumed sweep never mixes results of old and new inputs. With ``--trajectories``, a finished
+task without its trajectory file is flown again (the same rows). **Signals**: SIGINT, SIGTERM
+and SIGHUP stop the sweep after cancelling what is in flight (finished tasks stay), exit
+128 + the signal; the workers die with the sweep however it ends.
+
+**Before anything flies**: the runs are counted and a sweep too large refused, every task is
+checked, the sweep's time is estimated (printed when long, refused when beyond the limit) and
+the workers are capped at the cores (:mod:`.limits`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import signal
@@ -28,38 +42,169 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from ...engines.signals import interrupt_after
+from ...engines.signals import STOP_SIGNALS, interrupt_after
 from ..io.files import atomic_write
 from .spec import Sweep, load_sweep, make_runs
-from .tasks import METRICS, plan, prepare, write_rows
+from .tasks import plan, prepare, write_rows
 
-__all__ = ["collect", "run_sweep"]
+__all__ = ["collect", "inputs", "run_sweep"]
 
 
-def _check_out(out: Path, sw: Sweep, n_runs: int, n_tasks: int) -> None:
-    meta = out / "sweep.json"
-    doc = {
-        "digest": sw.digest(),
+def _check_tasks(sw: Sweep, runs: list, tasks: list[dict]) -> list[dict]:
+    """Check every task's values (before anything flies); returns per task its ``cost`` [s],
+    ``steps`` and ``files`` (what :func:`quadsim.scenario.resolved_files` lists, resolved)."""  # noqa: D205, D209
+    from ..scenario import resolved_files
+    from .limits import task_cost
+
+    facts = []
+    for t in tasks:
+        try:
+            sc = prepare(t)
+        except ValueError as e:
+            raise _at_axis(e, sw, runs) from None
+        v = sc.values
+        steps = max(1.0, v[""]["duration"] / v["sim"]["dt"])
+        files = {p: (k, Path(t["base_dir"], p)) for k, p in resolved_files(sc).items()}
+        facts.append({"cost": task_cost(len(t["runs"]), steps, v["sim"]["backend"]),
+                      "steps": steps, "files": files})  # fmt: skip
+    return facts
+
+
+def _at_axis(e: ValueError, sw: Sweep, runs: list) -> ValueError:
+    """A run's bad value (``FILE: run R: KEY ...``) with the line of its axis; for a key that is
+    not an axis (a check of several keys), the run's axis values and their lines."""  # noqa: D205, D209
+    import re
+
+    from ..scenario import _line_of
+
+    msg = str(e)
+    m = re.match(re.escape(f"{sw.path}: ") + r"(run (\d+): ([^\s:=]+).*)", msg, re.S)
+    if not m:
+        return e
+
+    def at(key: str) -> str:
+        line = _line_of(sw.text, "axes", key)
+        return f'axes."{key}"' + (f" (line {line})" if line else "")
+
+    if m.group(3) in sw.axes:
+        return ValueError(f"{sw.path}: {at(m.group(3))}: {m.group(1)}")
+    values = runs[int(m.group(2))].values
+    sets = [f"{k} = {_short(v)} at {at(k)}" for k, v in list(values.items())[:3]]
+    return ValueError(f"{msg}; run {m.group(2)} sets " + ", ".join(sets))
+
+
+def _short(v: Any, most: int = 40) -> str:
+    text = repr(v)
+    return text if len(text) <= most else text[: most - 3] + "..."
+
+
+def inputs(facts: list[dict]) -> dict[str, dict]:
+    """``{path: {"key", "sha256"}}`` of every file the tasks' scenarios read (path as written,
+    relative to the base scenario's folder).
+
+    Raises:
+        ValueError: A file that cannot be read now.
+    """  # noqa: D205
+    out: dict[str, dict] = {}
+    for f in facts:
+        for path, (key, full) in f["files"].items():
+            if path in out:
+                continue
+            try:
+                digest = hashlib.sha256(full.read_bytes()).hexdigest()[:16]
+            except OSError as e:
+                raise ValueError(f"{full} ({key}): cannot read: {e.strerror or e}") from None
+            out[path] = {"key": key, "sha256": digest}
+    return out
+
+
+def _doc(sw: Sweep, files: dict[str, dict], n_runs: int, n_tasks: int) -> dict:
+    from ... import __version__
+
+    def sha(text: str) -> str:
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    return {
+        "digest": sw.digest({p: f["sha256"] for p, f in files.items()}),
         "sweep": str(sw.path),
         "base": str(sw.base),
         "runs": n_runs,
         "tasks": n_tasks,
+        "covers": {
+            "sweep": sha(sw.text),
+            "base": sha(sw.base_text),
+            "quadsim": __version__,
+            "files": files,
+        },
     }
+
+
+def _changes(old: dict, new: dict) -> list[str]:
+    """What differs between two ``covers`` of :func:`_doc` (``[]``: unknown)."""
+    a, b = old.get("covers"), new["covers"]
+    if not isinstance(a, dict):
+        return []
+    said = []
+    if a.get("sweep") != b["sweep"]:
+        said.append(f"the sweep file {new['sweep']} changed")
+    if a.get("base") != b["base"]:
+        said.append(f"the base scenario {new['base']} changed")
+    if a.get("quadsim") != b["quadsim"]:
+        said.append(f"quadsim's version changed ({a.get('quadsim')} -> {b['quadsim']})")
+    fa = a.get("files") if isinstance(a.get("files"), dict) else {}
+    for path in sorted(set(fa) | set(b["files"])):
+        was, now = fa.get(path), b["files"].get(path)
+        key = (now or was or {}).get("key", "?")
+        if now is None:
+            said.append(f"{path} ({key}) is no longer read")
+        elif was is None:
+            said.append(f"{path} ({key}) is read now")
+        elif was.get("sha256") != now["sha256"]:
+            said.append(f"{path} ({key}) changed")
+    return said
+
+
+def _check_out(out: Path, sw: Sweep, doc: dict, trajectories: int) -> None:
+    """The folder (held) is new, empty, or holds this very sweep; records the sweep.
+
+    Raises:
+        ValueError: Another sweep, inputs changed since its tasks flew, a non-empty folder that
+            holds no sweep, or trajectories kept at another ``EVERY``.
+    """
+    from ..io.outdir import LOCK
+
+    meta = out / "sweep.json"
     if meta.exists():
         try:
             old = json.loads(meta.read_text())
         except (OSError, json.JSONDecodeError):
             old = {}
+        old = old if isinstance(old, dict) else {}
         if old.get("digest") != doc["digest"]:
+            said = _changes(old, doc) if old.get("sweep") == doc["sweep"] else []
+            if not said:
+                raise ValueError(f"{out} holds another sweep ({old.get('sweep', '?')}); choose "
+                                 "another --out or remove it")  # fmt: skip
             raise ValueError(
-                f"{out} holds another sweep ({old.get('sweep', '?')}); choose "
-                "another --out or remove it"
+                f"{out}: since its finished tasks flew, {'; '.join(said)}: resuming would mix "
+                f"old and new results. Put back what changed, or remove {out} (or choose "
+                "another --out) to fly the sweep again"
             )
-        return
-    if out.exists() and any(out.iterdir()):
+        every = old.get("trajectories")
+        kept = any((out / "runs").rglob("*.parquet"))
+        if trajectories and every and every != trajectories and kept:
+            raise ValueError(
+                f"{out}/runs holds the trajectories of --trajectories {every}; give "
+                f"--trajectories {every}, or remove {out}/runs to keep those of "
+                f"--trajectories {trajectories}"
+            )
+        if not trajectories or every == trajectories:
+            return
+        doc = {**old, "trajectories": trajectories}
+    elif out.exists() and any(p.name != LOCK for p in out.iterdir()):
         raise ValueError(f"{out} is not empty and holds no sweep; choose another --out")
+    elif trajectories:
+        doc = {**doc, "trajectories": trajectories}
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(meta, lambda tmp: tmp.write_text(json.dumps(doc, indent=2) + "\n"))
 
@@ -79,7 +224,8 @@ def run_sweep(
     Args:
         path: The sweep file.
         out: Output directory (default ``runs/<sweep file name>``).
-        workers: Local processes (default: the cores); with Ray, a local Ray's CPUs.
+        workers: Local processes (default: the cores; at most the cores and the tasks); with
+            Ray, a local Ray's CPUs.
         ray: ``None``/``False``: the local executor; ``True``: a local Ray; a string: the
             address of a Ray cluster.
         trajectories: Keep every ``k``-th logged sample of every run (0: none).
@@ -87,39 +233,69 @@ def run_sweep(
         echo: Called with notices (default: stderr).
 
     Raises:
-        ValueError: Bad input (the sweep file, a run's value, the output directory, Ray).
-        KeyboardInterrupt: SIGINT or SIGTERM (``signum`` attribute); finished tasks stay.
+        ValueError: Bad input (the sweep file, a run's value, the output directory and its
+            lock, a sweep too large or too long, Ray).
+        KeyboardInterrupt: SIGINT, SIGTERM or SIGHUP (``signum`` attribute); finished tasks
+            stay.
     """
+    from ..io.outdir import claim
     from .executors import LocalExecutor, RayExecutor
+    from .limits import check_size, check_time, cores, threads_per_worker, workers_for
 
     echo = echo or (lambda s: print(s, file=sys.stderr))
     sw = load_sweep(path)
     if trajectories < 0:
         raise ValueError(f"--trajectories must be >= 0; got {trajectories}")
+    if workers is not None and workers < 1:
+        raise ValueError(f"--workers must be >= 1; got {workers!r}")
+    check_size(sw, min(workers or cores(), cores()))  # counted, before any run is made
     runs = make_runs(sw)
     out_dir = Path(out) if out is not None else Path("runs") / sw.path.stem
     tasks = plan(sw, runs, out_dir, trajectories)
-    for t in tasks:  # every value checked before anything flies
-        prepare(t)
-    ex: Any = (
-        LocalExecutor(workers)
-        if not ray
-        else RayExecutor(ray if isinstance(ray, str) else None, workers)
-    )
+    facts = _check_tasks(sw, runs, tasks)  # every value checked before anything flies
+    doc = _doc(sw, inputs(facts), len(runs), len(tasks))
+    left = [i for i, t in enumerate(tasks) if not _done(t, trajectories)]  # a first look
     with contextlib.ExitStack() as stack:
-        if isinstance(ex, RayExecutor):
+        if ray:  # a cluster's CPUs are its own; a local Ray's are capped as local workers
+            n = workers if isinstance(ray, str) else workers_for(workers, len(left), echo)
+            ex: Any = RayExecutor(ray if isinstance(ray, str) else None, n)
             stack.enter_context(ex)  # connected (or refused) before anything is written
-        _check_out(out_dir, sw, len(runs), len(tasks))
-        return _run(sw, runs, tasks, out_dir, ex, progress, echo)
+            n_workers = ex.cpus()
+        else:
+            n_workers = workers_for(workers, len(left), echo)
+            ex = LocalExecutor(n_workers, threads_per_worker(n_workers))
+        check_time(sw, runs, [tasks[i] for i in left], [facts[i] for i in left], n_workers,
+                   echo)  # fmt: skip
+        stack.enter_context(claim(out_dir))  # one sweep at a time writes the folder
+        _check_out(out_dir, sw, doc, trajectories)
+        return _run(sw, runs, tasks, out_dir, ex, progress, echo, trajectories)
 
 
-def _run(
-    sw: Sweep, runs: list, tasks: list[dict], out_dir: Path, ex: Any, progress: bool, echo: Any
-) -> dict:
-    todo = [t for t in tasks if not Path(t["out"]).exists()]
+def _done(task: dict, trajectories: int) -> bool:
+    """Whether a task need not fly: its rows are on disk, and so is its trajectory file if
+    one is asked for (a task that failed has none: its rows say so)."""  # noqa: D205, D209
+    if not Path(task["out"]).exists():
+        return False
+    if not trajectories or not task["traj_out"] or Path(task["traj_out"]).exists():
+        return True
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.read_table(task["out"], columns=["error"]).column("error").null_count == 0
+    except (OSError, ValueError):
+        return False
+
+
+def _run(sw: Sweep, runs: list, tasks: list[dict], out_dir: Path, ex: Any, progress: bool,
+         echo: Any, trajectories: int) -> dict:  # fmt: skip
+    todo = [t for t in tasks if not _done(t, trajectories)]
+    again = sum(Path(t["out"]).exists() for t in todo)
     skipped = len(tasks) - len(todo)
     if skipped:
         echo(f"quadsim sweep: resuming: {skipped} of {len(tasks)} tasks already done")
+    if again:
+        echo(f"quadsim sweep: --trajectories: flying {again} finished task(s) again for their "
+             "trajectories (the same rows)")  # fmt: skip
     bar = None
     if progress and todo:
         from tqdm import tqdm
@@ -132,13 +308,11 @@ def _run(
             leave=False,
             dynamic_ncols=True,
         )
-    failed_tasks: list[str] = []
 
     def done(task: dict, result: dict) -> None:
         with interrupt_after():  # a signal waits until the task's file is whole
             write_rows(result["table"], Path(task["out"]))
         if result.get("error"):
-            failed_tasks.append(task["name"])
             echo(
                 f"quadsim sweep: {task['name']} (runs {task['runs'][0]}..{task['runs'][-1]}) "
                 f"failed: {result['error']}"
@@ -151,7 +325,7 @@ def _run(
     def stop(signum: int, frame: Any) -> None:
         raise _Stopped(signum)
 
-    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
     try:
         lost = ex.run(todo, done)
     finally:
@@ -161,17 +335,16 @@ def _run(
             bar.close()
     if hasattr(ex, "release"):  # Ray stops while the results are merged and plotted
         ex.release()
+    from .plots import plot_metrics
     from .tasks import _rows, rows_ipc
 
     for t in lost:  # their workers kept dying: recorded as failed
         write_rows(rows_ipc(_rows(t, [], "the worker died (retried)")), Path(t["out"]))
-        failed_tasks.append(t["name"])
-    table = collect(sw, runs, tasks, out_dir)
-    plots = _plots(table, sw, out_dir)
-    n_failed = int(sum(e is not None for e in table["error"]))
+    table = _collect(sw, runs, tasks, out_dir)
+    plots = plot_metrics(table, sw, out_dir)
     return {
         "runs": len(runs),
-        "failed": n_failed,
+        "failed": table.num_rows - table.column("error").null_count,
         "tasks": len(tasks),
         "skipped": skipped,
         "wall_s": time.perf_counter() - t0,
@@ -189,6 +362,11 @@ class _Stopped(KeyboardInterrupt):
 
 def collect(sw: Sweep, runs: list, tasks: list[dict], out: Path) -> dict[str, list]:
     """Merge the task files into ``results.parquet`` (run order); returns its columns."""
+    return _collect(sw, runs, tasks, out).to_pydict()
+
+
+def _collect(sw: Sweep, runs: list, tasks: list[dict], out: Path) -> Any:
+    """:func:`collect`, returning the ``pyarrow.Table``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -196,7 +374,8 @@ def collect(sw: Sweep, runs: list, tasks: list[dict], out: Path) -> dict[str, li
 
     parts = [pq.read_table(t["out"]) for t in tasks]
     merged = pa.concat_tables(parts).sort_by("run")
-    if merged.num_rows != len(runs) or merged.column("run").to_pylist() != list(range(len(runs))):
+    run_col = merged.column("run").to_numpy()
+    if merged.num_rows != len(runs) or not (run_col == range(len(runs))).all():
         raise ValueError(f"{out}: the task files do not hold every run once")
     cols: dict[str, Any] = {
         "run": merged.column("run"),
@@ -204,79 +383,13 @@ def collect(sw: Sweep, runs: list, tasks: list[dict], out: Path) -> dict[str, li
         "replicate": pa.array([r.replicate for r in runs], pa.int64()),
     }
     for key in sw.axes:
-        vals = [r.values[key] for r in runs]
-        cols[key] = pa.array(vals)
+        cols[key] = pa.array([r.values[key] for r in runs])
     for name in merged.column_names:
         if name != "run":
             cols[name] = merged.column(name)
     table = pa.table(cols)
     _atomic_write(table, out / "results.parquet")
-    return table.to_pydict()
-
-
-def _plots(table: dict[str, list], sw: Sweep, out: Path) -> list[Path]:
-    """One figure per metric against the axes (numeric axes only)."""
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        return []
-    axes = [
-        k
-        for k in sw.axes
-        if all(isinstance(v, int | float) and not isinstance(v, bool) for v in table[k])
-    ]
-    if not axes:
-        return []
-    files = []
-    for metric, kind in METRICS:
-        if kind == "bool":
-            y = np.array([np.nan if v is None else float(v) for v in table[metric]])
-        else:
-            y = np.array([np.nan if v is None else v for v in table[metric]], dtype=float)
-        if not np.isfinite(y).any():
-            continue
-        fig = Figure(figsize=(6.4, 4.8))
-        FigureCanvasAgg(fig)
-        ax = fig.subplots()
-        if len(axes) >= 2 and sw.method == "grid":
-            a, b = axes[:2]
-            xs, ys = sorted(set(table[a])), sorted(set(table[b]))
-            grid = np.full((len(ys), len(xs)), np.nan)
-            for i, yv in enumerate(ys):
-                for j, xv in enumerate(xs):
-                    sel = [k for k in range(len(y)) if table[a][k] == xv and table[b][k] == yv]
-                    vals = y[sel]
-                    grid[i, j] = np.nanmean(vals) if np.isfinite(vals).any() else np.nan
-            im = ax.imshow(grid, origin="lower", aspect="auto", cmap="viridis")
-            ax.set_xticks(range(len(xs)), [f"{v:.4g}" for v in xs])
-            ax.set_yticks(range(len(ys)), [f"{v:.4g}" for v in ys])
-            ax.set_xlabel(a)
-            ax.set_ylabel(b)
-            fig.colorbar(im, ax=ax, label=f"{metric} (mean)")
-        elif sw.method == "grid":
-            a = axes[0]
-            xs = sorted(set(table[a]))
-            mean = [np.nanmean(y[[k for k in range(len(y)) if table[a][k] == xv]]) for xv in xs]
-            ax.plot(table[a], y, ".", color="0.6", label="runs")
-            ax.plot(xs, mean, "o-", label="mean")
-            ax.set_xlabel(a)
-            ax.set_ylabel(metric)
-            ax.legend()
-        else:
-            a = axes[0]
-            sc = ax.scatter(
-                table[a], table[axes[1]] if len(axes) > 1 else y, c=y, s=6, cmap="viridis"
-            )
-            ax.set_xlabel(a)
-            ax.set_ylabel(axes[1] if len(axes) > 1 else metric)
-            fig.colorbar(sc, ax=ax, label=metric)
-        ax.set_title(f"{sw.path.name}: {metric}", fontsize=9)
-        fig.tight_layout()
-        path = out / f"{metric}.png"
-        fig.savefig(path, dpi=100)
-        files.append(path)
-    return files
+    return table
 
 
 def main(args: Any) -> int:

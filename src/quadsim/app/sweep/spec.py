@@ -38,7 +38,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["METHODS", "PER_DRONE", "Run", "Sweep", "load_sweep", "make_runs", "set_key"]
+__all__ = ["METHODS", "PER_DRONE", "Run", "Sweep", "count_runs", "load_sweep", "make_runs",
+           "set_key", "value_label"]  # fmt: skip
 
 METHODS = ("grid", "random", "lhs")
 
@@ -89,13 +90,16 @@ class Sweep(NamedTuple):
     axes: dict
     text: str
 
-    def digest(self) -> str:
-        """A hash of what the results depend on (sweep and base scenario texts, quadsim's
-        version): a resumed sweep must be the same sweep."""  # noqa: D205, D209
+    def digest(self, inputs: dict[str, str] | None = None) -> str:
+        """A hash of what the results depend on: the sweep and base scenario texts, quadsim's
+        version and ``inputs`` (``{path: sha256}`` of every file the scenarios read,
+        :func:`quadsim.sweep.run.inputs`): a resumed sweep must be the same sweep."""  # noqa: D205, D209
         from ... import __version__
 
         h = hashlib.sha256()
-        for part in (self.text, self.base_text, __version__):
+        parts = [self.text, self.base_text, __version__]
+        parts += [f"{k}={v}" for k, v in sorted((inputs or {}).items())]
+        for part in parts:
             h.update(part.encode())
             h.update(b"\0")
         return h.hexdigest()[:16]
@@ -110,20 +114,13 @@ class Run(NamedTuple):
     values: dict
 
 
-def _line(text: str, needle: str) -> str:
-    for i, line in enumerate(text.splitlines(), 1):
-        if needle in line:
-            return f" (line {i})"
-    return ""
-
-
 def load_sweep(path: str | Path) -> Sweep:
     """Read and check a sweep file (not the runs' values: :func:`make_runs`).
 
     Raises:
-        ValueError: ``FILE: KEY (line N): what is wrong``.
+        ValueError: ``FILE: KEY (line N): what is wrong`` (the scenario's line finder).
     """
-    from ..scenario import SCHEMA, _read_text, _type_ok
+    from ..scenario import _failer, _line_of, _read_text
 
     p = Path(path)
     text = _read_text(p)
@@ -132,17 +129,22 @@ def load_sweep(path: str | Path) -> Sweep:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{where}: malformed TOML: {e}") from None
+    top = _failer(where, text)
 
-    def fail(key: str, msg: str, needle: str | None = None) -> ValueError:
-        return ValueError(f"{where}: {key}{_line(text, needle or key)}: {msg}")
+    def fail(key: str, msg: str, axis: bool = False) -> ValueError:
+        if not axis:
+            return top("", key, msg)
+        line = _line_of(text, "axes", key) or _line_of(text, "axes", "")
+        return ValueError(f'{where}: axes."{key}"' + (f" (line {line})" if line else "") +
+                          f": {msg}")  # fmt: skip
 
     for k in doc:
         if k not in _TOP:
             raise fail(k, f"unknown key; valid keys: {sorted(_TOP)}")
-    if "base" not in doc or not isinstance(doc["base"], str):
+    if "base" not in doc or not isinstance(doc["base"], str) or not doc["base"]:
         raise fail("base", "missing; expected the base scenario file (a string)")
     method = doc.get("method", "grid")
-    if method not in METHODS:
+    if not isinstance(method, str) or method not in METHODS:
         raise fail("method", f"expected one of {list(METHODS)}; got {method!r}")
 
     def integer(key: str, default: int, low: int) -> int:
@@ -167,61 +169,92 @@ def load_sweep(path: str | Path) -> Sweep:
         raise fail("base", f"cannot read the base scenario: {e}") from None
     raw_axes = doc.get("axes", {})
     if not isinstance(raw_axes, dict) or not raw_axes:
-        raise fail("axes", "expected a table of at least one axis ([axes])", "[axes]")
-    axes: dict[str, tuple[str, Any]] = {}
-    for key, spec in raw_axes.items():
-        name = f'axes."{key}"'
-        section, _, k = key.rpartition(".")
-        if section not in SCHEMA or k not in SCHEMA[section] or key in ("n", "seed"):
-            valid = sorted(
-                f"{s}.{x}" if s else x
-                for s, ks in SCHEMA.items()
-                for x in ks
-                if (s, x) not in (("", "n"), ("", "seed"))
-            )
-            raise fail(name, f"unknown scenario key {key!r}; valid keys: {valid}", f'"{key}"')
-        kind = SCHEMA[section][k].type
-        if isinstance(spec, list):
-            spec = {"values": spec}
-        if not isinstance(spec, dict) or not (
-            set(spec) == {"values"} or set(spec) == {"low", "high"}
-        ):
-            raise fail(
-                name,
-                "expected a list of values, { values = [...] } or { low = ..., high = ... }",
-                f'"{key}"',
-            )
-        if "values" in spec:
-            vals = spec["values"]
-            if not isinstance(vals, list) or not vals:
-                raise fail(name, "an axis needs at least one value", f'"{key}"')
-            for v in vals:
-                if not _type_ok(kind, v):
-                    raise fail(name, f"value {v!r} is not {_expect(kind)}", f'"{key}"')
-            axes[key] = ("values", vals)
-        else:
-            if method == "grid":
-                raise fail(
-                    name,
-                    'a grid needs values, not a range (or use method = "random" or "lhs")',
-                    f'"{key}"',
-                )
-            lo, hi = spec["low"], spec["high"]
-            if kind not in ("float", "vec3", "floats", "int"):
-                raise fail(
-                    name, f"a range needs a numeric key; {key} is {_expect(kind)}", f'"{key}"'
-                )
-            a, b = np.asarray(lo, dtype=float), np.asarray(hi, dtype=float)
-            if a.shape != b.shape or not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-                raise fail(
-                    name, f"low and high must be finite and alike; got {lo!r}, {hi!r}", f'"{key}"'
-                )
-            if not np.all(a <= b):
-                raise fail(name, f"low must not exceed high; got {lo!r}, {hi!r}", f'"{key}"')
-            if not _type_ok(kind, lo) or not _type_ok(kind, hi):
-                raise fail(name, f"low and high must be {_expect(kind)}", f'"{key}"')
-            axes[key] = ("range", (lo, hi))
+        raise fail("axes", "expected a table of at least one axis ([axes])")
+    axes = {key: _axis(key, spec, method, fail) for key, spec in raw_axes.items()}
     return Sweep(p, base, base_doc, base_text, method, samples, replicates, seed, batch, axes, text)
+
+
+def _axis(key: str, spec: Any, method: str, fail: Any) -> tuple[str, Any]:
+    """One axis of ``[axes]``: ``("values", [...])`` or ``("range", (low, high))``."""
+    from ..scenario import SCHEMA, _type_ok
+
+    section, _, k = key.rpartition(".")
+    if section not in SCHEMA or k not in SCHEMA[section] or key in ("n", "seed"):
+        valid = sorted(
+            f"{s}.{x}" if s else x
+            for s, ks in SCHEMA.items()
+            for x in ks
+            if (s, x) not in (("", "n"), ("", "seed"))
+        )
+        hint = ""
+        if key in SCHEMA and isinstance(spec, dict):  # axes.drone.mass: a dotted key unquoted
+            hint = f' (quote a dotted key: "{key}.{next(iter(spec), "...")}" = [...])'
+        raise fail(key, f"unknown scenario key {key!r}{hint}; valid keys: {valid}", True)
+    kind = SCHEMA[section][k].type
+    if isinstance(spec, list):
+        spec = {"values": spec}
+    if not isinstance(spec, dict) or not (set(spec) == {"values"} or set(spec) == {"low", "high"}):
+        raise fail(key, "expected a list of values, { values = [...] } or "
+                        "{ low = ..., high = ... }", True)  # fmt: skip
+    if "values" in spec:
+        vals = spec["values"]
+        if not isinstance(vals, list) or not vals:
+            raise fail(key, "an axis needs at least one value (a list)", True)
+        for v in vals:
+            if not _type_ok(kind, v):
+                raise fail(key, f"value {v!r} is not {_expect(kind)}", True)
+            if kind in ("float", "vec3", "floats") and not _finite(v):
+                raise fail(key, f"value {v!r} is not finite", True)
+            if not _int64(v):
+                raise fail(key, f"value {v!r}: an integer beyond 64 bits (write a float: 1e29)",
+                           True)  # fmt: skip
+        return ("values", vals)
+    if method == "grid":
+        raise fail(key, 'a grid needs values, not a range (or use method = "random" or "lhs")',
+                   True)  # fmt: skip
+    lo, hi = spec["low"], spec["high"]
+    if kind not in ("float", "vec3", "floats", "int"):
+        raise fail(key, f"a range needs a numeric key; {key} is {_expect(kind)}", True)
+    if not _type_ok(kind, lo) or not _type_ok(kind, hi) or not (_int64(lo) and _int64(hi)):
+        raise fail(key, f"low and high must be {_expect(kind)} (integers of 64 bits); got "
+                        f"{lo!r}, {hi!r}", True)  # fmt: skip
+    a, b = np.asarray(lo, dtype=object), np.asarray(hi, dtype=object)
+    if a.shape != b.shape or a.size == 0 or not (_finite(lo) and _finite(hi)):
+        raise fail(key, f"low and high must be finite, alike and not empty; got {lo!r}, {hi!r}",
+                   True)  # fmt: skip
+    if not np.all(np.asarray(lo, dtype=float) <= np.asarray(hi, dtype=float)):
+        raise fail(key, f"low must not exceed high; got {lo!r}, {hi!r}", True)
+    return ("range", (lo, hi))
+
+
+def _int64(v: Any) -> bool:
+    """Whether every integer in ``v`` (a value, or nested lists and tables) fits 64 bits (the
+    results' columns)."""  # noqa: D205, D209
+    if isinstance(v, bool):
+        return True
+    if isinstance(v, int):
+        return -(2**63) <= v < 2**63
+    if isinstance(v, list):
+        return all(_int64(x) for x in v)
+    if isinstance(v, dict):
+        return all(_int64(x) for x in v.values())
+    return True
+
+
+def _finite(v: Any) -> bool:
+    """Whether a number or list of numbers converts to finite floats (big integers too)."""
+    try:
+        return bool(np.all(np.isfinite(np.asarray(v, dtype=float))))
+    except (OverflowError, ValueError, TypeError):
+        return False
+
+
+def _kind(key: str) -> str:
+    """The scenario type of an axis key (``SCHEMA``)."""
+    from ..scenario import SCHEMA
+
+    section, _, k = key.rpartition(".")
+    return SCHEMA[section][k].type
 
 
 def _expect(kind: str) -> str:
@@ -257,10 +290,18 @@ def _points(sw: Sweep) -> list[dict]:
                 lo, hi = np.asarray(spec[0], float), np.asarray(spec[1], float)
                 v = lo + row[j] * (hi - lo)
                 pt[k] = v.tolist() if v.ndim else float(v)
-                if isinstance(spec[0], int) and not isinstance(spec[0], bool):
+                if _kind(k) == "int":  # not a float key given integer bounds
                     pt[k] = math.floor(pt[k] + 0.5)
         out.append(pt)
     return out
+
+
+def count_runs(sw: Sweep) -> int:
+    """The number of runs, from the axes' lengths (grid) or ``samples``, times the replicates:
+    nothing is materialised (:func:`quadsim.sweep.limits.check_size` refuses huge sweeps)."""  # noqa: D205, D209
+    if sw.method == "grid":
+        return math.prod(len(spec) for _, spec in sw.axes.values()) * sw.replicates
+    return sw.samples * sw.replicates
 
 
 def make_runs(sw: Sweep) -> list[Run]:
@@ -280,7 +321,29 @@ def set_key(doc: dict, key: str, value: Any) -> dict:
     return out
 
 
+LABEL_MAX = 64
+"""Longest readable partition value (bytes); a longer one, or a table, is written as a hash."""
+
+_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-,[]")
+
+
 def value_label(v: Any) -> str:
-    """A short, path-safe text of an axis value (partitions, plots)."""
-    s = json.dumps(v, separators=(",", ":"))
-    return s.replace("/", "_").replace(" ", "")
+    """A short, path-safe text of an axis value (the ``runs/<axis>=<label>`` partitions, plots).
+
+    A string is written bare, a number, boolean or list as JSON (``3.0``, ``true``,
+    ``[0.0,0.0,1.0]``); every byte outside ``[A-Za-z0-9._+-,[]]`` is percent-encoded
+    (``a/b`` -> ``a%2Fb``: what Hive-style partitioning decodes), the empty string is ``%00``.
+    A label longer than :data:`LABEL_MAX` bytes, and any table, becomes ``~`` and 16 hex digits of
+    the SHA-256 of the value's JSON: short, and always the same for the same value.
+    """
+    if isinstance(v, dict) or (not isinstance(v, str) and len(_json(v)) > LABEL_MAX):
+        return "~" + hashlib.sha256(_json(v).encode()).hexdigest()[:16]
+    text = v if isinstance(v, str) else _json(v)
+    out = "".join(chr(b) if chr(b) in _SAFE else f"%{b:02X}" for b in text.encode()) or "%00"
+    if len(out) > LABEL_MAX:
+        return "~" + hashlib.sha256(_json(v).encode()).hexdigest()[:16]
+    return out
+
+
+def _json(v: Any) -> str:
+    return json.dumps(v, separators=(",", ":"), sort_keys=True)

@@ -16,8 +16,9 @@ seed and the run index alone, whatever executes the tasks and however many worke
 :class:`quadsim.io.SummaryAccumulator`, whose per-drone metrics are the runs' rows. The rows go
 back to the driver as Arrow IPC bytes, which writes them to ``tasks/<task>.parquet`` (temporary
 name, then renamed: on disk whole or not at all),
-and with ``--trajectories`` the decimated log to ``runs/<axis>=<value>/.../<task>.parquet``
-(by the worker: on a cluster, ``DIR`` must then be on storage the workers share). A
+and with ``--trajectories`` the decimated log to ``runs/<axis>=<label>/.../<task>.parquet``
+(:func:`~quadsim.sweep.spec.value_label`; every path checked by :func:`plan` before anything
+flies; written by the worker: on a cluster, ``DIR`` must then be on storage the workers share). A
 task that fails records its error on each of its runs.
 """
 
@@ -77,6 +78,7 @@ def plan(sw: Sweep, runs: list[Run], out: Path, trajectories: int = 0) -> list[d
         part = None
         if trajectories:
             part = "/".join(f"{k}={value_label(v)}" for k, v in struct.items()) or "all"
+            _check_path(out / "runs" / part / f"{name}.parquet", sw, rs[0].run)
         tasks.append(
             {
                 "index": t,
@@ -93,6 +95,28 @@ def plan(sw: Sweep, runs: list[Run], out: Path, trajectories: int = 0) -> list[d
             }
         )
     return tasks
+
+
+NAME_MAX = 255
+"""Longest file or folder name [bytes] (Linux file systems)."""
+
+PATH_MAX = 4000
+"""Longest path [bytes] (Linux allows 4096 with the terminating NUL; a margin for ``.tmp``)."""
+
+
+def _check_path(path: Path, sw: Sweep, run: int) -> None:
+    """A trajectory file's path must be one the file system takes (checked before flying)."""
+    name = next((p for p in path.parts if len(p.encode()) > NAME_MAX), None)
+    size = len(str(path.absolute()).encode())
+    if name is not None or size > PATH_MAX:
+        what = (
+            f"the name {name[:40]!r}... is {len(name.encode())} bytes (at most {NAME_MAX})"
+            if name
+            else f"the path is {size} bytes (at most {PATH_MAX})"
+        )
+        shown = str(path) if len(str(path)) <= 120 else f"{str(path)[:117]}..."
+        raise ValueError(f"{sw.path}: --trajectories: the file of run {run}, {shown}: {what}; "
+                         "use a shorter --out or fewer structural axes")  # fmt: skip
 
 
 def _check_per_drone(task: dict) -> None:
