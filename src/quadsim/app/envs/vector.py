@@ -133,6 +133,44 @@ class QuadsimVectorEnv(VectorEnv):
             self._done[:] = False
         return self.core.observe(), {}
 
+    def get_state(self) -> dict[str, Any]:
+        """Everything that decides the environments' future, to continue bit for bit later.
+
+        The generator of :attr:`np_random`, the finished-environment mask, the drawn parameters
+        and the core's state (:mod:`quadsim.envs.snapshot`): a flat ``dict`` of NumPy arrays
+        (copies) and JSON values. :meth:`set_state` on an environment built with the same
+        arguments puts it back; stepping both with the same actions then gives the same results.
+        """
+        from .snapshot import core_state
+
+        state = {"rng": self.np_random.bit_generator.state, "done": self._done.copy()}
+        state.update({f"param.{k}": np.array(v) for k, v in self.param_values.items()})
+        state.update({f"core.{k}": v for k, v in core_state(self.core).items()})
+        return state
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Put back a state of :meth:`get_state` (of an environment built the same way).
+
+        Raises:
+            ValueError: A state of other environments (another size, path or layout).
+        """
+        from .snapshot import set_core_state
+
+        params = {k[6:]: np.array(v) for k, v in state.items() if k.startswith("param.")}
+        if params and set(params) != set(self.randomize_params):
+            raise ValueError(f"environment state: parameters {sorted(params)} drawn; these "
+                             f"environments draw {sorted(self.randomize_params)}")  # fmt: skip
+        if params or self.param_values:
+            self.param_values = params
+            self.core.build_sim(params or None)
+        set_core_state(self.core, {k[5:]: v for k, v in state.items() if k.startswith("core.")})
+        done = np.asarray(state["done"], bool)
+        if done.shape != self._done.shape:
+            raise ValueError(f"environment state: {done.shape[0]} environments; these are "
+                             f"{self.num_envs}")  # fmt: skip
+        self._done = done.copy()
+        self.np_random.bit_generator.state = state["rng"]
+
     def _draw_params(self, rng: np.random.Generator) -> None:
         n = self.num_envs
         values = {}
