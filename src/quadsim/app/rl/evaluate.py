@@ -12,14 +12,16 @@ policy's), all at once in one vector environment, the policy deterministic
   termination;
 * **final position error**: ``e`` at the episode's last step.
 
-JSON (``--json FILE``): ``env_id``, ``episodes``, ``success_rate``, ``crash_rate``,
+JSON (``--json FILE``, strict: ``null`` for a value that does not exist, written whole):
+``env_id``, ``action_level``, ``episodes``, ``success_rate``, ``crash_rate``,
 ``terminated_rate``, ``mean_recovery_time_s``, ``median_recovery_time_s``,
-``mean_final_pos_error_m``, ``episode_s``, ``seed``.
+``mean_final_pos_error_m``, ``episode_s``, ``seed``, ``disturbances``. The exit code is 1, with
+a line saying so, when no episode succeeded. The environment must observe what the policy was
+trained on (:func:`policy_env`).
 """
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -84,26 +86,77 @@ def _cli_disturbances(args: Any) -> dict:
                                args.gyro)  # fmt: skip
 
 
+def _options_text(opts: dict) -> str:
+    on = [k for k, v in opts.items() if v]
+    return ", ".join(on) if on else "none of the options"
+
+
+def policy_env(policy: Any, env_id: str, num_envs: int, action_level: str | None = None,
+               env_options: dict | None = None) -> Any:  # fmt: skip
+    """The ``NextStep`` vector environment ``env_id`` that feeds ``policy`` what it was trained on.
+
+    On the environment the policy file names (``meta["env_id"]``), the environment is built with
+    the observation options the file records (:data:`~quadsim.rl.policy.OBSERVATION_OPTIONS`).
+    On another one, it is built as that id defines it (plus ``observe_integral``, an option of
+    any environment) and accepted only if its observation holds the same quantities in the same
+    order (the same options and size) at the policy's action level.
+
+    Raises:
+        ValueError: ``POLICY: ...`` naming what differs (the options, the sizes, the level).
+    """
+    from ..envs.actions import ACTION_LEVELS
+    from .policy import OBSERVATION_OPTIONS, observation_options
+
+    where = getattr(policy, "path", "") or "the policy"
+    own = policy.meta.get("action_level", "rotor_speeds")
+    if own not in ACTION_LEVELS:
+        raise ValueError(f"{where}: meta action_level must be one of {sorted(ACTION_LEVELS)}; "
+                         f"got {own!r}")  # fmt: skip
+    level = action_level or own
+    if level != own:
+        raise ValueError(f"{where}: a {own!r} policy; it cannot act at the {level!r} level")
+    opts = observation_options(policy.meta)  # the observation it was trained on
+    trained_on = policy.meta.get("env_id")
+    other = trained_on is not None and trained_on != env_id
+    build = {"observe_integral": opts["observe_integral"]} if other else opts
+    env = make_vector_env(env_id, num_envs, autoreset="NextStep", action_level=level, **build,
+                          **(env_options or {}))  # fmt: skip
+    if other:
+        has = {k: bool(getattr(env.core, k)) for k in OBSERVATION_OPTIONS}
+        differ = [k for k in OBSERVATION_OPTIONS if has[k] != opts[k]]
+        if differ:
+            env.close()
+            raise ValueError(
+                f"{where}: a policy for {trained_on}, which observes with "
+                f"{_options_text(opts)}; {env_id} observes with {_options_text(has)} (they "
+                f"differ in {', '.join(differ)}): evaluate it on {trained_on} (leave out --env)"
+            )
+    try:
+        policy.check(env.single_observation_space.shape[0], env.single_action_space.shape[0],
+                     f"{where}: a policy for {trained_on or env_id} ({level}) on {env_id}")
+    except ValueError:
+        env.close()
+        raise
+    return env
+
+
 def evaluate(policy: Any, env_id: str, episodes: int = 1000, seed: int = 0,
              action_level: str | None = None, env_options: dict | None = None) -> dict:  # fmt: skip
     """Fly ``episodes`` episodes with the policy; the metrics of the module docstring.
 
     ``env_options``: more options of the environment (e.g. :func:`disturbance_options`).
-    """
-    if not (isinstance(episodes, int) and episodes >= 1):
-        raise ValueError(f"--episodes must be a positive integer; got {episodes!r}")
-    level = action_level or policy.meta.get("action_level", "rotor_speeds")
-    # each env flies one episode; what a finished env does afterwards is not looked at
-    from .policy import observation_options
 
-    opts = observation_options(policy.meta)  # the observation it was trained on
-    env = make_vector_env(env_id, episodes, autoreset="NextStep", action_level=level, **opts,
-                          **(env_options or {}))  # fmt: skip
-    policy.check(
-        env.single_observation_space.shape[0],
-        env.single_action_space.shape[0],
-        f"policy for {env_id} ({level})",
-    )
+    Raises:
+        ValueError: A bad count or seed, or an environment whose observation or action level is
+            not the policy's (:func:`policy_env`).
+    """
+    if isinstance(episodes, bool) or not (isinstance(episodes, int) and episodes >= 1):
+        raise ValueError(f"--episodes must be a positive integer; got {episodes!r}")
+    if isinstance(seed, bool) or not (isinstance(seed, int) and seed >= 0):
+        raise ValueError(f"--seed must be a non-negative integer; got {seed!r}")
+    # each env flies one episode; what a finished env does afterwards is not looked at
+    env = policy_env(policy, env_id, episodes, action_level, env_options)
+    level = env.core.level.name
     obs, _ = env.reset(seed=seed)
     n, steps = episodes, env.core.max_episode_steps
     dt = env.core.control_dt
@@ -146,23 +199,46 @@ def evaluate(policy: Any, env_id: str, episodes: int = 1000, seed: int = 0,
 
 def main(args: Any) -> int:
     """``quadsim eval POLICY [--env ID] [--episodes N] [--json FILE] [--seed K] [--wind W]
-    [--turbulence T] [--latency S] [--obs-noise P,V,R,W] [--gyro IMU]``."""  # noqa: D205, D209
+    [--turbulence T] [--latency S] [--obs-noise P,V,R,W] [--gyro IMU]``.
+
+    Exit 0 when some episode succeeded, 1 (with a line saying so) when none did.
+    """  # noqa: D205
+    import sys
+
+    from ..envs import ENV_IDS
+    from ..io._json import _dumps
+    from ..io.files import atomic_write
     from .policy import load_policy
 
+    if isinstance(args.seed, int) and args.seed < 0:
+        raise ValueError(f"--seed must be a non-negative integer; got {args.seed}")
+    if args.json:
+        parent = Path(args.json).parent
+        if not parent.is_dir():
+            raise ValueError(f"--json {args.json}: no such directory {str(parent)!r}")
     pol = load_policy(args.policy)
     env_id = args.env or pol.meta.get("env_id")
     if not env_id:
         raise ValueError(f"{args.policy}: the policy names no environment; give --env")
+    if not args.env and env_id not in ENV_IDS:
+        raise ValueError(f"{args.policy}: meta env_id {env_id!r} is not a known environment "
+                         f"({', '.join(sorted(ENV_IDS))}); give --env")  # fmt: skip
     res = evaluate(pol, env_id, args.episodes, args.seed,
                    env_options=_cli_disturbances(args))  # fmt: skip
+    rec = res["mean_recovery_time_s"]
+    rec_text = (f"recovery {rec:.2f} s (median {res['median_recovery_time_s']:.2f} s)"
+                if math.isfinite(rec) else "no recovery time (no success)")  # fmt: skip
     print(
         f"{env_id} ({res['action_level']}), {res['episodes']} episodes of "
         f"{res['episode_s']:g} s: success {100 * res['success_rate']:.1f} %, crashes "
         f"{100 * res['crash_rate']:.1f} %, terminated {100 * res['terminated_rate']:.1f} %, "
-        f"recovery {res['mean_recovery_time_s']:.2f} s (median "
-        f"{res['median_recovery_time_s']:.2f} s), final error "
-        f"{res['mean_final_pos_error_m']:.3f} m"
+        f"{rec_text}, final error {res['mean_final_pos_error_m']:.3f} m"
     )
     if args.json:
-        Path(args.json).write_text(json.dumps(res, indent=2) + "\n", encoding="utf-8")
-    return 0 if res["success_rate"] > 0 else 1
+        text = _dumps(res, indent=2) + "\n"  # strict JSON: no NaN (null instead)
+        atomic_write(Path(args.json), lambda p: p.write_text(text, encoding="utf-8"))
+    if res["success_rate"] > 0:
+        return 0
+    print(f"quadsim: no episode succeeded (0 of {res['episodes']}); exit status 1",
+          file=sys.stderr)  # fmt: skip
+    return 1
