@@ -19,6 +19,14 @@ pytest.importorskip("stable_baselines3")
 PY = sys.executable
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _torch_compiler_imported():
+    """PyTorch sets ``TORCHINDUCTOR_CACHE_DIR`` when its compiler package is first imported (in
+    the first optimiser step of a training run in this process): imported here, before the
+    per-test process-state check, so that no test is charged with it."""
+    pytest.importorskip("torch._dynamo")
+
+
 def _cli(*args: str, timeout: int = 600, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([PY, "-m", "quadsim.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
@@ -108,43 +116,224 @@ def test_a_seeded_steps_budget_is_repeatable(tmp_path):
               progress=False)  # fmt: skip
 
 
-@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
-def test_a_signal_stops_training_after_a_checkpoint_and_the_run_resumes(tmp_path, sig):
-    """A real signal mid-training: exit 128 + signal after the iteration's checkpoint, nothing
-    lost (state.json, checkpoint.zip and policy.npz agree on the steps), and the run resumes."""
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory):
+    """Hover-v0 trained straight through: 16 environments, 6 iterations (6,144 steps), seed 0,
+    one thread (in this process: the same weights as the command line's)."""
+    from quadsim.app.rl.train import train
+
+    out = tmp_path_factory.mktemp("straight") / "run"
+    train("quadsim/Hover-v0", out, steps=6144, num_envs=16, seed=0, threads=1, progress=False)
+    return out
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_signal_stops_training_after_a_checkpoint_and_the_run_resumes_bit_for_bit(
+    tmp_path, sig, straight
+):
+    """A real signal mid-training (SIGHUP, a dropped SSH session, as SIGTERM): exit 128 + signal
+    after the iteration's checkpoint, nothing lost (state.json, checkpoint.zip, policy.npz and
+    progress.csv agree on the steps), no helper process left; the same command again resumes
+    and ends with the weights of the run that was never stopped, bit for bit."""
     import signal
     import time
 
     from quadsim.app.rl.policy import load_policy
 
     out = tmp_path / "run"
-    args = [PY, "-m", "quadsim.cli", "train", "quadsim/Hover-v0", "--envs", "16", "--steps",
-            "100000000", "--out", str(out), "--quiet"]  # fmt: skip
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE, text=True)
+    cmd = [PY, "-m", "quadsim.cli", "train", "quadsim/Hover-v0", "--envs", "16", "--steps",
+           "6144", "--seed", "0", "--threads", "1", "--out", str(out), "--quiet"]  # fmt: skip
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     try:
         t0 = time.monotonic()
         while not (out / "state.json").exists():
             assert proc.poll() is None and time.monotonic() - t0 < 120, "no first checkpoint"
-            time.sleep(0.05)
-        time.sleep(0.3)  # some iterations later
+            time.sleep(0.02)
+        assert _children(proc.pid) == []  # training starts no helper process
         proc.send_signal(getattr(signal, sig))
         _, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
     assert proc.returncode == 128 + getattr(signal, sig), err
-    assert "training interrupted" in err and "Traceback" not in err
+    assert f"training interrupted ({sig})" in err and "Traceback" not in err
     steps = json.loads((out / "state.json").read_text())["steps"]
-    assert steps >= 1024 and steps % 1024 == 0
+    assert 1024 <= steps < 6144 and steps % 1024 == 0
     rows = list(csv.DictReader(open(out / "progress.csv")))
-    assert int(rows[-1]["steps"]) == steps
+    assert [int(r["steps"]) for r in rows] == list(range(1024, steps + 1, 1024))
     from stable_baselines3 import PPO
 
     assert PPO.load(out / "checkpoint.zip").num_timesteps == steps
     load_policy(out / "policy.npz")
-    r = _cli("train", "quadsim/Hover-v0", "--envs", "16", "--steps", str(steps + 1024), "--out",
-             str(out), "--quiet")  # fmt: skip
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and f"resuming at {steps} steps" in r.stderr, r.stderr
-    assert json.loads((out / "state.json").read_text())["steps"] == steps + 1024
+    assert json.loads((out / "state.json").read_text())["steps"] == 6144
+    rows = list(csv.DictReader(open(out / "progress.csv")))
+    assert [int(r["steps"]) for r in rows] == list(range(1024, 6145, 1024))
+    got, want = np.load(out / "policy.npz"), np.load(straight / "policy.npz")
+    assert sorted(got.files) == sorted(want.files)
+    for k in want.files:
+        assert np.array_equal(got[k], want[k]), k  # the weights, and the meta
+    assert not list(out.glob("*.partial")) and not (out / ".quadsim.lock").exists()
+
+
+def test_a_second_train_into_a_held_folder_exits_2_naming_the_holder(tmp_path):
+    """While another process holds the folder (here: this one), ``quadsim train`` into it exits
+    2 at once, naming the folder and the holder's PID, and writes nothing."""
+    from quadsim.app.io.outdir import claim
+
+    out = tmp_path / "run"
+    with claim(out, command="quadsim train quadsim/Hover-v0"):
+        r = _cli("train", "quadsim/Hover-v0", "--envs", "8", "--steps", "512", "--out", str(out),
+                 "--threads", "1", "--quiet")  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert f"{out}: in use by process {os.getpid()} (quadsim train" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert list(out.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    """A Hover-v0 run of one iteration on 8 environments (512 steps), seed 3, one thread."""
+    from quadsim.app.rl.train import train
+
+    out = tmp_path_factory.mktemp("small") / "run"
+    train("quadsim/Hover-v0", out, steps=512, num_envs=8, seed=3, threads=1, progress=False)
+    return out
+
+
+def _fsize_limit(limit: int):
+    def pre():
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails: EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return pre
+
+
+def test_a_failed_checkpoint_keeps_the_last_one_and_the_run_resumes_consistently(
+    tmp_path, small_run
+):
+    """A write that fails (EFBIG here, as a full disk): exit 2 naming checkpoint.zip and saying
+    what is kept; no partial file; state.json, policy.npz and progress.csv still those of the
+    last checkpoint (no progress row of the lost iteration), and the same command resumes from
+    it. A folder whose state.json and progress.csv lag behind or repeat a step (a run stopped
+    between its writes) is brought up to its checkpoint when resumed."""
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(small_run, out)
+    args = ["train", "quadsim/Hover-v0", "--envs", "8", "--seed", "3", "--threads", "1",
+            "--steps", "1536", "--out", str(out), "--quiet"]  # fmt: skip
+    r = subprocess.run([PY, "-m", "quadsim.cli", *args], capture_output=True, text=True,
+                       timeout=600, preexec_fn=_fsize_limit(100_000))  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert lines[-2] == f"quadsim: {out / 'checkpoint.zip'}: File too large"
+    assert lines[-1].startswith(f"kept: {out / 'checkpoint.zip'}, the last complete checkpoint "
+                                "(512 steps)") and "the same command resumes" in lines[-1]
+    assert "Traceback" not in r.stderr and not list(out.glob("*.partial*"))
+    assert json.loads((out / "state.json").read_text())["steps"] == 512
+    assert [int(r["steps"]) for r in csv.DictReader(open(out / "progress.csv"))] == [512]
+    r = _cli(*args)
+    assert r.returncode == 0 and "resuming at 512 steps" in r.stderr, r.stderr
+    assert [int(r["steps"]) for r in csv.DictReader(open(out / "progress.csv"))] == [512, 1024,
+                                                                                     1536]
+    # stopped between the checkpoint and the rest: state.json behind, a row repeated
+    state = json.loads((out / "state.json").read_text())
+    (out / "state.json").write_text(json.dumps({**state, "steps": 1024}))
+    text = (out / "progress.csv").read_text().splitlines()
+    (out / "progress.csv").write_text("\n".join([*text[:3], text[2], text[3][:7]]))
+    r = _cli(*args)
+    assert r.returncode == 0 and "resuming at 1536 steps" in r.stderr, r.stderr
+    assert json.loads((out / "state.json").read_text())["steps"] == 1536
+    assert (out / "progress.csv").read_text().splitlines() == text
+    # a new run into a folder that cannot take its first checkpoint
+    r = subprocess.run([PY, "-m", "quadsim.cli", *args[:-2], str(tmp_path / "new"), "--quiet"],
+                       capture_output=True, text=True, timeout=600,
+                       preexec_fn=_fsize_limit(100_000))  # fmt: skip
+    assert r.returncode == 2 and "kept: nothing yet" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "msg"),
+    [
+        ("[1, 2, 3]", "state.json: must be a JSON object (a training run's state); got [1, 2, 3]"),
+        ('{"steps": "lots"}', "state.json: steps: must be a non-negative integer; got 'lots'"),
+        ('{"steps": 512, "wall_s": -1}', "state.json: wall_s: must be a finite number of "
+                                          "seconds >= 0; got -1"),
+        ('{"steps": 5', "state.json: not a training run's state (not JSON: "),
+        ("\udcff", "state.json: not a training run's state (not a text file)"),
+    ],
+)  # fmt: skip
+def test_a_damaged_state_json_is_refused_naming_the_file_and_key(tmp_path, small_run, content,
+                                                                   msg):  # fmt: skip
+    import shutil
+
+    from quadsim.app.rl.train import train
+
+    out = tmp_path / "run"
+    shutil.copytree(small_run, out)
+    if content == "\udcff":
+        (out / "state.json").write_bytes(b"\xff\xfe\x00junk")
+    else:
+        state = json.loads((small_run / "state.json").read_text())
+        doc = json.loads(content) if content.startswith("{") and content.endswith("}") else None
+        (out / "state.json").write_text(json.dumps({**state, **doc}) if doc else content)
+    with pytest.raises(ValueError) as e:
+        train("quadsim/Hover-v0", out, steps=1024, num_envs=8, seed=3, threads=1, progress=False)
+    assert str(e.value).startswith(f"{out / 'state.json'}: ") and msg in str(e.value)
+
+
+def test_a_damaged_state_json_exits_2_with_one_line(tmp_path, small_run):
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(small_run, out)
+    state = json.loads((small_run / "state.json").read_text())
+    (out / "state.json").write_text(json.dumps({**state, "steps": "lots"}))
+    r = _cli("train", "quadsim/Hover-v0", "--envs", "8", "--seed", "3", "--steps", "1024",
+             "--out", str(out))  # fmt: skip
+    assert r.returncode == 2
+    assert r.stderr == (f"quadsim: {out / 'state.json'}: steps: must be a non-negative integer; "
+                        "got 'lots'\n")  # fmt: skip
+
+
+def test_a_batch_too_large_for_the_memory_is_refused_with_the_estimate(tmp_path, monkeypatch):
+    """``--envs`` beyond the available memory: exit 2 before anything is allocated or written,
+    with the estimate, the memory available and the batch that fits; a batch whose iterations
+    take long gets a notice with the estimates."""
+    from quadsim.app.rl import budget
+
+    r = _cli("train", "quadsim/Hover-v0", "--envs", "100000000", "--steps", "10", "--out",
+             str(tmp_path / "o"))  # fmt: skip
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "--envs 100000000: training needs about 5171" in r.stderr
+    assert "52 kB per environment" in r.stderr and "GB are available; give --envs" in r.stderr
+    assert not (tmp_path / "o").exists()
+    need, per_env, secs = budget.estimate(16384, 22, 4)
+    assert 1.1e9 < need < 1.5e9 and per_env == 64 * (600 + 8 * 26) and 10 < secs < 13
+    monkeypatch.setattr(budget, "NOTICE_SECONDS", 0.0)
+    monkeypatch.setattr("quadsim.app.preflight.available_memory", lambda: 10**12)
+    lines = []
+    budget.check_resources(16384, 22, 4, 64, lines.append)
+    assert lines == ["16384 environments: about 1.3 GB and 12 s per PPO iteration of 1048576 "
+                     "steps on idle cores (a checkpoint after each; SIGINT stops after the one "
+                     "in progress)"]  # fmt: skip
 
 
 def _bad_policy(tmp_path: Path, kind: str) -> Path:
@@ -163,7 +352,72 @@ def _bad_policy(tmp_path: Path, kind: str) -> Path:
     elif kind == "chain":
         np.savez(p, meta=np.array("{}"), W0=np.zeros((8, 22)), b0=np.zeros(8),
                  W1=np.zeros((4, 9)), b1=np.zeros(4))
+    elif kind == "text":  # a text file renamed
+        p.write_text("W0 = [[1, 2], [3, 4]]\n")
+    else:  # a Hover policy file with one thing wrong
+        meta = {"env_id": "quadsim/Hover-v0", "action_level": "rotor_speeds", "obs_dim": 22}
+        arrays = {"W0": rng.normal(size=(8, 22)), "b0": np.zeros(8),
+                  "W1": rng.normal(size=(4, 8)), "b1": np.zeros(4)}  # fmt: skip
+        change = {
+            "strbias": {"b1": np.array(["0.1"] * 4)},
+            "object": {"b0": np.array([0.0, None] * 4, dtype=object)},
+            "complex": {"W1": arrays["W1"] + 1j},
+            "nan": {"W0": np.full((8, 22), np.nan)},
+            "gap": {"W2": arrays.pop("W1"), "b2": arrays.pop("b1")},
+            "metaint": {"meta": json.dumps({**meta, "obs_dim": "x"})},
+            "metajson": {"meta": "{'env_id': 'quadsim/Hover-v0'}"},
+            "metalist": {"meta": "[22, 4]"},
+            "metaarray": {"meta": np.arange(3.0)},
+            "nometa": {},
+        }[kind]
+        arrays.update({"meta": np.array(json.dumps(meta))} if kind != "nometa" else {})
+        arrays.update({k: np.asarray(v) for k, v in change.items()})
+        with open(p, "wb") as fh:
+            np.savez(fh, **arrays)
     return p
+
+
+@pytest.mark.parametrize(
+    ("kind", "msg"),
+    [
+        ("corrupt", "not a policy file (a damaged .npz archive)"),
+        ("text", "not a policy file (not an .npz archive)"),
+        ("empty", "not a policy file (not an .npz archive)"),
+        ("zip", "not a policy file: no 'meta' entry"),
+        ("zipmember", "meta: not a NumPy array (a 3-byte file)"),
+        ("strbias", "b1: must hold real numbers; got dtype <U3"),
+        ("object", "b0: not a NumPy array (it holds Python objects, not numbers)"),
+        ("complex", "W1: must hold real numbers; got dtype complex128"),
+        ("nan", "layer 0 has non-finite weights"),
+        ("gap", "unexpected arrays ['W2', 'b2'] (layers W0, b0, ... must be numbered from 0"),
+        ("metaint", "meta obs_dim must be a positive integer; got 'x'"),
+        ("metajson", "meta: not JSON (Expecting property name enclosed in double quotes"),
+        ("metalist", "meta: must be a JSON object; got list"),
+        ("metaarray", "meta: must be a JSON text; got a float64 array of shape (3,)"),
+        ("nometa", "not a policy file: no 'meta' entry"),
+        ("chain", "layer 1 takes 9 inputs, layer 0 gives 8"),
+    ],
+)
+def test_the_policy_loader_refuses_damaged_files_naming_the_file_and_key(tmp_path, kind, msg):
+    """Fuzzed policy files: each a ``ValueError`` ``FILE: ...`` naming the array or meta key
+    (exit 2 on the command line), never another exception, never advice to unpickle."""
+    import zipfile
+
+    from quadsim.app.rl.policy import load_policy
+
+    if kind in ("empty", "zip", "zipmember"):
+        p = tmp_path / f"{kind}.npz"
+        if kind == "empty":
+            p.write_bytes(b"")
+        else:
+            with zipfile.ZipFile(p, "w") as z:
+                z.writestr("notes.txt" if kind == "zip" else "meta", "abc")
+    else:
+        p = _bad_policy(tmp_path, kind)
+    with pytest.raises(ValueError) as e:
+        load_policy(p)
+    assert str(e.value).startswith(f"{p}: ") and msg in str(e.value)
+    assert "allow_pickle" not in str(e.value)
 
 
 @pytest.mark.parametrize(
@@ -179,6 +433,12 @@ def _bad_policy(tmp_path: Path, kind: str) -> Path:
         (["eval", "{chain}"], "layer 1 takes 9 inputs"),
         (["eval", "{meta}"], "meta observe_integral must be true or false; got 'yes'"),
         (["eval", "{shape}", "--gyro", "nope"], "unknown IMU preset 'nope'"),
+        (["eval", "{strbias}"], "b1: must hold real numbers"),
+        (["eval", "{text}"], "text.npz: not a policy file (not an .npz archive)"),
+        (["eval", "{metaint}"], "meta obs_dim must be a positive integer; got 'x'"),
+        (["eval", "{shape}", "--seed", "-1"], "--seed must be a non-negative integer; got -1"),
+        (["train", "quadsim/Hover-v0", "--steps", "10", "--seed", "-1"],
+         "--seed must be an integer in 0..2^32-1; got -1"),
     ],
 )  # fmt: skip
 def test_bad_input_exits_2_with_one_line(tmp_path, args, msg):
@@ -241,12 +501,14 @@ def test_quadsim_fly_flies_the_policy_in_the_compiled_loop_as_the_env_does(hover
     assert np.abs(np.array(pos) - log["pos"][:2500:5, 0]).max() < 1e-6
 
 
-def test_a_bad_policy_in_a_scenario_exits_2_naming_the_key(tmp_path):
+@pytest.mark.parametrize(("kind", "msg"), [("chain", "layer 1 takes 9 inputs"),
+                                           ("strbias", "b1: must hold real numbers")])
+def test_a_bad_policy_in_a_scenario_exits_2_naming_the_key(tmp_path, kind, msg):
     scen = tmp_path / "policy.toml"
-    scen.write_text(SCENARIO.format(path=_bad_policy(tmp_path, "chain")))
+    scen.write_text(SCENARIO.format(path=_bad_policy(tmp_path, kind)))
     r = _cli("fly", str(scen), "--out", str(tmp_path / "out"))
-    assert r.returncode == 2
-    assert "controller.path" in r.stderr and "layer 1 takes 9 inputs" in r.stderr
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "controller.path" in r.stderr and msg in r.stderr
 
 
 def test_recover_trains_with_its_own_episode_length(tmp_path):
@@ -418,3 +680,51 @@ def test_recover_trains_on_its_own_batch_size_unless_told(tmp_path):
     # resumed without --envs, a run keeps its own batch size (not today's default)
     res = train("quadsim/Hover-v0", tmp_path / "h", steps=1024, progress=False)
     assert res["num_envs"] == 8 and res["steps"] == 1024
+
+
+def _falling_policy(tmp_path: Path, name: str = "fall", inputs: int = 22, **meta) -> Path:
+    """A policy that holds every rotor at its lowest speed (every episode falls), for Hover-v0's
+    observation unless told."""
+    from quadsim.app.rl.policy import save_policy
+
+    w = [(np.zeros((8, inputs)), np.zeros(8)), (np.zeros((4, 8)), np.full(4, -1.0))]
+    return save_policy(tmp_path / f"{name}.npz", w, {"env_id": "quadsim/Hover-v0",
+                                                     "action_level": "rotor_speeds", **meta})
+
+
+def test_eval_without_a_success_says_so_and_writes_strict_json(tmp_path):
+    """No episode succeeds: exit 1 with a line saying so; the JSON is strict (no NaN: the
+    recovery times are null), written whole."""
+    js = tmp_path / "eval.json"
+    r = _cli("eval", str(_falling_policy(tmp_path)), "--episodes", "4", "--json", str(js))
+    assert r.returncode == 1, r.stderr
+    assert r.stderr == "quadsim: no episode succeeded (0 of 4); exit status 1\n"
+    assert "success 0.0 %" in r.stdout and "no recovery time" in r.stdout
+
+    def no_constants(c):
+        raise AssertionError(f"not JSON: {c}")
+
+    res = json.loads(js.read_text(), parse_constant=no_constants)
+    assert res["success_rate"] == 0.0 and res["mean_recovery_time_s"] is None
+    assert res["median_recovery_time_s"] is None and not list(tmp_path.glob("*.partial"))
+
+
+def test_a_policy_is_evaluated_only_on_the_observation_it_was_trained_on(tmp_path):
+    """A Hover policy has as many inputs as Recover-v0 flown without its rotor-speed estimate and
+    body frame, but another observation: refused, naming what differs. A Hover policy trained
+    with those options (the same quantities in the same order as Recover-v0's) flies there."""
+    from quadsim.app.rl.evaluate import evaluate
+    from quadsim.app.rl.policy import load_policy
+
+    p = _falling_policy(tmp_path)
+    r = _cli("eval", str(p), "--env", "quadsim/Recover-v0", "--episodes", "2")
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert (f"quadsim: {p}: a policy for quadsim/Hover-v0, which observes with none of the "
+            "options; quadsim/Recover-v0 observes with observe_rotors, observe_body (they "
+            "differ in observe_rotors, observe_body)") in r.stderr  # fmt: skip
+    both = _falling_policy(tmp_path, "both", 32, observe_rotors=True, observe_body=True)
+    res = evaluate(load_policy(both), "quadsim/Recover-v0", episodes=2)
+    assert res["env_id"] == "quadsim/Recover-v0" and res["success_rate"] == 0.0
+    with pytest.raises(ValueError, match="a 'rotor_speeds' policy; it cannot act at the "
+                                         "'thrust_rates' level"):  # fmt: skip
+        evaluate(load_policy(p), "quadsim/Hover-v0", episodes=2, action_level="thrust_rates")

@@ -12,9 +12,10 @@ otherwise), and writes to ``DIR`` (default ``runs/train_<env>``):
   ``success_rate`` (of the last 1,000 training episodes, :func:`quadsim.rl.evaluate.success`),
   ``mean_return``, ``mean_length``; TensorBoard logs under ``tb/`` when ``tensorboard`` is
   installed;
-* ``checkpoint.zip`` (Stable-Baselines3's model, with its optimiser) and ``state.json``
-  (steps, wall time so far), both rewritten after every iteration, whole or not at all: the
-  same command again **resumes** (``--seconds`` and ``--steps`` are totals over the runs);
+* ``checkpoint.zip`` (Stable-Baselines3's model, with its optimiser, and the state that makes a
+  resumed run continue bit for bit) and ``state.json`` (steps, wall time so far), both rewritten
+  after every iteration, whole or not at all: the same command again **resumes**
+  (``--seconds`` and ``--steps`` are totals over the runs);
 * ``policy.npz``: the policy as a plain MLP (:mod:`quadsim.rl.policy`) for ``quadsim eval``
   and ``quadsim fly`` (no RL library needed to run it).
 
@@ -25,8 +26,11 @@ rollouts of 64 steps per environment, 4 minibatches, 5 epochs, learning rate 1e-
 λ = 0.95, no entropy bonus (Recover-v0: 0.005 and γ = 0.99, :data:`PPO_DEFAULTS`), a 64-64 tanh
 MLP; PyTorch on two threads (``--threads``, :data:`TORCH_THREADS`; at most the machine's cores).
 
-SIGINT and SIGTERM stop training at the end of the iteration in progress, after its
-checkpoint.
+The output folder is held for the run (:func:`quadsim.io.outdir.claim`: a second command into
+it exits 2 naming the holder). SIGINT, SIGTERM and SIGHUP stop training at the end of the
+iteration in progress, after its checkpoint; the same command resumes bit for bit
+(:mod:`quadsim.rl.resume`). A batch that does not fit in the available memory is refused
+before anything is allocated (:mod:`quadsim.rl.budget`).
 """
 
 from __future__ import annotations
@@ -151,6 +155,21 @@ def make_sb3_env(venv: Any, seed: int) -> Any:
             self._seed = seed
             return [None] * self.num_envs
 
+        def get_state(self) -> dict:
+            return {"ret": self.ret.copy(), "len": self.len.copy(),
+                    "outcomes": np.array(self.outcomes, bool),
+                    "returns": np.array(self.returns, np.float64),
+                    "lengths": np.array(self.lengths, np.int64), "episodes": int(self.episodes)}
+
+        def set_state(self, s: dict) -> None:
+            if np.shape(s["ret"]) != self.ret.shape or np.shape(s["len"]) != self.len.shape:
+                raise ValueError(f"training state: {np.shape(s['ret'])[0]} environments; "
+                                 f"these are {self.num_envs}")  # fmt: skip
+            self.ret[:], self.len[:] = s["ret"], s["len"]
+            for name in ("outcomes", "returns", "lengths"):
+                setattr(self, name, deque(np.asarray(s[name]).tolist(), maxlen=1000))
+            self.episodes = int(s["episodes"])
+
     return _Env()
 
 
@@ -185,6 +204,47 @@ def export_policy(model: Any, path: Path, meta: dict) -> Path:
     return save_policy(path, weights, meta)
 
 
+N_STEPS = 64
+"""Rollout steps per environment in a PPO iteration."""
+
+def _check_args(algo: str, seconds: Any, steps: Any, seed: Any, num_envs: Any, threads: Any,
+                episode_steps: Any) -> None:  # fmt: skip
+    def is_int(v: Any) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if algo not in ALGOS:
+        raise ValueError(f"unknown algorithm {algo!r}; available: {list(ALGOS)}")
+    if (seconds is None) == (steps is None):
+        raise ValueError("give one of --seconds and --steps")
+    if seconds is not None and not (isinstance(seconds, int | float) and math.isfinite(seconds)
+                                    and seconds > 0):  # fmt: skip
+        raise ValueError(f"--seconds must be positive; got {seconds!r}")
+    if steps is not None and not (is_int(steps) and steps >= 1):
+        raise ValueError(f"--steps must be a positive integer; got {steps!r}")
+    if not (is_int(seed) and 0 <= seed < 2**32):
+        raise ValueError(f"--seed must be an integer in 0..2^32-1; got {seed!r}")
+    if num_envs is not None and not (is_int(num_envs) and num_envs >= 4):
+        raise ValueError(f"--envs must be an integer >= 4; got {num_envs!r}")
+    if threads is not None and not (is_int(threads) and threads >= 1):
+        raise ValueError(f"--threads must be a positive integer; got {threads!r}")
+    if episode_steps is not None and not (is_int(episode_steps) and episode_steps >= 1):
+        raise ValueError(f"--episode-steps must be a positive integer; got {episode_steps!r}")
+
+
+def _probe(env_id: str, action_level: str, episode_steps: int, env_options: dict) -> tuple:
+    """``(obs_dim, act_dim)`` of the training environments, from one on the reference path: the
+    id, the level and the options are checked before anything is written or allocated."""  # noqa: D205, D209
+    from .evaluate import make_vector_env
+
+    opts = {**env_options, "backend": "numpy", "compiled": False}
+    probe = make_vector_env(env_id, 1, max_episode_steps=episode_steps,
+                            action_level=action_level, **opts)  # fmt: skip
+    try:
+        return int(probe.single_observation_space.shape[0]), int(probe.single_action_space.shape[0])
+    finally:
+        probe.close()
+
+
 def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
           seconds: float | None = None, steps: int | None = None, seed: int = 0,
           num_envs: int | None = None, action_level: str = "rotor_speeds",
@@ -194,166 +254,262 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
     """Train (or resume) and return ``{"steps", "wall_s", "episodes", "success_rate", ...}``.
 
     ``env_options``: more options of the training environments (``disturbances``,
-    ``observe_integral``; ``--wind``, ``--turbulence``, ``--observe-integral``).
+    ``observe_integral``; ``--wind``, ``--turbulence``, ``--observe-integral``). The output
+    folder is held for the run (:func:`quadsim.io.outdir.claim`); SIGINT, SIGTERM and SIGHUP
+    stop it after the iteration in progress and its checkpoint (``"signal"`` in the result).
 
     Raises:
-        ValueError: An unknown env or algorithm, a bad budget, a directory holding another run.
+        ValueError: An unknown env or algorithm, a bad budget, a directory holding another run
+            or held by another process, a batch that does not fit in memory, a damaged
+            ``state.json`` or checkpoint (naming the file and key).
+        OSError: A file that cannot be written, naming it, with a note of what is kept.
     """
-    from ..io.files import atomic_write
-    from .evaluate import make_vector_env
+    import contextlib
 
-    if algo not in ALGOS:
-        raise ValueError(f"unknown algorithm {algo!r}; available: {list(ALGOS)}")
-    if (seconds is None) == (steps is None):
-        raise ValueError("give one of --seconds and --steps")
-    if seconds is not None and not (math.isfinite(seconds) and seconds > 0):
-        raise ValueError(f"--seconds must be positive; got {seconds!r}")
-    if steps is not None and steps < 1:
-        raise ValueError(f"--steps must be a positive integer; got {steps!r}")
+    from ..io.outdir import claim
+
+    _check_args(algo, seconds, steps, seed, num_envs, threads, episode_steps)
     if episode_steps is None:
         episode_steps = EPISODE_STEPS.get(env_id, 200)
-    out_dir = Path(out)
-    state_path, ckpt = out_dir / "state.json", out_dir / "checkpoint.zip"
-    old = json.loads(state_path.read_text()) if state_path.exists() and ckpt.exists() else None
-    if num_envs is None:  # a run being resumed keeps its batch size (the default may change)
-        num_envs = (old or {}).get("num_envs") or NUM_ENVS.get(env_id, 256)
-    if not (isinstance(num_envs, int) and num_envs >= 4):
-        raise ValueError(f"--envs must be an integer >= 4; got {num_envs!r}")
     if threads is None:
         threads = min(TORCH_THREADS, os.cpu_count() or 1)
-    if not (isinstance(threads, int) and threads >= 1):
-        raise ValueError(f"--threads must be a positive integer; got {threads!r}")
     env_options = dict(env_options or {})
-    venv = make_vector_env(env_id, num_envs, max_episode_steps=episode_steps,
-                           action_level=action_level, **env_options)  # fmt: skip
-    out_dir.mkdir(parents=True, exist_ok=True)
-    config = {"env_id": env_id, "algo": algo, "seed": seed, "num_envs": num_envs,
-              "action_level": action_level, "episode_steps": episode_steps,
-              "env_options": env_options,
-              "obs_dim": int(venv.single_observation_space.shape[0])}  # fmt: skip
-    state = {"steps": 0, "wall_s": 0.0, "episodes": 0, **config}
-    if old is not None:
-        old.setdefault("env_options", {})  # a run from before the option
-        if "obs_dim" not in old:  # a run from before the observation options: its policy's
-            from .policy import load_policy
+    dims = _probe(env_id, action_level, episode_steps, env_options)
+    out_dir = Path(out)
+    created = not out_dir.exists()
+    run = {"env_id": env_id, "algo": algo, "seed": seed, "num_envs": num_envs,
+           "action_level": action_level, "episode_steps": episode_steps,
+           "env_options": env_options, "obs_dim": dims[0]}  # fmt: skip
+    try:
+        with claim(out_dir):
+            return _train_locked(out_dir, run, dims, seconds, steps, threads, progress, log, ppo)
+    except ValueError:
+        if created:  # a refusal leaves no empty folder behind
+            with contextlib.suppress(OSError):
+                out_dir.rmdir()
+        raise
 
-            try:
-                old["obs_dim"] = load_policy(out_dir / "policy.npz").obs_dim
-            except ValueError:
-                old["obs_dim"] = None
-        now = json.loads(json.dumps(config))  # as state.json holds it (tuples as lists)
-        differ = [k for k in now if old.get(k) != now[k]]
-        if differ:
-            what = "; ".join(f"{k} {old.get(k)!r} there, {now[k]!r} here" for k in differ)
-            raise ValueError(f"{out_dir} holds another training run ({what}); choose another "
-                             "--out")  # fmt: skip
-        state = old
+
+def _previous(out_dir: Path) -> tuple[dict | None, dict | None, int | None]:
+    """``(state, resume, steps in state.json)`` of the run in ``out_dir`` (``state`` ``None``:
+    none to resume): the state from the checkpoint (the commit point, :mod:`quadsim.rl.resume`),
+    ``state.json`` checked."""  # noqa: D205, D209
+    from .resume import read_resume, read_state
+
+    state_path, ckpt = out_dir / "state.json", out_dir / "checkpoint.zip"
+    if not ckpt.exists():
+        return None, None, None
+    resume = read_resume(ckpt)
+    old = read_state(state_path) if state_path.exists() else None
+    on_file = None if old is None else old["steps"]
+    if resume is not None:
+        return dict(resume["state"]), resume, on_file
+    return old, None, on_file
+
+
+def _settle(out_dir: Path, model: Any, state: dict, meta: dict, resume: dict | None,
+            on_file: int | None) -> None:  # fmt: skip
+    """Bring ``state.json``, ``policy.npz`` and ``progress.csv`` up to a resumed checkpoint (a
+    run stopped between its writes), writing only what lags behind."""  # noqa: D205, D209
+    from .resume import reconcile_progress, write_state
+
+    try:
+        if on_file != state["steps"] or not (out_dir / "policy.npz").is_file():
+            write_state(out_dir / "state.json", state)
+            export_policy(model, out_dir / "policy.npz", meta)
+        reconcile_progress(out_dir / "progress.csv", state["steps"],
+                           resume["row"] if resume else None)  # fmt: skip
+    except OSError as e:
+        e.add_note(_kept(out_dir, state["steps"]))
+        raise
+
+
+def _check_same_run(out_dir: Path, old: dict, config: dict) -> None:
+    old.setdefault("env_options", {})  # a run from before the option
+    if "obs_dim" not in old:  # a run from before the observation options: its policy's
+        from .policy import load_policy
+
+        try:
+            old["obs_dim"] = load_policy(out_dir / "policy.npz").obs_dim
+        except ValueError:
+            old["obs_dim"] = None
+    now = json.loads(json.dumps(config))  # as state.json holds it (tuples as lists)
+    differ = [k for k in now if old.get(k) != now[k]]
+    if differ:
+        what = "; ".join(f"{k} {old.get(k)!r} there, {now[k]!r} here" for k in differ)
+        raise ValueError(f"{out_dir} holds another training run ({what}); choose another "
+                         "--out")  # fmt: skip
+
+
+def _train_locked(out_dir: Path, run: dict, dims: tuple, seconds: float | None,
+                  steps: int | None, threads: int, progress: bool, log: Any,
+                  ppo: dict | None) -> dict:  # fmt: skip
+    """:func:`train` in its claimed folder."""
+    from .budget import check_resources
+    from .evaluate import make_vector_env
+
+    env_id = run["env_id"]
+    old, resume, on_file = _previous(out_dir)
+    if run["num_envs"] is None:  # a run being resumed keeps its batch size (the default may change)
+        run["num_envs"] = (old or {}).get("num_envs") or NUM_ENVS.get(env_id, 256)
+    check_resources(run["num_envs"], *dims, N_STEPS, log)
+    if old is not None:
+        _check_same_run(out_dir, old, run)
+    state = old if old is not None else {"steps": 0, "wall_s": 0.0, "episodes": 0, **run}
+    venv = make_vector_env(env_id, run["num_envs"], max_episode_steps=run["episode_steps"],
+                           action_level=run["action_level"], **run["env_options"])  # fmt: skip
+    env = make_sb3_env(venv, run["seed"])
+    try:
+        model = _model(out_dir, env, state, resume, run, threads, ppo, log)
+        from .policy import OBSERVATION_OPTIONS
+
+        meta = {"env_id": env_id, "action_level": run["action_level"], "obs_dim": dims[0],
+                "act_dim": dims[1], "algo": run["algo"], "seed": run["seed"],
+                **{k: bool(getattr(venv.core, k)) for k in OBSERVATION_OPTIONS},
+                "physics_dt": float(venv.core.dt), "trained_with": run["env_options"]}  # fmt: skip
+        if state["steps"]:
+            _settle(out_dir, model, state, meta, resume, on_file)
+        if resume is not None:
+            from .resume import restore
+
+            restore(resume, env)  # last: loading the model reseeded the generators
+        return _loop(model, env, out_dir, state, meta, seconds, steps, progress)
+    finally:
+        env.close()
+
+
+def _model(out_dir: Path, env: Any, state: dict, resume: dict | None, run: dict, threads: int,
+           ppo: dict | None, log: Any) -> Any:  # fmt: skip
+    """A new PPO model, or the checkpoint's (with its last observation: no reset)."""
     import torch
     from stable_baselines3 import PPO
 
-    from .policy import OBSERVATION_OPTIONS
-
     torch.set_num_threads(threads)
-    env = make_sb3_env(venv, seed)
-    n_steps = 64
+    num_envs, env_id = run["num_envs"], run["env_id"]
     kw = {
-        "n_steps": n_steps,
-        "batch_size": num_envs * n_steps // 4,
+        "n_steps": N_STEPS,
+        "batch_size": num_envs * N_STEPS // 4,
         "n_epochs": 5,
         "learning_rate": 1e-3,
         "gamma": 0.98,
         "gae_lambda": 0.95,
         "ent_coef": 0.0,
         "policy_kwargs": {"net_arch": [64, 64]},
-        "seed": seed,
+        "seed": run["seed"],
         "verbose": 0,
         **PPO_DEFAULTS.get(env_id, {}),
         **(ppo or {}),
     }
-    if state["steps"]:
-        model = PPO.load(ckpt, env=env, **{k: kw[k] for k in ("seed",)})
+    if not state["steps"]:
+        model = PPO("MlpPolicy", env, **kw)
+    else:
+        ckpt = out_dir / "checkpoint.zip"
+        try:
+            model = PPO.load(ckpt, env=env, force_reset=resume is None, seed=run["seed"])
+        except (OSError, EOFError, KeyError, ValueError, RuntimeError, AssertionError) as e:
+            raise ValueError(f"{ckpt}: not a readable checkpoint ({type(e).__name__}: {e}); "
+                             "choose another --out") from None  # fmt: skip
+        state["steps"] = int(model.num_timesteps)
+        env.episodes = int(state["episodes"])
         if log:
             log(f"resuming at {state['steps']} steps ({state['wall_s']:.1f} s trained)")
-    else:
-        model = PPO("MlpPolicy", env, **kw)
+            if resume is None:
+                log("the checkpoint holds no environment state (an older quadsim): the run "
+                    "goes on from new episodes, not bit for bit as an unstopped run")  # fmt: skip
     model.set_logger(_sb3_logger(out_dir))
-    meta = {
-        "env_id": env_id,
-        "action_level": action_level,
-        "obs_dim": int(venv.single_observation_space.shape[0]),
-        "act_dim": int(venv.single_action_space.shape[0]),
-        "algo": algo,
-        "seed": seed,
-        **{k: bool(getattr(venv.core, k)) for k in OBSERVATION_OPTIONS},
-        "physics_dt": float(venv.core.dt),
-        "trained_with": env_options,
-    }
+    return model
+
+
+def _kept(out_dir: Path, steps: int) -> str:
+    if steps:
+        return (f"kept: {out_dir / 'checkpoint.zip'}, the last complete checkpoint ({steps} "
+                "steps), and the state.json, policy.npz and progress.csv that go with it; the "
+                "same command resumes from it")  # fmt: skip
+    return f"kept: nothing yet in {out_dir} (no iteration was saved); the same command starts again"
+
+
+def _commit(out_dir: Path, model: Any, env: Any, state: dict, row: list, meta: dict,
+            fh: Any, done: int) -> None:  # fmt: skip
+    """Write one iteration: the checkpoint (the commit point), then policy.npz, state.json and
+    the progress row (:mod:`quadsim.rl.resume`); a disk error says what is kept."""  # noqa: D205, D209
+    from ..io.files import naming
+    from .resume import save_checkpoint, write_state
+
+    try:
+        save_checkpoint(out_dir / "checkpoint.zip", model, env, state, row)
+    except OSError as e:
+        e.add_note(_kept(out_dir, done))
+        raise
+    try:
+        export_policy(model, out_dir / "policy.npz", meta)
+        write_state(out_dir / "state.json", state)
+        with naming(out_dir / "progress.csv"):
+            csv.writer(fh).writerow(row)
+            fh.flush()
+    except OSError as e:
+        e.add_note(f"kept: {out_dir / 'checkpoint.zip'}, complete at {state['steps']} steps; the "
+                   "same command resumes from it and brings state.json, policy.npz and "
+                   "progress.csv up to it")  # fmt: skip
+        raise
+
+
+def _loop(model: Any, env: Any, out_dir: Path, state: dict, meta: dict, seconds: float | None,
+          total: int | None, progress: bool) -> dict:  # fmt: skip
+    """PPO iterations until the budget is spent or a stop signal came; the final state."""
+    from ...engines.signals import stop_flag
+    from ..io.files import atomic_write
+    from .resume import PROGRESS_HEADER
+
     csv_path = out_dir / "progress.csv"
-    new_csv = not csv_path.exists() or not state["steps"]
-    fh = open(csv_path, "w" if new_csv else "a", newline="", encoding="utf-8")
-    writer = csv.writer(fh)
-    if new_csv:
-        writer.writerow(
-            ["wall_s", "steps", "episodes", "success_rate", "mean_return", "mean_length"]
-        )
-    per_iter = num_envs * n_steps
-    total = steps if steps is not None else None
+    if not state["steps"]:
+
+        def header(tmp: Path) -> None:
+            with open(tmp, "w", newline="", encoding="utf-8") as fh:
+                csv.writer(fh).writerow(PROGRESS_HEADER)
+
+        try:
+            atomic_write(csv_path, header)
+        except OSError as e:
+            e.add_note(_kept(out_dir, 0))
+            raise
+    per_iter = env.num_envs * N_STEPS
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=total or float(seconds), initial=min(state["steps"], total or 0) if
-                   total else min(state["wall_s"], float(seconds)), unit="step" if total else "s",
-                   desc=f"training {env_id}", leave=False, dynamic_ncols=True)  # fmt: skip
-    stop = {"sig": None}
-
-    def handler(signum: int, frame: Any) -> None:
-        stop["sig"] = signum
-
-    old_h = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    base_episodes = int(state["episodes"])
+        bar = tqdm(total=total or float(seconds), initial=min(state["steps"], total) if total
+                   else min(state["wall_s"], float(seconds)), unit="step" if total else "s",
+                   desc=f"training {meta['env_id']}", leave=False, dynamic_ncols=True)  # fmt: skip
+    fh = open(csv_path, "a", newline="", encoding="utf-8")
     try:
-        while stop["sig"] is None:
-            if total is not None and state["steps"] >= total:
-                break
-            if seconds is not None and state["wall_s"] >= seconds:
-                break
-            t0 = time.perf_counter()
-            model.learn(per_iter, reset_num_timesteps=False, tb_log_name="ppo")
-            dt = time.perf_counter() - t0
-            state["steps"] = int(model.num_timesteps)
-            state["wall_s"] += dt
-            outs = env.outcomes
-            state["episodes"] = base_episodes + env.episodes
-            rate = float(np.mean(outs)) if outs else 0.0
-            writer.writerow(
-                [
-                    f"{state['wall_s']:.3f}",
-                    state["steps"],
-                    state["episodes"],
-                    f"{rate:.4f}",
-                    f"{np.mean(env.returns) if env.returns else 0:.3f}",
-                    f"{np.mean(env.lengths) if env.lengths else 0:.1f}",
-                ]
-            )
-            fh.flush()
-            atomic_write(ckpt, model.save)
-            export_policy(model, out_dir / "policy.npz", meta)
-            atomic_write(state_path, lambda p: p.write_text(json.dumps(state, indent=2) + "\n"))
-            state["success_rate"] = rate
-            if bar is not None:
-                bar.update(per_iter if total else min(dt, max(bar.total - bar.n, 0.0)))
-                bar.set_postfix(success=f"{rate:.2f}")
+        with stop_flag() as stop:
+            while not stop:
+                if total is not None and state["steps"] >= total:
+                    break
+                if seconds is not None and state["wall_s"] >= seconds:
+                    break
+                t0 = time.perf_counter()
+                model.learn(per_iter, reset_num_timesteps=False, tb_log_name="ppo")
+                dt = time.perf_counter() - t0
+                done = state["steps"]
+                state["steps"] = int(model.num_timesteps)
+                state["wall_s"] += dt
+                state["episodes"] = int(env.episodes)
+                rate = float(np.mean(env.outcomes)) if env.outcomes else 0.0
+                state["success_rate"] = rate
+                row = [f"{state['wall_s']:.3f}", state["steps"], state["episodes"], f"{rate:.4f}",
+                       f"{np.mean(env.returns) if env.returns else 0:.3f}",
+                       f"{np.mean(env.lengths) if env.lengths else 0:.1f}"]  # fmt: skip
+                _commit(out_dir, model, env, state, row, meta, fh, done)
+                if bar is not None:
+                    bar.update(per_iter if total else min(dt, max(bar.total - bar.n, 0.0)))
+                    bar.set_postfix(success=f"{rate:.2f}")
+        state["signal"] = stop.signum
     finally:
-        for s, h in old_h.items():
-            signal.signal(s, h)
         fh.close()
         if bar is not None:
             bar.close()
-        env.close()
-    state["signal"] = stop["sig"]
     return state
-
 
 def _env_options(args: Any) -> dict:
     from .evaluate import _cli_disturbances
