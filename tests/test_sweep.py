@@ -324,32 +324,6 @@ def _alive(pid: int) -> bool:
     return "\nState:\tZ" not in status
 
 
-def _kids(pid: int) -> list[int]:
-    """The children of ``pid`` (scanning /proc for their PPid)."""
-    out = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                status = (d / "status").read_text()
-            except OSError:
-                continue
-            if f"\nPPid:\t{pid}\n" in status:
-                out.append(int(d.name))
-    return out
-
-
-def _workers(pid: int) -> list[int]:
-    """The pool workers of a sweep (children running multiprocessing's spawn_main)."""
-    found = []
-    for k in _kids(pid):
-        try:
-            if b"spawn_main" in Path(f"/proc/{k}/cmdline").read_bytes():
-                found.append(k)
-        except OSError:
-            pass
-    return found
-
-
 def _start_slow(tmp: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
     sweep = _files(tmp, SLOW, duration=4.0, backend="numpy", head="replicates = 2")
     out = tmp / "out"
@@ -366,7 +340,7 @@ def test_a_killed_sweep_takes_its_workers_with_it(tmp_path):
 
     proc, _ = _start_slow(tmp_path, "--workers", "2")
     end = time.monotonic() + 120
-    while len(kids := _workers(proc.pid)) < 2:
+    while len(kids := _children(proc.pid, "spawn_main")) < 2:
         assert proc.poll() is None and time.monotonic() < end, proc.stderr.read()
         time.sleep(0.05)
     for k in kids:
