@@ -463,9 +463,9 @@ def _dispatch(args: argparse.Namespace) -> int:
     except ImportError as e:
         print(f"quadsim: {e} (install the extra: pip install 'quadsim[cli]')", file=sys.stderr)
         return 2
-    except MemoryError:
-        print("quadsim: out of memory (fewer drones, a larger log_every or chunk_steps less "
-              "help)", file=sys.stderr)  # fmt: skip
+    except MemoryError:  # what a command can estimate it refuses before it starts
+        print("quadsim: out of memory: this machine has less free memory than the run needs; "
+              "make it smaller (fewer drones, runs or environments)", file=sys.stderr)  # fmt: skip
         return 2
     except OSError as e:  # a file or directory the user named, a full disk: the file named
         from .io.files import describe
