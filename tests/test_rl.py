@@ -728,3 +728,28 @@ def test_a_policy_is_evaluated_only_on_the_observation_it_was_trained_on(tmp_pat
     with pytest.raises(ValueError, match="a 'rotor_speeds' policy; it cannot act at the "
                                          "'thrust_rates' level"):  # fmt: skip
         evaluate(load_policy(p), "quadsim/Hover-v0", episodes=2, action_level="thrust_rates")
+
+
+def test_an_environment_state_that_does_not_fit_resumes_from_new_episodes(tmp_path, small_run,
+                                                                          monkeypatch):  # fmt: skip
+    """A checkpoint whose environment state cannot be put back (say, taken on the compiled path
+    and resumed where no C compiler is left) still resumes, from new episodes, saying so."""
+    import shutil
+
+    from quadsim.app.envs import QuadsimVectorEnv
+    from quadsim.app.rl.train import train
+
+    def refuse(self, state):
+        raise ValueError("environment state: taken on the compiled path; these environments "
+                         "run on the reference path")  # fmt: skip
+
+    monkeypatch.setattr(QuadsimVectorEnv, "set_state", refuse)
+    out = tmp_path / "run"
+    shutil.copytree(small_run, out)
+    lines = []
+    res = train("quadsim/Hover-v0", out, steps=1024, num_envs=8, seed=3, threads=1,
+                progress=False, log=lines.append)  # fmt: skip
+    assert res["steps"] == 1024 and lines[0].startswith("resuming at 512 steps")
+    assert lines[1] == (f"{out / 'checkpoint.zip'}: environment state: taken on the compiled "
+                        "path; these environments run on the reference path: the run goes on "
+                        "from new episodes, not bit for bit as an unstopped run")  # fmt: skip

@@ -207,6 +207,7 @@ def export_policy(model: Any, path: Path, meta: dict) -> Path:
 N_STEPS = 64
 """Rollout steps per environment in a PPO iteration."""
 
+
 def _check_args(algo: str, seconds: Any, steps: Any, seed: Any, num_envs: Any, threads: Any,
                 episode_steps: Any) -> None:  # fmt: skip
     def is_int(v: Any) -> bool:
@@ -372,7 +373,13 @@ def _train_locked(out_dir: Path, run: dict, dims: tuple, seconds: float | None,
         if resume is not None:
             from .resume import restore
 
-            restore(resume, env)  # last: loading the model reseeded the generators
+            try:
+                restore(resume, env)  # last: loading the model reseeded the generators
+            except ValueError as e:  # e.g. no C compiler now: the other path's state
+                model._last_obs = None  # the next iteration starts new episodes
+                if log:
+                    log(f"{out_dir / 'checkpoint.zip'}: {e}: the run goes on from new episodes, "
+                        "not bit for bit as an unstopped run")  # fmt: skip
         return _loop(model, env, out_dir, state, meta, seconds, steps, progress)
     finally:
         env.close()
