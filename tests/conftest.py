@@ -92,6 +92,11 @@ _SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SI
                  if hasattr(signal, n))  # fmt: skip
 
 
+_OWN_ENV = {"PYTEST_CURRENT_TEST", "TORCHINDUCTOR_CACHE_DIR"}
+"""Environment variables set by pytest itself and by PyTorch (when its compiler package is first
+imported, in the first optimiser step of a training run in the process): not a test's doing."""
+
+
 def _process_state() -> dict:
     """What a test may change for every later test of its worker: signal dispositions and the
     blocked set, the working directory, the environment, NumPy's error handling, the thread
@@ -99,7 +104,7 @@ def _process_state() -> dict:
     state = {f"signal {signal.Signals(s).name}": signal.getsignal(s) for s in _SIGNALS}
     state["blocked signals"] = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     state["working directory"] = os.getcwd()
-    state["environment"] = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
+    state["environment"] = {k: v for k, v in os.environ.items() if k not in _OWN_ENV}
     state["numpy errors"] = np.geterr()
     state["switch interval"] = sys.getswitchinterval()
     if "jax" in sys.modules:
@@ -118,7 +123,7 @@ def _restore(name: str, value: Any) -> None:
     elif name == "working directory":
         os.chdir(value)
     elif name == "environment":
-        for k in set(os.environ) - set(value) - {"PYTEST_CURRENT_TEST"}:
+        for k in set(os.environ) - set(value) - _OWN_ENV:
             del os.environ[k]
         os.environ.update(value)
     elif name == "numpy errors":
