@@ -432,19 +432,17 @@ def _dispatch(args: argparse.Namespace) -> int:
 
             return sweep_main(args)
         if args.command in ("train", "eval"):
-            try:
-                if args.command == "train":
-                    import stable_baselines3  # noqa: F401
+            import importlib.util
 
-                    from .rl.train import main as rl_main
-                else:
-                    import gymnasium  # noqa: F401
-
-                    from .rl.evaluate import main as rl_main
-            except ImportError as e:
-                print(f"quadsim: {e} (install the extra: pip install 'quadsim[rl]')",
-                      file=sys.stderr)
+            need = "stable_baselines3" if args.command == "train" else "gymnasium"
+            if importlib.util.find_spec(need) is None:  # looked up, not imported: bad options
+                print(f"quadsim: {args.command} needs {need} (install the extra: pip install "
+                      "'quadsim[rl]')", file=sys.stderr)  # fmt: skip  (are refused in a moment)
                 return 2
+            if args.command == "train":
+                from .rl.train import main as rl_main
+            else:
+                from .rl.evaluate import main as rl_main
             return rl_main(args)
         if args.command == "bench":
             from .bench_closed_loop import main as closed_loop_main
