@@ -177,7 +177,7 @@ def test_a_huge_or_endless_sweep_is_refused_before_anything_is_made(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_a_long_sweep_is_announced_and_the_limits_can_be_raised(tmp_path, monkeypatch):
+def test_a_long_sweep_is_announced_and_the_limits_can_be_raised(tmp_path):
     from quadsim.app.sweep.limits import check_size, check_time
     from quadsim.app.sweep.run import _check_tasks
 
@@ -189,15 +189,18 @@ def test_a_long_sweep_is_announced_and_the_limits_can_be_raised(tmp_path, monkey
     total = check_time(sw, runs, tasks, facts, 2, said.append)
     assert total > 30 and len(said) == 1
     assert "6 runs in 2 tasks on 2 worker(s): this sweep will take about" in said[0]
-    monkeypatch.setenv("QUADSIM_SWEEP_MAX_HOURS", str(total / 2 / 3600))
     with pytest.raises(ValueError, match=r'axes."duration" \(line 4\).*3 runs \(3..5\)'):
-        check_time(sw, runs, tasks, facts, 2, said.append)
-    monkeypatch.setenv("QUADSIM_SWEEP_MAX_RUNS", "5")
-    with pytest.raises(ValueError, match=r"6 runs \(2 values x 3 replicates\)"):
-        check_size(sw, 2)
-    monkeypatch.setenv("QUADSIM_SWEEP_MAX_RUNS", "lots")
-    with pytest.raises(ValueError, match="QUADSIM_SWEEP_MAX_RUNS='lots'"):
-        check_size(sw, 2)
+        check_time(sw, runs, tasks, facts, 2, said.append, total / 2 / 3600)
+    with pytest.raises(ValueError, match=r"6 runs \(2 values x 3 replicates\).*--max-runs"):
+        check_size(sw, 2, 5)
+    assert check_size(sw, 2, 6) == 6
+    endless = sweep_files(tmp_path, '"duration" = [1.0, 1e9]')
+    for opts, msg in [(["--max-runs", "0"], "--max-runs: expected a positive integer"),
+                      (["--max-hours", "nan"], "--max-hours: expected a positive number of "
+                       "hours")]:  # fmt: skip
+        r = cli_sweep([str(endless), "--out", str(tmp_path / "o"), *opts])
+        assert r.returncode == 2 and msg in r.stderr, r.stderr
+
 
 
 def test_workers_are_capped_at_the_cores_and_the_tasks():

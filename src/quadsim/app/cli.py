@@ -118,6 +118,10 @@ def _parser() -> argparse.ArgumentParser:
     sw.add_argument("--trajectories", nargs="?", const=1, type=_workers, default=0,
                     metavar="EVERY", help="also keep every EVERY-th logged sample of each run "
                     "under DIR/runs/ (default 1 when given)")
+    sw.add_argument("--max-runs", type=_workers, default=10_000_000, metavar="N",
+                    help="refuse a sweep of more runs (default 10,000,000)")
+    sw.add_argument("--max-hours", type=_hours, default=24.0, metavar="H",
+                    help="refuse a sweep estimated to take longer (default 24)")
     sw.add_argument("--quiet", action="store_true", help="no progress bar, no report")
     tr = sub.add_parser("train", help="train a policy on a quadsim environment (docs/rl.md)")
     tr.add_argument("env_id", metavar="ENV_ID", help="environment id, e.g. quadsim/Hover-v0")
@@ -172,6 +176,16 @@ def _positive(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
     if not (math.isfinite(v) and v > 0):
         raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return v
+
+
+def _hours(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of hours, got {text!r}") from None
+    if not (math.isfinite(v) and v > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of hours, got {text!r}")
     return v
 
 

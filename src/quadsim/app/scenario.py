@@ -392,7 +392,7 @@ def _in_inline(s: str, keys: list[str]) -> bool:
     return False
 
 
-def _line_of(text: str, section: str, key: str) -> int | None:
+def line_of(text: str, section: str, key: str) -> int | None:
     """1-based line where ``section.key`` is set (``key=""``: where ``[section]`` opens).
 
     Keys may be bare, "quoted" or 'quoted' (any Unicode), dotted (``wind.mean = ...`` at the top
@@ -575,7 +575,7 @@ def _failer(where: str, raw: str) -> Any:
 
     def fail(section: str, key: str, msg: str) -> ValueError:
         path = f"{section}.{key}" if section else key
-        line = _line_of(raw, section, key) if raw else None
+        line = line_of(raw, section, key) if raw else None
         at = f" (line {line})" if line else ""
         return ValueError(f"{where}: {path}{at}: {msg}")
 

@@ -11,8 +11,8 @@ cost is estimated as ``T_TASK + steps (a + n b)`` (``n`` runs of ``steps`` steps
 :data:`STEP_COST`: ``a`` per step, ``b`` per drone-step) and the sweep's as :data:`T_START` plus
 the tasks' sum over the workers. An estimate above :data:`quadsim.preflight.SAY_TIME_ABOVE` is
 printed; one above :data:`MAX_HOURS` is refused, naming the longest task and the axis that makes
-it long (its line in the sweep file). The two limits can be raised with the environment variables
-``QUADSIM_SWEEP_MAX_RUNS`` and ``QUADSIM_SWEEP_MAX_HOURS``.
+it long (its line in the sweep file). ``quadsim sweep --max-runs N --max-hours H`` raises the
+limits for one sweep.
 
 **Workers and threads** (:func:`workers_for`, :func:`threads_per_worker`). Local workers are
 capped at the cores this process may use (``os.sched_getaffinity``) and at the tasks to run, with
@@ -35,7 +35,7 @@ __all__ = ["BYTES_PER_RUN", "MAX_HOURS", "MAX_RUNS", "STEP_COST", "check_size", 
            "cores", "estimate", "task_cost", "threads_per_worker", "workers_for"]  # fmt: skip
 
 MAX_RUNS = 10_000_000
-"""Most runs a sweep may have (``QUADSIM_SWEEP_MAX_RUNS`` raises it)."""
+"""Most runs a sweep may have (``--max-runs`` raises it)."""
 
 BYTES_PER_RUN = 1000
 """Driver memory per run [bytes]: the run and its values (about 320 B measured for 2·10⁵ runs
@@ -43,7 +43,7 @@ of three axes), its part of the tasks (50 B), its row of results while merged an
 margin."""
 
 MAX_HOURS = 24.0
-"""Longest estimated sweep that runs [h] (``QUADSIM_SWEEP_MAX_HOURS`` raises it)."""
+"""Longest estimated sweep that runs [h] (``--max-hours`` raises it)."""
 
 STEP_COST = {"native": (1.0e-4, 2.0e-7)}
 """Per step [s] and per drone-step [s] of a task on the compiled closed loop (a 2-core machine:
@@ -58,19 +58,6 @@ T_START = 2.0
 
 TIME_AXES = ("duration", "sim.dt", "controller.rate", "sim.integrator", "sim.backend")
 """Axes that change how long a run takes (named when a sweep is refused as too long)."""
-
-
-def _limit(name: str, default: float, kind: type) -> Any:
-    raw = os.environ.get(name)
-    if raw is None:
-        return default
-    try:
-        value = kind(raw)
-    except ValueError:
-        value = -1
-    if not value > 0:
-        raise ValueError(f"{name}={raw!r}: expected a positive {kind.__name__}")
-    return value
 
 
 def cores() -> int:
@@ -151,7 +138,7 @@ def _base_steps(sw: Sweep) -> tuple[int, str] | None:
     return steps, backend if backend in ("numpy", "jax", "torch") else "native"
 
 
-def check_size(sw: Sweep, workers: int) -> int:
+def check_size(sw: Sweep, workers: int, limit: int = MAX_RUNS) -> int:
     """The number of runs; refuses (before any is made) more than :data:`MAX_RUNS` or more
     than the memory available holds.
 
@@ -161,7 +148,6 @@ def check_size(sw: Sweep, workers: int) -> int:
     from ..preflight import available_memory
 
     n = count_runs(sw)
-    limit = _limit("QUADSIM_SWEEP_MAX_RUNS", MAX_RUNS, int)
     need, avail = n * BYTES_PER_RUN, available_memory()
     if n <= limit and (avail is None or need <= avail):
         return n
@@ -181,13 +167,13 @@ def check_size(sw: Sweep, workers: int) -> int:
     room = f" ({_gb(avail)} available)" if avail is not None else ""
     raise ValueError(
         f"{sw.path}: {n:,} runs ({how}): the plan alone needs about {_gb(need)} of memory{room}"
-        f"{when}; the limit is {limit:,} runs (QUADSIM_SWEEP_MAX_RUNS); use fewer axis values, "
+        f"{when}; the limit is {limit:,} runs (--max-runs); use fewer axis values, "
         "samples or replicates, or split the sweep"
     )
 
 
 def check_time(sw: Sweep, runs: list, tasks: list[dict], facts: list[dict], workers: int,
-               echo: Any) -> float:  # fmt: skip
+               echo: Any, hours: float = MAX_HOURS) -> float:  # fmt: skip
     """The sweep's estimated seconds for the tasks still to run (``facts``: each task's
     ``cost``, ``steps``, a float); printed when long, refused above :data:`MAX_HOURS`.
 
@@ -195,12 +181,11 @@ def check_time(sw: Sweep, runs: list, tasks: list[dict], facts: list[dict], work
         ValueError: The estimate, the longest task and the axis responsible (file and line).
     """  # noqa: D205
     from ..preflight import SAY_TIME_ABOVE
-    from ..scenario import _line_of
+    from ..scenario import line_of
 
     if not facts:
         return 0.0
     total = estimate([f["cost"] for f in facts], workers)
-    hours = _limit("QUADSIM_SWEEP_MAX_HOURS", MAX_HOURS, float)
     n = sum(len(t["runs"]) for t in tasks)
     if total <= hours * 3600:
         if total > SAY_TIME_ABOVE:
@@ -215,11 +200,11 @@ def check_time(sw: Sweep, runs: list, tasks: list[dict], facts: list[dict], work
     axis = next((a for a in TIME_AXES if a in values), None)
     at, why = f"{sw.path}", ""
     if axis is not None:
-        line = _line_of(sw.text, "axes", axis)
+        line = line_of(sw.text, "axes", axis)
         at += f': axes."{axis}"' + (f" (line {line})" if line else "")
         why = f" ({axis} = {values[axis]!r})"
     raise ValueError(
         f"{at}: this sweep would take {_about(total)} on {workers} worker(s); the "
-        f"limit is {hours:g} h (QUADSIM_SWEEP_MAX_HOURS). Its longest task flies {which} for "
+        f"limit is {hours:g} h (--max-hours). Its longest task flies {which} for "
         f"{_count(f['steps'])} steps{why}: shorten the runs or use fewer of them"
     )

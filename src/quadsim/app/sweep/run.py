@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import signal
 import sys
@@ -44,6 +45,7 @@ from typing import Any
 
 from ...engines.signals import STOP_SIGNALS, interrupt_after
 from ..io.files import atomic_write
+from .limits import MAX_HOURS, MAX_RUNS
 from .spec import Sweep, load_sweep, make_runs
 from .tasks import plan, prepare, write_rows
 
@@ -75,7 +77,7 @@ def _at_axis(e: ValueError, sw: Sweep, runs: list) -> ValueError:
     not an axis (a check of several keys), the run's axis values and their lines."""  # noqa: D205, D209
     import re
 
-    from ..scenario import _line_of
+    from ..scenario import line_of
 
     msg = str(e)
     m = re.match(re.escape(f"{sw.path}: ") + r"(run (\d+): ([^\s:=]+).*)", msg, re.S)
@@ -83,7 +85,7 @@ def _at_axis(e: ValueError, sw: Sweep, runs: list) -> ValueError:
         return e
 
     def at(key: str) -> str:
-        line = _line_of(sw.text, "axes", key)
+        line = line_of(sw.text, "axes", key)
         return f'axes."{key}"' + (f" (line {line})" if line else "")
 
     if m.group(3) in sw.axes:
@@ -218,6 +220,8 @@ def run_sweep(
     trajectories: int = 0,
     progress: bool = True,
     echo: Any = None,
+    max_runs: int = MAX_RUNS,
+    max_hours: float = MAX_HOURS,
 ) -> dict:
     """Run (or resume) a sweep; returns a report (runs, failed, tasks run and skipped, wall).
 
@@ -231,6 +235,8 @@ def run_sweep(
         trajectories: Keep every ``k``-th logged sample of every run (0: none).
         progress: A progress bar over runs.
         echo: Called with notices (default: stderr).
+        max_runs: Most runs (a larger sweep is refused before any run is made).
+        max_hours: Longest estimated time [h] (a longer sweep is refused before it flies).
 
     Raises:
         ValueError: Bad input (the sweep file, a run's value, the output directory and its
@@ -248,7 +254,10 @@ def run_sweep(
         raise ValueError(f"--trajectories must be >= 0; got {trajectories}")
     if workers is not None and workers < 1:
         raise ValueError(f"--workers must be >= 1; got {workers!r}")
-    check_size(sw, min(workers or cores(), cores()))  # counted, before any run is made
+    if not (max_runs >= 1 and math.isfinite(max_hours) and max_hours > 0):
+        raise ValueError(f"--max-runs and --max-hours must be positive; got {max_runs!r}, "
+                         f"{max_hours!r}")  # fmt: skip
+    check_size(sw, min(workers or cores(), cores()), max_runs)  # counted, before any is made
     runs = make_runs(sw)
     out_dir = Path(out) if out is not None else Path("runs") / sw.path.stem
     tasks = plan(sw, runs, out_dir, trajectories)
@@ -265,7 +274,7 @@ def run_sweep(
             n_workers = workers_for(workers, len(left), echo)
             ex = LocalExecutor(n_workers, threads_per_worker(n_workers))
         check_time(sw, runs, [tasks[i] for i in left], [facts[i] for i in left], n_workers,
-                   echo)  # fmt: skip
+                   echo, max_hours)  # fmt: skip
         stack.enter_context(claim(out_dir))  # one sweep at a time writes the folder
         _check_out(out_dir, sw, doc, trajectories)
         return _run(sw, runs, tasks, out_dir, ex, progress, echo, trajectories)
@@ -402,6 +411,8 @@ def main(args: Any) -> int:
             ray=args.ray,
             trajectories=args.trajectories or 0,
             progress=not args.quiet,
+            max_runs=args.max_runs,
+            max_hours=args.max_hours,
         )
     except _Stopped as e:
         name = signal.Signals(e.signum).name

@@ -120,7 +120,7 @@ def load_sweep(path: str | Path) -> Sweep:
     Raises:
         ValueError: ``FILE: KEY (line N): what is wrong`` (the scenario's line finder).
     """
-    from ..scenario import _failer, _line_of, _read_text
+    from ..scenario import _failer, _read_text, line_of
 
     p = Path(path)
     text = _read_text(p)
@@ -134,7 +134,7 @@ def load_sweep(path: str | Path) -> Sweep:
     def fail(key: str, msg: str, axis: bool = False) -> ValueError:
         if not axis:
             return top("", key, msg)
-        line = _line_of(text, "axes", key) or _line_of(text, "axes", "")
+        line = line_of(text, "axes", key) or line_of(text, "axes", "")
         return ValueError(f'{where}: axes."{key}"' + (f" (line {line})" if line else "") +
                           f": {msg}")  # fmt: skip
 
