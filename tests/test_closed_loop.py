@@ -138,6 +138,27 @@ def test_chunks_and_float32(drone, gains):
     np.testing.assert_allclose(out32.fields["pos"], out64.fields["pos"], atol=1e-4)
 
 
+def test_threads_do_not_change_a_bit(drone, gains):
+    """One thread, two or three forced to share every call (``threads=-k``: each computes its
+    share of the blocks whatever the machine's load) and the default give the same bits, for
+    37 drones (the last block of 4 padded) and its records (issue 27, item 15)."""
+    traj = TRAJS["lemniscate"]
+    out, loop = _compiled(drone, gains, traj, 37, steps=120)
+    offset, pos, vel = _start(traj, 37)
+    x0 = loop.initial_state(37, pos=pos, vel=vel)
+    try:
+        for threads in (1, -2, -3, 0):
+            loop.rollout.threads = threads
+            got = loop.run(x0, 120, record_every=1, offset=offset)
+            np.testing.assert_array_equal(got.x, out.x)
+            for name in out.fields:
+                np.testing.assert_array_equal(got.fields[name], out.fields[name])
+            if threads < 0:
+                assert loop.rollout.threads_used == -threads
+    finally:
+        loop.rollout.threads = 0
+
+
 def test_wind_input_moves_the_drones(drone, gains):
     """A constant wind (per-step input) pushes the drones off; zero wind is the default."""
     from quadsim.closed_loop import compile_closed_loop

@@ -265,6 +265,47 @@ def test_threads_and_mx(osc, cache):
     np.testing.assert_allclose(mx(x0, u, p, steps=20)[0], ref, rtol=1e-14, atol=1e-14)
 
 
+def noisy_oscillator_step(h: float = 0.01):
+    """The oscillator driven by one standard normal per step (noise group ``("imu", 1)``)."""
+    x, u, p, z = cs.SX.sym("x", 2), cs.SX.sym("u", 1), cs.SX.sym("p", 2), cs.SX.sym("z", 1)
+    acc = -p[0] * x[0] - p[1] * cs.sin(x[1]) + u[0] + 0.5 * z[0]
+    return cs.Function("osc_z", [x, u, p, z], [cs.vertcat(x[0] + h * x[1], x[1] + h * acc)])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_threads_share_blocks_bitwise(cache, dtype):
+    """Blocks go to whichever thread claims them (issue 27, item 15): one thread, two or three
+    forced to share every call (``threads=-k``: each computes every k-th chunk, whatever the
+    machine's load) and the default give bitwise equal states and records, for a batch that is
+    neither a multiple of the chunk (4 blocks here) nor of the vector width, with per-drone
+    parameters, per-step inputs and noise drawn in C."""
+    F = noisy_oscillator_step()
+    rolls = {t: native.compile_rollout(F, dtype, cache_dir=cache, threads=t, noise=(("imu", 1),))
+             for t in (1, -2, -3, 0)}  # fmt: skip
+    assert len({r.path for r in rolls.values()}) == 1  # one library: threads are per call
+    lanes = rolls[1].lanes
+    n, steps = 37 * lanes + 3, 50  # 38 blocks, the last one padded: chunks of 4 blocks, 2 left
+    rng = np.random.default_rng(11)
+    x0, u = rng.normal(size=(2, n)), rng.normal(size=(steps, 1, n))
+    p = np.stack([rng.uniform(1, 4, n), rng.uniform(0, 1, n)])
+    want, want_rec = rolls[1](x0, u, p, steps=steps, record_every=7, seed=3, step0=5)
+    assert rolls[1].threads_used == 1 and np.isfinite(want).all()
+    for t in (-2, -3, 0, 0, 0):
+        got, rec = rolls[t](x0, u, p, steps=steps, record_every=7, seed=3, step0=5)
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(rec, want_rec)
+        if t < 0:
+            assert rolls[t].threads_used == -t  # every thread took its chunks
+    X = np.ascontiguousarray(rolls[1]._pad(x0, -(-n // lanes) * lanes, copy=True))
+    advance = rolls[-2].bind(X, np.ascontiguousarray(rolls[1]._pad(u[0], X.shape[1])),
+                             np.ascontiguousarray(rolls[1]._pad(p, X.shape[1])))  # fmt: skip
+    held = x0
+    for _ in range(5):
+        advance(10)  # the hot loop (seed 0, step0 0 every call, the first input held)
+        held, _ = rolls[1](held, u[0], p, steps=10)
+    np.testing.assert_array_equal(X[:, :n], held)
+
+
 # ---------------------------------------------------------------------------------------------
 # Operations, NaN, errors, cache
 

@@ -4,9 +4,10 @@ A step ``x_{s+1} = f(x_s, u_s[, p])`` of one drone, given as a CasADi ``SX`` Fun
 instruction by instruction and emitted as C that uses GCC/Clang vector extensions: every C variable
 is a vector of ``lanes`` drones (8 in float32, 4 in float64 with 32-byte vectors; twice that with
 64-byte vectors where the target has AVX-512), a block's state stays in two local buffers
-(this step's and the next, swapped, not copied, between steps) over all steps, and OpenMP
-spreads blocks of drones over the cores. Instructions whose results only a select that is
-false in every lane of a vector would read run only when a lane needs them
+(this step's and the next, swapped, not copied, between steps) over all steps, and threads
+share the blocks of drones (:func:`~quadsim.engines.native_schedule.pool_source`: not OpenMP's
+fork/join, which a core held by another process stalls). Instructions whose results only a
+select that is false in every lane of a vector would read run only when a lane needs them
 (:mod:`quadsim.engines.native_schedule`: a sensor update, an estimator's correction, a
 controller at a lower rate cost nothing on the steps where no drone of the block has one).
 Transcendental functions are libm's, called once per lane, except where the C library has
@@ -49,7 +50,7 @@ from typing import Any
 
 import numpy as np
 
-from .native_schedule import ALWAYS, guarded_schedule, selects
+from .native_schedule import ALWAYS, guarded_schedule, pool_source, selects
 
 __all__ = ["CompileError", "NativeRollout", "available", "compile_rollout"]
 
@@ -332,8 +333,15 @@ def _vector_bytes(ident: str) -> int:
 
 
 _OMP_WORK = 256 * 1500
-"""Threads only when blocks × steps × instructions reach this (a fork/join costs microseconds,
-and much more when another process holds a core): about 256 block-steps of the RK4 plant."""
+"""Threads only when blocks × steps × instructions reach this; smaller calls run on the caller's
+thread (:func:`quadsim.engines.native_schedule.pool_source` shares the blocks of larger ones).
+
+Measured on the project's 2-core AMD EPYC (float64 ``thrust_attitude`` env step: 12132 vector
+instructions a call, 0.28 ns each on one core), a call shared with a helper spinning for it
+takes 3 to 5 µs more than half of it alone (2 blocks: 7.7 µs against 7.9 µs; 64 blocks: 27.8
+against 48.7); a helper that must be woken starts tens of µs later (the caller does not wait for
+it, but it saves that much less). Threads pay clearly once half a call is well above that:
+about 100 µs alone, 384 000 instructions (a 128-env step; 256 block-steps of the RK4 plant)."""
 
 
 def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int = 32,
@@ -372,7 +380,6 @@ def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int 
         args, call = ("vf a, vf b", f"{f}(a[l], b[l])") if two else ("vf a", f"{f}(a[l])")
         helpers.append(f"static inline vf v_{name}({args}) {{ vf r; "
                        f"for (int l = 0; l < W; ++l) r[l] = {call}; return r; }}")  # fmt: skip
-    nx, nu, npar = sizes
     nz = sum(g[1] for g in noise)
     draw = ""
     if nz:  # the normals of the block's drones at this step (quadsim.noise), then as vectors
@@ -388,8 +395,8 @@ def _generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int 
     decl = "vf " + ", ".join(f"t{k}" for k in range(max(F.n_instructions(), 1))) + ";"
     if stale:  # a skipped block's variables are read only where masked away; give them a value
         decl += " " + " ".join(f"t{k} = ZERO;" for k in stale)
-    load = "memcpy(&{0}[k], {1}, sizeof(vf));"
     return f"""/* quadsim.native: generated from CasADi Function '{F.name()}' */
+#define _GNU_SOURCE
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -411,42 +418,56 @@ static inline int any_nz(vf a) {{ vi m = (vi)(a != ZERO); int r = 0;
   for (int l = 0; l < W; ++l) r |= m[l] != 0; return r; }}
 {chr(10).join(helpers)}
 {c_source() if nz else ""}
+{_block_source(F.n_instructions(), sizes, nz, decl, draw, body)}"""
+
+
+def _block_source(n_instructions: int, sizes: tuple[int, int, int], nz: int, decl: str,
+                  draw: str, body: list[str]) -> str:  # fmt: skip
+    """C of ``qs_block`` (all steps of one block of drones: ``decl``, then per step ``draw`` and
+    ``body``), the thread pool and ``quadsim_roll``."""  # noqa: D205, D209
+    nx, nu, npar = sizes
+    load = "memcpy(&{0}[k], {1}, sizeof(vf));"
+    return f"""typedef struct {{
+  T *X; const T *U; const T *P; T *R;
+  int64_t N, steps, rec, step0; uint64_t seed, seed2; int u_per_step, p_per_drone;
+}} qs_args;
+/* All steps of the W drones from drone j. One copy (noinline), whichever thread runs it. */
+static __attribute__((noinline)) void qs_block(const qs_args *a, int64_t j) {{
+  T *restrict X = a->X, *restrict R = a->R;
+  const T *restrict U = a->U, *restrict P = a->P;
+  const int64_t N = a->N, steps = a->steps, rec = a->rec, step0 = a->step0;
+  const uint64_t seed = a->seed, seed2 = a->seed2;
+  const int u_per_step = a->u_per_step, p_per_drone = a->p_per_drone;
+  (void)seed; (void)step0; (void)seed2;
+  vf xa[{max(nx, 1)}], xb[{max(nx, 1)}], us[{max(nu, 1)}], ps[{max(npar, 1)}], zs[{max(nz, 1)}];
+  vf *xs = xa, *xn = xb;  /* this step's state and the next: swapped */
+  {decl}
+  for (int k = 0; k < {nx}; ++k) {load.format("xs", "X + k * N + j")}
+  for (int k = 0; k < {nu}; ++k) {load.format("us", "U + k * N + j")}
+  for (int k = 0; k < {npar}; ++k) {{
+    if (p_per_drone) {load.format("ps", "P + k * N + j")} else ps[k] = ZERO + P[k];
+  }}
+  for (int64_t s = 0; s < steps;) {{
+    int64_t e = (rec > 0 && s + rec < steps) ? s + rec : steps;
+    for (; s < e; ++s) {{
+      if (u_per_step)
+        for (int k = 0; k < {nu}; ++k) {load.format("us", "U + (s * " + str(nu) + " + k) * N + j")}
+      {draw}
+      {chr(10).join("      " + b for b in body).lstrip()}
+      {{ vf *t = xs; xs = xn; xn = t; }}
+    }}
+    if (rec > 0 && s % rec == 0)
+      for (int k = 0; k < {nx}; ++k) memcpy(R + ((s / rec - 1) * {nx} + k) * N + j, &xs[k], sizeof(vf));
+  }}
+  for (int k = 0; k < {nx}; ++k) memcpy(X + k * N + j, &xs[k], sizeof(vf));
+}}
+{pool_source(n_instructions, _OMP_WORK)}
+/* Returns the number of threads that took part (1: the caller's alone). */
 int quadsim_roll(T *restrict X, const T *restrict U, const T *restrict P, int64_t N,
                  int64_t steps, int u_per_step, int p_per_drone, int64_t rec, T *restrict R,
                  int threads, uint64_t seed, int64_t step0, uint64_t seed2) {{
-  int nt = 1;
-#ifdef _OPENMP
-  nt = threads > 0 ? threads : omp_get_max_threads();
-#endif
-  (void)nt; (void)seed; (void)step0; (void)seed2;
-  /* threads only pay off with two blocks or more and enough work: blocks x steps x the
-     {F.n_instructions()} instructions of a step (a fork/join costs ~us, more under load) */
-#pragma omp parallel for schedule(static) num_threads(nt) \
-    if(N / W >= 2 && (N / W) * steps * {F.n_instructions()} >= {_OMP_WORK})
-  for (int64_t j = 0; j < N; j += W) {{
-    vf xa[{max(nx, 1)}], xb[{max(nx, 1)}], us[{max(nu, 1)}], ps[{max(npar, 1)}], zs[{max(nz, 1)}];
-    vf *xs = xa, *xn = xb;  /* this step's state and the next: swapped */
-    {decl}
-    for (int k = 0; k < {nx}; ++k) {load.format("xs", "X + k * N + j")}
-    for (int k = 0; k < {nu}; ++k) {load.format("us", "U + k * N + j")}
-    for (int k = 0; k < {npar}; ++k) {{
-      if (p_per_drone) {load.format("ps", "P + k * N + j")} else ps[k] = ZERO + P[k];
-    }}
-    for (int64_t s = 0; s < steps;) {{
-      int64_t e = (rec > 0 && s + rec < steps) ? s + rec : steps;
-      for (; s < e; ++s) {{
-        if (u_per_step)
-          for (int k = 0; k < {nu}; ++k) {load.format("us", "U + (s * " + str(nu) + " + k) * N + j")}
-        {draw}
-        {chr(10).join("        " + b for b in body).lstrip()}
-        {{ vf *t = xs; xs = xn; xn = t; }}
-      }}
-      if (rec > 0 && s % rec == 0)
-        for (int k = 0; k < {nx}; ++k) memcpy(R + ((s / rec - 1) * {nx} + k) * N + j, &xs[k], sizeof(vf));
-    }}
-    for (int k = 0; k < {nx}; ++k) memcpy(X + k * N + j, &xs[k], sizeof(vf));
-  }}
-  return 0;
+  qs_args a = {{X, U, P, R, N, steps, rec, step0, seed, seed2, u_per_step, p_per_drone}};
+  return qs_run(&a, N / W, threads);
 }}
 """  # noqa: E501
 
@@ -486,7 +507,8 @@ class NativeRollout:
         n_param: Parameter size of one drone (0 when the step takes no parameters).
         dtype: Floating-point type of the computation (float32 or float64).
         lanes: Drones per vector (8 for float32, 4 for float64; twice that with AVX-512).
-        threads: OpenMP threads (0: the OpenMP default).
+        threads: Threads per call (see :func:`compile_rollout`).
+        threads_used: Threads that took part in the last checked call (1: the caller's alone).
         path: The shared library on disk.
         compiled: Whether this object invoked the compiler (False: loaded from the cache).
         source: The generated C source (generated when first read after a cache hit).
@@ -499,6 +521,7 @@ class NativeRollout:
         self.noise = tuple(noise)
         self.dtype, self.lanes, self.threads = dtype, vbytes // dtype.itemsize, threads
         self.path, self.compiled, self._source = path, compiled, source
+        self.threads_used = 0
         self._fn = ctypes.CDLL(str(path)).quadsim_roll
         vp, i64, ci = ctypes.c_void_p, ctypes.c_int64, ctypes.c_int
         self._fn.argtypes = [vp, vp, vp, i64, i64, ci, ci, i64, vp, ci, ctypes.c_uint64, i64,
@@ -575,8 +598,9 @@ class NativeRollout:
         P = self._pad(p, n_pad) if per_drone else np.ascontiguousarray(p, dtype=self.dtype)
         R = np.empty((steps // k, nx, n_pad), self.dtype) if k else None
         ptr = lambda a: None if a is None else a.ctypes.data_as(ctypes.c_void_p)  # noqa: E731
-        self._fn(ptr(X), ptr(U), ptr(P), n_pad, steps, int(u.ndim == 3), int(per_drone), k,
-                 ptr(R), self.threads, int(seed), int(step0), int(seed2))  # fmt: skip
+        self.threads_used = self._fn(ptr(X), ptr(U), ptr(P), n_pad, steps, int(u.ndim == 3),
+                                     int(per_drone), k, ptr(R), self.threads, int(seed),
+                                     int(step0), int(seed2))  # fmt: skip
         if n_pad != n:
             X = np.ascontiguousarray(X[:, :n])
             R = None if R is None else np.ascontiguousarray(R[..., :n])
@@ -632,7 +656,12 @@ def compile_rollout(
         dtype: ``np.float32`` (8 drones per vector) or ``np.float64`` (4 drones per vector).
         cache_dir: Directory of compiled libraries; default ``$QUADSIM_CACHE_DIR`` or
             ``~/.cache/quadsim/native``.
-        threads: OpenMP threads per call; ``None`` or 0 uses the OpenMP default.
+        threads: Threads per call: ``k > 0`` up to ``k``; ``None`` or 0 OpenMP's default
+            (``$OMP_NUM_THREADS``, else the cores); fewer where the work is small
+            (:data:`_OMP_WORK`) or threads do not pay (another process holds a core,
+            :func:`~quadsim.engines.native_schedule.pool_source`). ``-k``: exactly ``k`` on
+            every call, each waiting for the others (tests, measurements). The results do not
+            depend on it.
         noise: With a fourth input ``z`` (standard normals): its groups in order, ``(stream,
             count)`` or ``(stream, count, key)`` (:mod:`quadsim.noise`; ``key`` 0 draws with the
             call's ``seed``, 1 with its ``seed2``), drawn in C for each drone and step.

@@ -1,4 +1,4 @@
-r"""Guarded evaluation for the generated C: which instructions a step needs only sometimes.
+r"""When the generated C's work runs: guarded instructions in a step, blocks over threads.
 
 A multi-rate step (a controller at its period, a motion-capture update when a reading is fresh,
 an estimator's correction) is traced as straight-line code in which the rarely used results are
@@ -32,13 +32,47 @@ otherwise the block runs unconditionally. The C evaluates a block with
 guard ``{c_i}`` when any lane of any ``c_i`` is non-zero; otherwise its variables keep stale
 values that only masked selects read. Values are unchanged: every instruction computes what it
 computed before, only some are not computed.
+
+**Threads** (:func:`pool_source`). :mod:`quadsim.engines.native` emits ``qs_block(a, j)`` (all
+steps of the ``W`` drones from drone ``j``) and calls ``qs_run(a, n_blocks, threads)``, which
+shares the blocks between threads. Every block is computed by the one (``noinline``)
+``qs_block``, from its own inputs only, so the results are bitwise the same whichever thread
+computes which block and however many threads there are.
+
+Not ``#pragma omp parallel for``: OpenMP's fork/join waits for every thread of its team. On a
+2-core machine where another process keeps one core busy, the second thread is late by a time
+slice (milliseconds) on most calls, and each env step is one short call: the 1024-env
+``thrust_attitude`` vector env fell 19x, whatever the schedule (``static``, ``dynamic`` and
+``guided`` measured the same; issue 27 item 15). Here:
+
+- The caller and up to ``threads - 1`` helpers (the library's own pool, started on first use)
+  claim chunks of blocks from a shared counter. The caller never waits for a helper that has
+  not joined: once every chunk is claimed it closes the call to late helpers and waits only for
+  the chunks being computed (a spin of ``QS_WAIT_NS``, then a sleep that frees its core for a
+  helper which lost its own).
+- A helper waits for the next call spinning ``QS_SPIN_NS`` (env steps come back to back, with
+  Python in between), then on a condition variable. A helper on the caller's core neither
+  joins nor spins: it sleeps, and the next wake-up places it on an idle core if there is one.
+- A call with threads that was no faster than the caller alone would have been (its own time
+  per block times the blocks: no helper free in time, or one that lost its core while computing
+  a chunk) makes the next calls run alone for a while: 1 ms, doubling up to 0.25 s while
+  threaded calls keep losing, halving when one wins. On a machine with every core busy the step
+  thus runs about as fast as with one thread, instead of waiting for a time slice.
+- ``threads = -k`` (tests, measurements) runs exactly ``k`` threads on every call: the caller
+  waits for all of them to join and gives each every ``k``-th chunk.
+
+A chunk is about ``QS_GRAIN`` vector instructions (a few microseconds; at most a quarter of a
+thread's share), so a claim (one atomic add) costs about 1 % and a helper that loses its core
+holds little work. Linux only (``sched_getcpu``, ``pthread_atfork``: a forked child starts its
+own helpers); elsewhere OpenMP's ``schedule(dynamic)`` with the same thread count and threshold.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ALWAYS", "MAX_CONDS", "MAX_TERM", "MIN_BLOCK", "guarded_schedule", "selects"]
+__all__ = ["ALWAYS", "MAX_CONDS", "MAX_TERM", "MIN_BLOCK", "guarded_schedule", "pool_source",
+           "selects"]
 
 ALWAYS = None
 """The guard of an instruction every step needs."""
@@ -317,3 +351,185 @@ def selects(F: Any, deps: list[list[int]]) -> dict[int, tuple[int, int, int]]:
         elif ops[ci] == neg and deps[ci][0] == cj:
             out[k] = (cj, b, a)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Threads: the C of qs_run (module docstring)
+
+GRAIN = 20_000
+"""Vector instructions per claimed chunk (about 6 µs of the RK4 plant in float64)."""
+SPIN_NS = 200_000
+"""How long a helper spins for the next call before it sleeps [ns]."""
+WAIT_NS = 20_000
+"""How long the caller spins for the helpers' last chunks before it sleeps [ns]."""
+
+_POOL = r"""
+#if defined(_OPENMP) && defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <time.h>
+#if defined(__x86_64__) || defined(__i386__)
+#define QS_PAUSE() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define QS_PAUSE() __asm__ __volatile__("yield")
+#else
+#define QS_PAUSE() ((void)0)
+#endif
+typedef struct {
+  const qs_args *a;
+  int64_t n, chunk, next;   /* blocks, blocks per claim, the next block not claimed */
+  int team, room, active, used, force;  /* room: helpers that may still join; used: joined */
+} qs_job;
+static pthread_mutex_t qs_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t qs_wake = PTHREAD_COND_INITIALIZER, qs_done = PTHREAD_COND_INITIALIZER;
+static qs_job *qs_open;     /* the call helpers may join, or NULL (qs_mu) */
+static uint64_t qs_gen;     /* calls opened so far: helpers spin on it */
+static int qs_helpers, qs_asleep, qs_atfork, qs_cpu = -1;  /* qs_cpu: the caller's core */
+static int64_t qs_until, qs_back = 1000000;  /* calls run alone until qs_until [ns] (qs_mu) */
+
+static int64_t qs_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+static int qs_beside(void) { return sched_getcpu() == __atomic_load_n(&qs_cpu, __ATOMIC_RELAXED); }
+static int64_t qs_work(qs_job *J, int me) {  /* the blocks this thread computed */
+  int64_t done = 0;
+  for (int64_t k = me;; k += J->team) {
+    int64_t b = J->force ? k * J->chunk : __atomic_fetch_add(&J->next, J->chunk, __ATOMIC_RELAXED);
+    if (b >= J->n) break;
+    for (int64_t e = b + J->chunk < J->n ? b + J->chunk : J->n; b < e; ++b, ++done)
+      qs_block(J->a, b * W);
+  }
+  return done;
+}
+static void *qs_helper(void *arg) {
+  uint64_t seen = (uint64_t)(uintptr_t)arg;
+  for (;;) {
+    for (int64_t i = 1, t0 = qs_ns(); __atomic_load_n(&qs_gen, __ATOMIC_ACQUIRE) == seen; ++i) {
+      QS_PAUSE();
+      if (i % 64 == 0 && (qs_ns() - t0 > QS_SPIN_NS || qs_beside())) break;
+    }
+    pthread_mutex_lock(&qs_mu);
+    while (qs_gen == seen) {
+      qs_asleep++;
+      pthread_cond_wait(&qs_wake, &qs_mu);
+      qs_asleep--;
+    }
+    seen = qs_gen;
+    qs_job *J = qs_open;
+    int me = 0;
+    if (J != NULL && J->room > 0 && (J->force || !qs_beside())) {
+      J->room--, me = J->used++;
+      __atomic_add_fetch(&J->active, 1, __ATOMIC_RELAXED);
+      if (J->force && !J->room) pthread_cond_broadcast(&qs_done);
+    }
+    pthread_mutex_unlock(&qs_mu);
+    if (!me) continue;
+    qs_work(J, me);
+    pthread_mutex_lock(&qs_mu);
+    if (__atomic_sub_fetch(&J->active, 1, __ATOMIC_RELEASE) == 0) pthread_cond_broadcast(&qs_done);
+    pthread_mutex_unlock(&qs_mu);
+  }
+  return NULL;
+}
+static void qs_forked(void) {  /* a forked child has none of the parent's helpers */
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+  qs_mu = mu, qs_wake = c, qs_done = c;
+  qs_open = NULL, qs_helpers = qs_asleep = 0;
+}
+static int qs_start(int want) {  /* under qs_mu: helpers up to want (signals blocked in them) */
+  sigset_t all, old;
+  if (!qs_atfork) qs_atfork = !pthread_atfork(NULL, NULL, qs_forked);
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  for (; qs_helpers < want; ++qs_helpers) {
+    pthread_t t;
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    int bad = pthread_create(&t, &at, qs_helper, (void *)(uintptr_t)qs_gen);
+    pthread_attr_destroy(&at);
+    if (bad) break;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return qs_helpers < want ? qs_helpers : want;
+}
+static int qs_run(const qs_args *a, int64_t n, int threads) {
+  int64_t per_block = a->steps * QS_WORK, nt = threads > 0 ? threads : threads < 0
+                      ? -(int64_t)threads : omp_get_max_threads();
+  nt = nt < n ? nt : n;
+  nt = nt < 256 ? nt : 256;
+  if (nt < 2 || (threads >= 0 && n * per_block < QS_MIN_WORK)) {
+    for (int64_t b = 0; b < n; ++b) qs_block(a, b * W);
+    return 1;
+  }
+  int64_t chunk = per_block > 0 ? (QS_GRAIN + per_block - 1) / per_block : n;
+  chunk = chunk < n / (4 * nt) ? chunk : n / (4 * nt);
+  qs_job J = {a, n, chunk > 1 ? chunk : 1, 0, 1, 0, 0, 1, threads < 0};
+  int64_t t0 = qs_ns();
+  int open = 0;
+  pthread_mutex_lock(&qs_mu);
+  if (qs_open == NULL && (J.force || t0 >= qs_until)) {
+    J.room = qs_start((int)nt - 1), J.team = 1 + J.room;
+    qs_open = &J, open = 1;  /* else another thread's call has the pool, or a pause */
+    __atomic_store_n(&qs_cpu, sched_getcpu(), __ATOMIC_RELAXED);
+    __atomic_store_n(&qs_gen, qs_gen + 1, __ATOMIC_RELEASE);
+    if (qs_asleep) pthread_cond_broadcast(&qs_wake);
+    while (J.force && J.room) pthread_cond_wait(&qs_done, &qs_mu);
+  }
+  pthread_mutex_unlock(&qs_mu);
+  int64_t mine = qs_work(&J, 0), t1 = qs_ns();
+  if (open) {
+    pthread_mutex_lock(&qs_mu);
+    qs_open = NULL;  /* every chunk is claimed: no helper joins any more */
+    pthread_mutex_unlock(&qs_mu);
+    for (int64_t i = 1; __atomic_load_n(&J.active, __ATOMIC_ACQUIRE); ++i) {
+      QS_PAUSE();
+      if (i % 64 == 0 && qs_ns() - t1 > QS_WAIT_NS) break;
+    }
+  }
+  pthread_mutex_lock(&qs_mu);
+  while (__atomic_load_n(&J.active, __ATOMIC_ACQUIRE)) pthread_cond_wait(&qs_done, &qs_mu);
+  /* alone, the call would have taken the caller's time per block for every block */
+  int64_t t2 = qs_ns();
+  if (open && !J.force && mine && (double)(t2 - t0) * mine > (double)(t1 - t0) * n) {
+    qs_until = t2 + qs_back;  /* no faster than that: alone a while, longer each time */
+    qs_back = qs_back < 128000000 ? 2 * qs_back : 256000000;
+  } else if (open && !J.force && qs_back > 1000000) {
+    qs_back /= 2;
+  }
+  pthread_mutex_unlock(&qs_mu);
+  return J.used;
+}
+#elif defined(_OPENMP)
+static int qs_run(const qs_args *a, int64_t n, int threads) {
+  int nt = threads > 0 ? threads : threads < 0 ? -threads : omp_get_max_threads();
+  int par = nt > 1 && n > 1 && (threads < 0 || n * a->steps * QS_WORK >= QS_MIN_WORK);
+#pragma omp parallel for schedule(dynamic) num_threads(nt) if(par)
+  for (int64_t b = 0; b < n; ++b) qs_block(a, b * W);
+  return par ? nt : 1;
+}
+#else
+static int qs_run(const qs_args *a, int64_t n, int threads) {
+  (void)threads;
+  for (int64_t b = 0; b < n; ++b) qs_block(a, b * W);
+  return 1;
+}
+#endif
+"""
+
+
+def pool_source(instructions: int, min_work: int) -> str:
+    """C of ``qs_run`` for a step of ``instructions`` vector instructions; threads only where
+    blocks × steps × instructions reach ``min_work`` (unless forced, ``threads < 0``).
+
+    Needs ``qs_args`` (with ``steps``), ``qs_block``, ``W`` and, with OpenMP, ``<omp.h>`` and
+    ``_GNU_SOURCE`` defined before the first ``#include``.
+    """  # noqa: D205
+    defines = (f"#define QS_WORK {int(instructions)}LL\n#define QS_MIN_WORK {int(min_work)}LL\n"
+               f"#define QS_GRAIN {GRAIN}LL\n#define QS_SPIN_NS {SPIN_NS}LL\n"
+               f"#define QS_WAIT_NS {WAIT_NS}LL\n")  # fmt: skip
+    return defines + _POOL
