@@ -499,7 +499,7 @@ def compile_closed_loop(
         integrator: Name in :data:`quadsim.integrators.INTEGRATORS` or the function.
         world: :class:`~quadsim.world.World` (ground, boxes, bounds, limits), or ``None``
             (default) for free flight.
-        threads: OpenMP threads of the rollout (default: all).
+        threads: Threads of the rollout (:func:`quadsim.native.compile_rollout`).
         ctrl_state: One drone's controller state as a template (:func:`closed_loop_step`);
             default :func:`quadsim.control.init_state`.
         command: What the controller's command is (:func:`quadsim.flight.command_kind`).
@@ -560,7 +560,7 @@ def compile_for_simulator(
         gains: The controller's gains record.
         trajectory: Callable ``t -> Reference``.
         sample: Carry the log sample of the step before (:func:`closed_loop_step`).
-        threads: OpenMP threads of the rollout (default: all).
+        threads: Threads of the rollout (:func:`quadsim.native.compile_rollout`).
         imu: :class:`~quadsim.sensors.ImuParams` read in the loop, or ``None``.
         mocap: :class:`~quadsim.sensors.MocapParams` read in the loop, or ``None``.
         ctrl_state: One drone's controller state as a template (:func:`closed_loop_step`);
