@@ -92,9 +92,11 @@ _SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SI
                  if hasattr(signal, n))  # fmt: skip
 
 
-_OWN_ENV = {"PYTEST_CURRENT_TEST", "TORCHINDUCTOR_CACHE_DIR"}
-"""Environment variables set by pytest itself and by PyTorch (when its compiler package is first
-imported, in the first optimiser step of a training run in the process): not a test's doing."""
+_OURS = ("QUADSIM_", "OMP_", "CC", "CI", "JAX_", "XLA_", "CUDA_", "CYCLONEDDS_", "ROS_")
+"""A variable with one of these prefixes that appears during a test is the test's doing (quadsim
+and the tests read them); others that appear come from a library's first import (Ray's
+``RAY_CLIENT_MODE``, PyTorch's ``TORCHINDUCTOR_CACHE_DIR``, pygame's prompt) and are left alone.
+A variable that was there before and changed or vanished is always the test's doing."""
 
 
 def _process_state() -> dict:
@@ -104,7 +106,7 @@ def _process_state() -> dict:
     state = {f"signal {signal.Signals(s).name}": signal.getsignal(s) for s in _SIGNALS}
     state["blocked signals"] = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     state["working directory"] = os.getcwd()
-    state["environment"] = {k: v for k, v in os.environ.items() if k not in _OWN_ENV}
+    state["environment"] = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
     state["numpy errors"] = np.geterr()
     state["switch interval"] = sys.getswitchinterval()
     if "jax" in sys.modules:
@@ -123,8 +125,9 @@ def _restore(name: str, value: Any) -> None:
     elif name == "working directory":
         os.chdir(value)
     elif name == "environment":
-        for k in set(os.environ) - set(value) - _OWN_ENV:
-            del os.environ[k]
+        for k in set(os.environ) - set(value):
+            if k.startswith(_OURS):
+                del os.environ[k]
         os.environ.update(value)
     elif name == "numpy errors":
         np.seterr(**value)
@@ -152,6 +155,8 @@ def _leaves_the_process_as_found() -> Any:
     yield
     after = _process_state()
     leaked = []
+    env, was = after["environment"], before["environment"]
+    after["environment"] = {k: v for k, v in env.items() if k in was or k.startswith(_OURS)}
     for name, value in before.items():
         if after.get(name) != value:
             _restore(name, value)

@@ -486,7 +486,7 @@ def test_cache_reuses_library(tmp_path, monkeypatch):
 def test_compile_error_raises(tmp_path, monkeypatch, fresh_toolchain):
     entry = Path(native._toolchain()[3])
     assert entry.is_file()
-    monkeypatch.setattr(native, "_generate", lambda *a: "this is not C;\n")
+    monkeypatch.setattr(native, "generate", lambda *a: "this is not C;\n")
     with pytest.raises(RuntimeError, match="failed"):
         native.compile_rollout(oscillator_step(), np.float64, cache_dir=tmp_path)
     assert list(tmp_path.iterdir()) == []
@@ -538,7 +538,7 @@ def test_cache_hit_needs_no_c_source(tmp_path, monkeypatch):
     first = native.compile_rollout(oscillator_step(h=0.0456), np.float64, cache_dir=tmp_path)
     assert first.compiled
     with monkeypatch.context() as m:
-        m.setattr(native, "_generate", lambda *a: pytest.fail("C generated on a cache hit"))
+        m.setattr(native, "generate", lambda *a: pytest.fail("C generated on a cache hit"))
         second = native.compile_rollout(oscillator_step(h=0.0456), np.float64, cache_dir=tmp_path)
     assert not second.compiled and second.path == first.path  # a Function traced again hits
     assert second.source == first.source == first.path.with_suffix(".c").read_text()

@@ -10,7 +10,7 @@ import pytest
 from quadsim.noise import STREAMS, c_source, normals, philox4x32
 from scipy import stats
 
-from quadsim import native
+from quadsim import native, native_codegen
 
 # Random123's tests/kat_vectors for philox4x32_10: counter, key, output.
 KAT = [
@@ -90,7 +90,7 @@ def test_the_lane_batched_c_twin_draws_the_same(tmp_path, with_simd):
     """``quadsim_normals_w`` (the compiled loop's: W drones at once, vectorised with the C
     library's vector log and sin where it has them) equals :func:`normals` for every lane."""
     w = 16
-    decls = native._simd_decls(["log", "sin"], "double") if with_simd else ""
+    decls = native_codegen.simd_decls(["log", "sin"], "double") if with_simd else ""
     src = tmp_path / "w.c"
     src.write_text(f"#include <math.h>\n#include <stdint.h>\n#define W {w}\n{decls}" + c_source()
                    + """
