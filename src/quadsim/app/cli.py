@@ -22,6 +22,7 @@ import argparse
 import math
 import os
 import sys
+from typing import Any
 
 from .. import __version__
 
@@ -169,24 +170,24 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _positive(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return v
+def _positive_in(unit: str) -> Any:
+    """An argparse type: a positive, finite number of ``unit``."""
+
+    def convert(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number of {unit}, got {text!r}") from None
+        if not (math.isfinite(v) and v > 0):
+            raise argparse.ArgumentTypeError(f"expected a positive number of {unit}, got "
+                                             f"{text!r}")  # fmt: skip
+        return v
+
+    return convert
 
 
-def _hours(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of hours, got {text!r}") from None
-    if not (math.isfinite(v) and v > 0):
-        raise argparse.ArgumentTypeError(f"expected a positive number of hours, got {text!r}")
-    return v
+_positive = _positive_in("seconds")
+_hours = _positive_in("hours")
 
 
 def _wind_speed(text: str) -> float:

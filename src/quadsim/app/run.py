@@ -22,7 +22,7 @@ from typing import Any
 
 from .io import outdir
 
-__all__ = ["OUTPUTS", "fly_scenario", "recover"]
+__all__ = ["OUTPUTS", "chunk_writer", "fly_scenario", "kept_on_failure", "recover"]
 
 OUTPUTS = (
     "trajectory.parquet",
@@ -128,14 +128,8 @@ def fly_scenario(
         run_meta = objs.meta | {"output": objs.meta["output"] | opts} | loop
         parts = PartWriter(out / PARTS, run_meta)
         bar, update = _progress_bar(total, progress)
-        t0 = time.perf_counter()
-
-        def on_chunk(chunk: dict) -> None:
-            if parts.count == 0:  # the run has started: the earlier results make way
-                outdir.set_aside(out, OUTPUTS)
-            parts.write(chunk, time.perf_counter() - t0)
-
-        with _kept_on_failure(out):
+        on_chunk = chunk_writer(out, parts)
+        with kept_on_failure(out):
             try:
                 result = fly_assembly(objs, log_every=o["log_every"], chunk_steps=o["chunk_steps"],
                                       on_chunk=on_chunk, progress=update, keep_log=False,
@@ -150,8 +144,22 @@ def fly_scenario(
     return summary
 
 
+def chunk_writer(out: Path, parts: Any) -> Any:
+    """``write(chunk)`` for a run's log chunks into ``parts`` (a
+    :class:`~quadsim.io.parts.PartWriter`), each stamped with the wall time since this call; the
+    first moves the earlier run's results aside (the run has started)."""  # noqa: D205, D209
+    t0 = time.perf_counter()
+
+    def write(chunk: dict) -> None:
+        if parts.count == 0:
+            outdir.set_aside(out, OUTPUTS)
+        parts.write(chunk, time.perf_counter() - t0)
+
+    return write
+
+
 @contextlib.contextmanager
-def _kept_on_failure(out: Path) -> Any:
+def kept_on_failure(out: Path) -> Any:
     """A run that fails after it has started (a full disk, a bug) puts the earlier results back
     where it wrote none of its own, and an ``OSError`` says what of the run is kept and how to
     recover it."""  # noqa: D205, D209
@@ -357,7 +365,7 @@ def recover(out_dir: str | os.PathLike[str], plots: bool = True) -> dict | None:
         meta, record = read_part_meta(out / PARTS)
         if not plots:
             meta["output"] = {**meta.get("output", {}), "plots": False, "animate": None}
-        with _kept_on_failure(out):
+        with kept_on_failure(out):
             summary = _finish(out, meta, float(record["wall_time_s"]), True, None)
             summary["recovered"] = True
             from . import io

@@ -606,7 +606,7 @@ def main(args: Any) -> int:
     out = Path(args.out) if args.out else Path("runs") / f"{Path(args.scenario).stem}_ros2"
     from .. import io, preflight
     from ..io import outdir
-    from ..run import OUTPUTS, _kept_on_failure
+    from ..run import chunk_writer, kept_on_failure
 
     preflight.check_out_dir(out)
     with outdir.claim(out):
@@ -634,15 +634,8 @@ def main(args: Any) -> int:
                 f"CYCLONEDDS_URI='{dds.config_xml()}' RMW_IMPLEMENTATION=rmw_cyclonedds_cpp "
                 f"ROS_DOMAIN_ID={args.domain_id}"
             )
-        t0 = time.perf_counter()
-
-        def write(chunk: dict) -> None:
-            if parts.count == 0:  # the run has started: the earlier results make way
-                outdir.set_aside(out, OUTPUTS)
-            parts.write(chunk, time.perf_counter() - t0)
-
-        with _kept_on_failure(out):
-            with _Background(write) as background:
+        with kept_on_failure(out):
+            with _Background(chunk_writer(out, parts)) as background:
                 rep = node.run(args.duration, on_chunk=background,
                                log_every=int(objs.output["log_every"]))  # fmt: skip
             summary = _finish(out, meta, rep["wall_s"], rep["signal"] is not None, rep["signal"])
