@@ -156,6 +156,32 @@ def test_a_resume_refuses_when_a_file_the_base_scenario_reads_changed(tmp_path):
     assert results_bytes(tmp_path / "out") == first
 
 
+def test_a_full_disk_names_the_file_and_says_the_finished_tasks_are_kept(tmp_path):
+    """Writes past RLIMIT_FSIZE fail with EFBIG as a full disk fails with ENOSPC: same path."""
+
+    def limit() -> None:
+        import resource
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (2_000, 2_000))
+
+    sweep = sweep_files(tmp_path, '"drone.mass" = [0.029, 0.032]', duration=0.2)
+    r = cli_sweep([str(sweep), "--out", str(tmp_path / "warm"), "--quiet"])  # compiled, cached
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out"
+    r = subprocess.run([PY, "-m", "quadsim.cli", "sweep", str(sweep), "--out", str(out),
+                        "--quiet", "--workers", "1"], capture_output=True, text=True,
+                       timeout=300, preexec_fn=limit)  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    first, *notes = r.stderr.strip().splitlines()
+    assert first.startswith(f"quadsim: {out}/") and "File too large" in first, r.stderr
+    assert notes and notes[-1].startswith("kept: the 0 of 1 tasks finished in ")
+    assert "the same command resumes" in notes[-1] and "Traceback" not in r.stderr
+    assert not list(out.rglob("*.partial")) and not (out / ".quadsim.lock").exists()
+    r = cli_sweep([str(sweep), "--out", str(out), "--quiet"])  # room again: it goes on
+    assert r.returncode == 0, r.stderr
+
+
 def test_a_huge_or_endless_sweep_is_refused_before_anything_is_made(tmp_path):
     """10^9 runs: refused at once with the count and the estimates; a 1e9-s duration axis:
     refused with the estimate, the axis and its line; nothing written."""

@@ -277,7 +277,14 @@ def run_sweep(
                    echo, max_hours)  # fmt: skip
         stack.enter_context(claim(out_dir))  # one sweep at a time writes the folder
         _check_out(out_dir, sw, doc, trajectories)
-        return _run(sw, runs, tasks, out_dir, ex, progress, echo, trajectories)
+        try:
+            return _run(sw, runs, tasks, out_dir, ex, progress, echo, trajectories)
+        except OSError as e:  # a full disk: what is kept, and how to go on
+            done = sum(Path(t["out"]).exists() for t in tasks)
+            e.add_note(f"kept: the {done} of {len(tasks)} tasks finished in {out_dir / 'tasks'}; "
+                       "the same command resumes from them (free some space first if the disk "
+                       "is full)")  # fmt: skip
+            raise
 
 
 def _done(task: dict, trajectories: int) -> bool:
