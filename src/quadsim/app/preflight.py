@@ -57,7 +57,8 @@ ACCURATE_LAMBDA_DT = {"euler": 0.05, "semi_implicit": 0.05, "geometric": 0.05, "
                       "rk45": math.inf}  # fmt: skip
 
 
-def _gb(b: float) -> str:
+def format_bytes(b: float) -> str:
+    """``512 MB``, ``23.1 GB``, ``1.2 TB``."""
     if b >= 2**40:
         return f"{b / 2**40:.3g} TB"
     return f"{b / 2**30:.3g} GB" if b >= 2**30 else f"{b / 2**20:.0f} MB"
@@ -210,9 +211,9 @@ def memory_problem(n: int, backend: str) -> str | None:
     avail = available_memory()
     if avail is not None and need > avail:
         return (
-            f"{n} drones need about {_gb(need)} of memory "
+            f"{n} drones need about {format_bytes(need)} of memory "
             f"({BYTES_PER_DRONE.get(backend, 10_000) / 1e3:.0f} kB per drone on {backend}); "
-            f"{_gb(avail)} is available"
+            f"{format_bytes(avail)} is available"
         )
     return None
 
@@ -240,7 +241,7 @@ def check_run(sc: Any) -> list[str]:
     if est > SAY_TIME_ABOVE:
         notices.append(
             f"quadsim: {steps:,} steps of {n} drone{'s' * (n != 1)}: this run will take about "
-            f"{_duration(est)}"
+            f"{format_duration(est)}"
         )
     if sc.prepared is not None:  # the drone with its overrides, and its gains, as validated
         drone, gains = sc.prepared.drone, sc.prepared.gains
@@ -262,7 +263,8 @@ def _where(sc: Any, path: str) -> str:
     return str(_failer(sc.source, sc.text)(section, key, "")).removesuffix(": ")
 
 
-def _duration(s: float) -> str:
+def format_duration(s: float) -> str:
+    """``45 s``, ``12 min``, ``3.5 h``, ``9 days``."""
     if s < 120:
         return f"{s:.0f} s"
     if s < 7200:

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from ._json import _dumps
 from .columns import _BY_KEY, _DATA, COLUMNS, Field, _names, _units, column_units
+from .strict_json import strict_dumps
 
 FORMAT = "quadsim-log"
 VERSION = 1
@@ -97,7 +97,7 @@ def _schema(
         "n": N,
         "n_rotors": R,
     }
-    return pa.schema(fields, metadata={_META_KEY: _dumps(doc).encode()})
+    return pa.schema(fields, metadata={_META_KEY: strict_dumps(doc).encode()})
 
 
 def _long_columns(
@@ -133,7 +133,7 @@ def _with_meta(raw: Any, meta: Mapping[str, Any]) -> dict:
     doc = json.loads(raw[_META_KEY])
     if meta:
         doc["meta"] = meta
-    return {_META_KEY: _dumps(doc).encode()}
+    return {_META_KEY: strict_dumps(doc).encode()}
 
 
 def chunk_table(
@@ -153,7 +153,7 @@ def chunk_table(
 
     arrs, T, N, R = _check_chunk(chunk)
     if schema is None:
-        schema = _schema(pa, arrs, N, R, json.loads(_dumps(dict(meta or {}))))
+        schema = _schema(pa, arrs, N, R, json.loads(strict_dumps(dict(meta or {}))))
     else:
         doc = json.loads(schema.metadata[_META_KEY])
         if (N, R) != (doc["n"], doc["n_rotors"]):
@@ -192,7 +192,7 @@ class LogWriter:
 
         self.path = Path(path)
         self.csv_path = None if csv_path is None else Path(csv_path)
-        self.meta = json.loads(_dumps(dict(meta or {})))
+        self.meta = json.loads(strict_dumps(dict(meta or {})))
         self.compression = compression
         self.rows = 0
         self.chunks = 0

@@ -44,7 +44,7 @@ from typing import Any
 
 import numpy as np
 
-from ._json import _dumps
+from .strict_json import strict_dumps
 
 
 def _last_interval(time: np.ndarray, meta: Mapping[str, Any]) -> float:
@@ -394,7 +394,7 @@ def write_summary(path: str | os.PathLike[str], summary: Mapping[str, Any]) -> N
     """Write a summary as indented JSON; NaN and ±inf become ``null``."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(_dumps(summary, indent=2) + "\n")
+    p.write_text(strict_dumps(summary, indent=2) + "\n")
 
 
 def _fmt(v: Any, unit: str = "", prec: int = 4) -> str:

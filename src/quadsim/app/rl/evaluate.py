@@ -206,8 +206,8 @@ def main(args: Any) -> int:
     import sys
 
     from ..envs import ENV_IDS
-    from ..io._json import _dumps
     from ..io.files import atomic_write
+    from ..io.strict_json import strict_dumps
     from .policy import load_policy
 
     if isinstance(args.seed, int) and args.seed < 0:
@@ -235,7 +235,7 @@ def main(args: Any) -> int:
         f"{rec_text}, final error {res['mean_final_pos_error_m']:.3f} m"
     )
     if args.json:
-        text = _dumps(res, indent=2) + "\n"  # strict JSON: no NaN (null instead)
+        text = strict_dumps(res, indent=2) + "\n"  # strict JSON: no NaN (null instead)
         atomic_write(Path(args.json), lambda p: p.write_text(text, encoding="utf-8"))
     if res["success_rate"] > 0:
         return 0

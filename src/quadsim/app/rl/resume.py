@@ -99,10 +99,10 @@ def read_state(path: Path) -> dict:
 
 def write_state(path: Path, state: dict) -> None:
     """Write ``state.json`` whole or not at all, on disk before it replaces the old one."""
-    from ..io._json import _dumps
     from ..io.files import atomic_write
+    from ..io.strict_json import strict_dumps
 
-    text = _dumps(state, indent=2) + "\n"
+    text = strict_dumps(state, indent=2) + "\n"
     atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"), durable=True)
 
 

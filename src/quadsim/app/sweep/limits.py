@@ -101,19 +101,20 @@ def estimate(costs: list[float], workers: int) -> float:
     return T_START + max(sum(costs) / w, max(costs, default=0.0))
 
 
-def _gb(b: float) -> str:
-    from ..preflight import _gb
+def format_bytes(b: float) -> str:
+    from ..preflight import format_bytes
 
-    return _gb(b)
+    return format_bytes(b)
 
 
 def _about(s: float) -> str:
     """``about 3 min``, ``about 1.6 years``; ``without end`` past what a float counts."""
-    from ..preflight import _duration
+    from ..preflight import format_duration
 
     if not math.isfinite(s):
         return "without end"
-    return "about " + (_duration(s) if s < 365 * 86400 else f"{s / (365.25 * 86400):.3g} years")
+    years = f"{s / (365.25 * 86400):.3g} years"
+    return "about " + (format_duration(s) if s < 365 * 86400 else years)
 
 
 def _count(x: float) -> str:
@@ -164,9 +165,10 @@ def check_size(sw: Sweep, workers: int, limit: int = MAX_RUNS) -> int:
         per = [task_cost(sw.batch, base[0], base[1])] * min(tasks, 10**6)
         total = estimate(per, workers) * (tasks / len(per))
         when = f" and flying them {_about(total)} on {workers} worker(s)"
-    room = f" ({_gb(avail)} available)" if avail is not None else ""
+    room = f" ({format_bytes(avail)} available)" if avail is not None else ""
     raise ValueError(
-        f"{sw.path}: {n:,} runs ({how}): the plan alone needs about {_gb(need)} of memory{room}"
+        f"{sw.path}: {n:,} runs ({how}): the plan alone needs about {format_bytes(need)} of "
+        f"memory{room}"
         f"{when}; the limit is {limit:,} runs (--max-runs); use fewer axis values, "
         "samples or replicates, or split the sweep"
     )

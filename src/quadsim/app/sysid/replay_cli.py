@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from ..io import outdir
-from ..io._json import _dumps
 from ..io.files import atomic_write, describe
+from ..io.strict_json import strict_dumps
 from . import replay as rp
 from . import thrust_stand as ts
 
@@ -145,7 +145,7 @@ def _run(args: argparse.Namespace) -> int:
     _print(args.preset, motor, results, cross)
     if args.json is not None:
         doc: Any = results[0] if len(results) == 1 else {"flights": results, "held_out": cross}
-        text = _dumps(_without_series(doc), indent=2) + "\n"
+        text = strict_dumps(_without_series(doc), indent=2) + "\n"
         atomic_write(args.json, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     if args.out is not None:
         for r in results:

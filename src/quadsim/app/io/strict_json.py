@@ -1,4 +1,4 @@
-"""JSON helpers: NumPy values to plain Python, non-finite floats to ``null``."""
+"""Strict JSON: NumPy values to plain Python, non-finite floats to ``null`` (never ``NaN``)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,16 @@ from typing import Any
 import numpy as np
 
 
-def _jsonable(x: Any) -> Any:
+def jsonable(x: Any) -> Any:
     """Numpy scalars/arrays -> Python; non-finite floats -> None (JSON null)."""
     if isinstance(x, Mapping):
-        return {str(k): _jsonable(v) for k, v in x.items()}
+        return {str(k): jsonable(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
+        return [jsonable(v) for v in x]
     if isinstance(x, np.ndarray):
-        return _jsonable(x.tolist())
+        return jsonable(x.tolist())
     if isinstance(x, np.generic):
-        return _jsonable(x.item())
+        return jsonable(x.item())
     if isinstance(x, float):
         return x if math.isfinite(x) else None
     if isinstance(x, (str, int, bool)) or x is None:
@@ -30,5 +30,6 @@ def _jsonable(x: Any) -> Any:
     return str(x)
 
 
-def _dumps(obj: Any, **kw: Any) -> str:
-    return json.dumps(_jsonable(obj), allow_nan=False, **kw)
+def strict_dumps(obj: Any, **kw: Any) -> str:
+    """``json.dumps`` of :func:`jsonable` ``(obj)`` that refuses NaN (strict JSON)."""
+    return json.dumps(jsonable(obj), allow_nan=False, **kw)
