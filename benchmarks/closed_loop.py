@@ -1,6 +1,6 @@
 """Closed-loop drone-steps/s of quadsim and crazyflow: ``quadsim bench --closed-loop``.
 
-The measurement lives in :mod:`quadsim.bench_closed_loop` (compiled closed loop, ``fly`` with
+The measurement lives in :mod:`quadsim.app.bench_closed_loop` (compiled closed loop, ``fly`` with
 the Python loop and with its default path, crazyflow's Mellinger state controller); this script
 only forwards its arguments, e.g.::
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from quadsim.cli import main
+from quadsim.app.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["bench", "--closed-loop", *sys.argv[1:]]))

@@ -6,11 +6,11 @@ Usage::
         [--backend auto] [--dtype float64] [--task hover]
         [--levels rotor_speeds thrust_rates thrust_attitude]
 
-For each action level: one :class:`quadsim.envs.QuadsimVectorEnv` of ``num_envs`` drones (one
+For each action level: one :class:`quadsim.app.envs.QuadsimVectorEnv` of ``num_envs`` drones (one
 batched simulator, 500 Hz physics, 100 Hz control: 5 physics steps per env step), ``steps``
 env steps with uniformly random actions (drawn beforehand), timed ``repeats`` times; prints the
 median env-steps per second (``num_envs * steps / seconds``) and physics drone-steps per second.
-The measurement is :func:`quadsim.bench_closed_loop.env_rate`; ``quadsim bench --envs`` runs it
+The measurement is :func:`quadsim.app.bench_closed_loop.env_rate`; ``quadsim bench --envs`` runs it
 in float32 next to crazyflow's ``DroneReachPos-v0``.
 """
 
@@ -23,7 +23,7 @@ import platform
 
 def main(argv: list[str] | None = None) -> None:
     """Run the benchmark and print one line per action level."""
-    from quadsim.bench_closed_loop import env_rate
+    from quadsim.app.bench_closed_loop import env_rate
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--num-envs", type=int, default=1024)

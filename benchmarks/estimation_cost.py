@@ -5,13 +5,13 @@ Usage::
     python benchmarks/estimation_cost.py [--n 1024] [--steps 2000] [--repeats 5]
         [--dtype float64] [--latency 0.01]
 
-One compiled closed loop (:func:`quadsim.closed_loop.compile_for_simulator`: cf2x, first
+One compiled closed loop (:func:`quadsim.loop.closed_loop.compile_for_simulator`: cf2x, first
 principles with rotor dynamics, RK4 at 500 Hz, the geometric controller on a figure eight, the
 BMI088 IMU and motion capture at 100 Hz read in the step) with the true state fed back, and one
-with :class:`quadsim.estimation.estimators.EkfEstimator` in the estimator slot (without and with
-its NEES diagnostic, which needs the truth); each is timed
-over ``steps`` steps of ``n`` drones without recording (compilation excluded), the median of
-``repeats`` runs, alternating. Prints drone-steps per second of both and the ratio.
+with :class:`quadsim.loop.estimation.estimators.EkfEstimator` in the estimator slot (without and
+with its NEES diagnostic, which needs the truth); each is timed over ``steps`` steps of ``n`` drones
+without recording (compilation excluded), the median of ``repeats`` runs, alternating. Prints
+drone-steps per second of both and the ratio.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ import time
 def main(argv: list[str] | None = None) -> None:
     """Run the measurement and print one line per loop and the ratio."""
     import numpy as np
-    from quadsim.brain import loop_periods
-    from quadsim.closed_loop import compile_for_simulator
-    from quadsim.control import control, load_gains
-    from quadsim.estimation.estimators import EkfEstimator
-    from quadsim.sim import Simulator
-    from quadsim.trajectories import Lemniscate
 
-    from quadsim import sensors
+    from quadsim.engines.sim import Simulator
+    from quadsim.loop.brain import loop_periods
+    from quadsim.loop.closed_loop import compile_for_simulator
+    from quadsim.loop.control import control, load_gains
+    from quadsim.loop.estimation.estimators import EkfEstimator
+    from quadsim.loop.trajectories import Lemniscate
+    from quadsim.physics import sensors
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=1024)

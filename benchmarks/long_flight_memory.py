@@ -33,7 +33,7 @@ def run(n: int, duration: float, root: Path) -> dict:
         "kind = 'circle'\n[sensors]\nimu = 'bmi088'\n[output]\nplots = false\n"
     )
     out = root / scen.stem
-    cmd = [sys.executable, "-m", "quadsim.cli", "fly", str(scen), "--out", str(out), "--quiet"]
+    cmd = [sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out", str(out), "--quiet"]
     t0 = time.perf_counter()
     r = subprocess.run([sys.executable, "-c", PEAK, *cmd], capture_output=True, text=True)
     if r.returncode:

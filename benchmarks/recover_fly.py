@@ -66,7 +66,7 @@ def main() -> int:
         text = text.replace("\nseed = 0\n", f"\nseed = {args.seed}\n")
         (tmp / "throw.toml").write_text(text)
         out = Path(args.out) if args.out else tmp / "out"
-        cmd = [sys.executable, "-m", "quadsim.cli", "fly", str(tmp / "throw.toml"), "--out",
+        cmd = [sys.executable, "-m", "quadsim.app.cli", "fly", str(tmp / "throw.toml"), "--out",
                str(out), "--quiet"]  # fmt: skip
         r = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
         if r.returncode not in (0, 1):  # 1: some drones crashed, as expected here

@@ -61,7 +61,7 @@ def run_case(tmp: Path, n: int, dt: float | None, seconds: float, domain: int) -
             [
                 sys.executable,
                 "-m",
-                "quadsim.cli",
+                "quadsim.app.cli",
                 "ros2",
                 str(scen),
                 "--duration",

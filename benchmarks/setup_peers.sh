@@ -37,7 +37,7 @@ import torch
 
 assert torch.__version__.startswith("2.13.0"), torch.__version__
 assert torch.version.cuda is None, f"CUDA torch installed: {torch.version.cuda}"
-from quadsim import bench_peers
+from quadsim.app import bench_peers
 
 print("peers:", bench_peers.available())
 PY

@@ -13,7 +13,7 @@ in the measured process) and the default (one per core):
 - **env**: env-steps/s of the ``num_envs``-env vector env (``HoverVectorEnv``, float64, uniformly
   random actions with autoreset, 100 Hz agent over 500 Hz physics) for each action level, the
   median of 3 timed runs of ``steps`` steps in a fresh process
-  (:func:`quadsim.bench_closed_loop.env_rate`);
+  (:func:`quadsim.app.bench_closed_loop.env_rate`);
 - **fly**: the wall time of the real ``quadsim fly`` command (a subprocess, ``--no-plots
   --quiet``) of a native scenario of ``d`` drones flying a figure eight for ``duration`` s
   (written to a temporary folder), and the flight's own ``wall_time_s`` from its summary.
@@ -41,7 +41,7 @@ from typing import Any
 
 ENV_CODE = """
 import json, sys
-from quadsim.bench_closed_loop import env_rate
+from quadsim.app.bench_closed_loop import env_rate
 r = env_rate(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), 3, dtype="float64")
 print(json.dumps(r["env_steps_per_s"]))
 """
@@ -83,7 +83,7 @@ def _env(threads: str | None) -> dict:
 
 def _quadsim() -> list[str]:
     exe = Path(sys.executable).with_name("quadsim")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "quadsim.cli"]
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "quadsim.app.cli"]
 
 
 def env_rate(level: str, n: int, steps: int, threads: str | None) -> float:

@@ -1,4 +1,4 @@
-"""Bring your own controller: a PD position + attitude controller flown by ``quadsim.flight.fly``.
+"""Bring your own controller: a PD position + attitude controller flown by ``fly``.
 
 The controller below is a pure function ``(state, ref, gains, ctrl_state) -> (wrench,
 ctrl_state)`` written once over the array API (``array_api_compat.array_namespace``): only
@@ -34,10 +34,10 @@ from typing import Any, NamedTuple
 import numpy as np
 from array_api_compat import array_namespace
 
-from quadsim.flight import fly
-from quadsim.params import load_params
-from quadsim.sim import Simulator
-from quadsim.trajectories import Circle
+from quadsim.engines.sim import Simulator
+from quadsim.loop.flight import fly
+from quadsim.loop.trajectories import Circle
+from quadsim.physics.params import load_params
 
 
 class PDGains(NamedTuple):
@@ -63,7 +63,7 @@ class PDState(NamedTuple):
 
 
 def pd_gains(drone: Any, dt: float) -> PDGains:
-    """Gains for a drone (:class:`~quadsim.params.Params`), tuned for the Crazyflie preset."""
+    """Gains for a drone (:class:`~quadsim.physics.params.Params`), tuned for the Crazyflie."""
     return PDGains(
         mass=float(drone.mass), gravity=float(-drone.gravity_vec[2]),
         inertia=np.diag(np.asarray(drone.J)), dt=float(dt),

@@ -11,8 +11,8 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 import quadsim
-from quadsim import rotation
-from quadsim.models import first_principles
+from quadsim.physics import rotation
+from quadsim.physics.models import first_principles
 
 drone = quadsim.load_params("cf2x_L250")
 env = quadsim.envelope(drone)
@@ -24,6 +24,7 @@ hover = np.full(4, env.hover_rpm)
 
 
 def rhs(t, x):
+    """The model as an ODE right-hand side for SciPy: a 2 % step on rotor 1 for 0.2 s."""
     cmd = hover * np.where(np.arange(4) == 0, 1.02 if t < 0.2 else 1.0, 1.0)
     pos, quat, vel, w, rotor = np.split(x, [3, 7, 10, 13])
     return np.concatenate(f(pos, quat / np.linalg.norm(quat), vel, w, cmd, rotor))

@@ -11,8 +11,8 @@ asymmetric quadratic rotor dynamics, and the model's CasADi twin
    differences step into that branch: rotor speeds up, commands down);
 2. designs a continuous LQR on 16 coordinates: the quaternion is replaced by its vector part
    (``δq_w = 0`` to first order at hover), rotor speeds are states;
-3. flies the nonlinear model (``quadsim.sim.Simulator``, NumPy, RK4 at 500 Hz) from 0.3 m off
-   the hover point with 10° roll back to hover with ``u = u_hover - K (x - x_hover)``, rotor
+3. flies the nonlinear model (``quadsim.engines.sim.Simulator``, NumPy, RK4 at 500 Hz) from 0.3 m
+   off the hover point with 10° roll back to hover with ``u = u_hover - K (x - x_hover)``, rotor
    commands clipped to ``[rpm_min, rpm_max]``.
 
 Run:  python examples/seed000_casadi_lqr.py
@@ -25,9 +25,9 @@ import numpy as np
 from scipy.linalg import solve_continuous_are
 
 import quadsim
-from quadsim import rotation
-from quadsim.models import first_principles
-from quadsim.sim import Simulator
+from quadsim.engines.sim import Simulator
+from quadsim.physics import rotation
+from quadsim.physics.models import first_principles
 
 DRONE = "cf2x_L250"
 HOVER_POS = np.array([0.0, 0.0, 1.0])

@@ -1,7 +1,7 @@
 r"""Seed 002: the Skydio-2-like drone's hover, forward float, 10° pitch and left curve.
 
 Reproduces the four simulations of seed 002's ``Drone`` class with quadsim's wrench model
-(:mod:`quadsim.models.wrench`, command ``(F, τ_x, τ_y, τ_z)``):
+(:mod:`quadsim.physics.models.wrench`, command ``(F, τ_x, τ_y, τ_z)``):
 
 .. math::
 
@@ -17,7 +17,7 @@ and ``I_xx = I_yy``).
 
 The seed steps with ``dt = 1 s``: velocity and body rates first from the old state, then
 ``r += v dt`` with the *new* velocity and ``R ← R Exp(ω dt)`` with the *new* rate. That is
-quadsim's :func:`quadsim.integrators.geometric` (semi-implicit Euler with an exponential-map
+quadsim's :func:`quadsim.physics.integrators.geometric` (semi-implicit Euler with an exponential-map
 attitude), checked here against a NumPy transcription of the seed's loop (:class:`SeedDrone`).
 Reference runs use ``rk4`` at 10 ms.
 
@@ -26,7 +26,7 @@ Reference runs use ``rk4`` at 10 ms.
    solution of ``m v̇ = -k_d v²`` is ``v(t) = v_0 / (1 + k_d v_0 t / m)`` = 0.702 at 10 s.
 3. Pitch 10°, ``F = m g / cos θ``: the vertical balance is exact and, with no torque, the attitude
    stays put; the speed follows ``v_t tanh(k_d v_t t / m)`` towards the terminal velocity
-   ``v_t = sqrt(m g tan θ / k_d)`` = 6.38 m/s (:func:`quadsim.envelope.terminal_velocity`).
+   ``v_t = sqrt(m g tan θ / k_d)`` = 6.38 m/s (:func:`quadsim.physics.envelope.terminal_velocity`).
 4. The same with ``τ = (-1e-4, 0, 0)`` N m: the drone banks left and the path curves left
    (towards +y, counter-clockwise seen from above). Held longer, the roll keeps growing and the
    drone sinks.
@@ -41,9 +41,9 @@ import math
 import numpy as np
 
 import quadsim
-from quadsim import integrators, rotation
-from quadsim.envelope import terminal_velocity
-from quadsim.sim import Simulator
+from quadsim.engines.sim import Simulator
+from quadsim.physics import integrators, rotation
+from quadsim.physics.envelope import terminal_velocity
 
 G = 9.81  # m/s^2, seed 002's Drone.g
 PITCH = math.radians(10.0)  # rad

@@ -6,8 +6,8 @@ allocation ``rpm = clip(sqrt(max(P^-1 w, 0)), rpm_min, rpm_max)``, the motor lag
 ``rpm_dot = k_m (rpm_des - rpm)`` with ``rpm_min = 3000``, ``rpm_max = 20000``, ``k_m = 36.5 1/s``,
 and its loop: each 10 ms step the desired wrench is allocated and held while
 ``scipy.integrate.solve_ivp(method="RK45")`` integrates the 16-element state
-``[pos, vel, rpy, ang_vel, rpm]`` (:func:`quadsim.models.euler_zyx.dynamics_flat` with seed 003's
-``small_angle=True``); the last column is the new state.
+``[pos, vel, rpy, ang_vel, rpm]`` (:func:`quadsim.physics.models.euler_zyx.dynamics_flat` with seed
+003's ``small_angle=True``); the last column is the new state.
 
 The seed gives no drone: we use the Crazyflie 2.1 preset ``cf21B_500`` (mass 43.4 g, its inertia
 and the quadratic coefficients of its curves, ``cT = 4.41e-10 N/RPM^2``, ``cQ = 2.47e-12
@@ -34,9 +34,9 @@ import numpy as np
 from scipy.integrate import solve_ivp
 
 import quadsim
-from quadsim import integrators, rotors
-from quadsim.models import euler_zyx
-from quadsim.sim import Simulator
+from quadsim.engines.sim import Simulator
+from quadsim.physics import integrators, rotors
+from quadsim.physics.models import euler_zyx
 
 RPM_MIN, RPM_MAX, K_M = 3000.0, 20000.0, 36.5  # seed 003 [RPM, RPM, 1/s]
 ARM = 0.05  # m
@@ -112,7 +112,7 @@ def main() -> dict:
         keepdims=True)), np.max(np.abs(rotors.allocation_matrix(drone) * cT - P)
         / np.abs(P).max(1, keepdims=True))))  # fmt: skip
 
-    # seed 003's envelope formulas vs quadsim.envelope
+    # seed 003's envelope formulas vs quadsim.physics.envelope
     t_max, t_min = 4 * cT * RPM_MAX**2, 4 * cT * RPM_MIN**2
     seed_env = {
         "thrust_max": t_max,
@@ -206,7 +206,8 @@ if __name__ == "__main__":
     print(
         f"yaw step 2e-4 N m: rpm vs exp(-k_m t) {r['yaw_step_rpm_rel_err']:.1e} rel., yaw rate "
         f"vs closed form {r['yaw_step_rate_err']:.1e} rad/s (r = {r['yaw_rate_end']:.3f} rad/s "
-        f"at 0.5 s); seed allocation vs quadsim.rotors.allocate {r['allocate_vs_quadsim']:.0e}"
+        f"at 0.5 s); seed allocation vs quadsim.physics.rotors.allocate "
+        f"{r['allocate_vs_quadsim']:.0e}"
     )
     print(
         f"clipped requests: {r['clip_up_rpm']:.0f} RPM -> {r['clip_up_accel']:.3f} m/s^2, "

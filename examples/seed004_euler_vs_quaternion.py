@@ -1,10 +1,11 @@
 """Seed 004: the Euler-angle (ZYX) model against the quaternion model, and its equations.
 
 Reproduces seed 004 ("Quadcopter Model"): the same drone (``f450_plus``) and the same open-loop
-rotor-speed commands flown by :mod:`quadsim.models.euler_zyx` (attitude ``η = (φ, θ, ψ)``,
-``η̇ = W(η) ν``) and by :mod:`quadsim.models.first_principles` (quaternion), both with rotor
+rotor-speed commands flown by :mod:`quadsim.physics.models.euler_zyx` (attitude ``η = (φ, θ, ψ)``,
+``η̇ = W(η) ν``) and by :mod:`quadsim.physics.models.first_principles` (quaternion), both with rotor
 dynamics, RK4 at 2 ms, for 2 s with attitudes up to about 30°. Both are exact descriptions of
-the same physics, so positions and attitudes (via ``quadsim.rotation.to_euler``) agree to the
+the same physics, so positions and attitudes (via ``quadsim.physics.rotation.to_euler``) agree to
+the
 integration error. Then the seed's equations are checked one by one with random states:
 
 * eq. 2 and 3: the allocation of its clockwise-numbered plus layout (M1 front, M2 right, M3 back,
@@ -31,9 +32,9 @@ from __future__ import annotations
 import numpy as np
 
 import quadsim
-from quadsim import rotation, rotors
-from quadsim.models import euler_zyx
-from quadsim.sim import Simulator
+from quadsim.engines.sim import Simulator
+from quadsim.physics import rotation, rotors
+from quadsim.physics.models import euler_zyx
 
 DRONE = "f450_plus"
 DT = 2e-3  # s

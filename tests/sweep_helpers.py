@@ -49,7 +49,7 @@ GRID = """
 
 
 def cli_sweep(args: list[str], **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([PY, "-m", "quadsim.cli", "sweep", *args], capture_output=True,
+    return subprocess.run([PY, "-m", "quadsim.app.cli", "sweep", *args], capture_output=True,
                           text=True, timeout=kw.pop("timeout", 300), **kw)
 
 

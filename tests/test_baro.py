@@ -1,4 +1,4 @@
-"""Tests for quadsim.sensors.baro: white-noise std per sample, bias random-walk variance K² t,
+"""quadsim.physics.sensors.baro: white-noise std per sample, bias random-walk variance K² t,
 turn-on bias, constant offset, explicit randomness, shapes, validation, the BMP388 preset and TOML
 loading, every backend, JAX jit and a CasADi trace.
 
@@ -15,7 +15,7 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from quadsim import sensors as S  # noqa: N812
+from quadsim.physics import sensors as S  # noqa: N812
 
 P_WHITE = S.BaroParams(noise_std=0.08, bias_walk=0.0, rate=50.0, bias=0.3)
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from quadsim import bench_closed_loop as bcl
-from quadsim import bench_peers, cli
+from quadsim.app import bench_closed_loop as bcl
+from quadsim.app import bench_peers, cli
 
 
 def _sane(rate: float) -> bool:
@@ -18,7 +18,7 @@ def _sane(rate: float) -> bool:
 
 def test_quick_run_in_a_subprocess_writes_table_and_json(tmp_path):
     path = tmp_path / "bench.json"
-    args = [sys.executable, "-m", "quadsim.cli", "bench", "--closed-loop", "--envs", "--quick",
+    args = [sys.executable, "-m", "quadsim.app.cli", "bench", "--closed-loop", "--envs", "--quick",
             "--sizes", "1", "8", "--num-envs", "8", "--no-fly", "--json", str(path)]  # fmt: skip
     installed = bench_peers.available()["crazyflow"] is not None
     if installed:  # measuring crazyflow takes a minute: the skip is reported the same way

@@ -1,19 +1,19 @@
-"""The closed loop's per-step function (quadsim.brain): rates as whole numbers of physics steps,
+"""The closed loop's per-step function (quadsim.loop.brain): rates as whole numbers of steps,
 validated once; the controller and the sensors at their own periods on every loop of fly."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from quadsim.brain import Periods, loop_periods
-from quadsim.control import control, load_gains
-from quadsim.flight import fly
-from quadsim.params import load_params
-from quadsim.sensors import MocapParams, imu_discrete_std, load_imu
-from quadsim.sim import Simulator
-from quadsim.trajectories import Circle, Hover
 
-from quadsim import native
+from quadsim.engines import native
+from quadsim.engines.sim import Simulator
+from quadsim.loop.brain import Periods, loop_periods
+from quadsim.loop.control import control, load_gains
+from quadsim.loop.flight import fly
+from quadsim.loop.trajectories import Circle, Hover
+from quadsim.physics.params import load_params
+from quadsim.physics.sensors import MocapParams, imu_discrete_std, load_imu
 
 DT = 1 / 500
 CIRCLE = Circle(radius=1.0, speed=1.0, center=(0.0, 0.0, 1.0))
@@ -124,8 +124,8 @@ def test_a_slower_imu_averages_over_its_longer_period():
 def test_the_estimator_slot_feeds_the_controller():
     """The controller reads what the estimator gives (default: the truth), which sees the
     step's sensor readings; the slot the estimation issue fills."""
-    from quadsim.brain import brain_init, make_brain
-    from quadsim.rotors import make_allocator
+    from quadsim.loop.brain import brain_init, make_brain
+    from quadsim.physics.rotors import make_allocator
 
     gains = load_gains("cf2x_L250_geometric", dt=DT)
     alloc = make_allocator(load_params("cf2x_L250"))
@@ -154,6 +154,6 @@ def test_the_estimator_slot_feeds_the_controller():
 
 
 def _pid_zero(gains, n):
-    from quadsim.control import init_state
+    from quadsim.loop.control import init_state
 
     return init_state(gains, (n,))

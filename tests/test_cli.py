@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import quadsim
-from quadsim import bench, cli
+from quadsim.app import bench, cli
 
 
 def test_version_and_presets(capsys):
@@ -27,7 +27,7 @@ def test_version_and_presets(capsys):
 
 
 def test_bad_usage_exits_2():
-    out = subprocess.run([sys.executable, "-m", "quadsim.cli", "nonsense"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "quadsim.app.cli", "nonsense"], capture_output=True,
                          text=True)  # fmt: skip
     assert out.returncode == 2 and "invalid choice" in out.stderr
 
@@ -98,7 +98,7 @@ def _png_ok(path):
 def test_fly_end_to_end_writes_what_it_says(tmp_path, capsys):
     import pyarrow.parquet as pq
 
-    from quadsim import io
+    from quadsim.app import io
 
     scen = tmp_path / "short.toml"
     scen.write_text(SHORT)
@@ -132,9 +132,9 @@ def test_fly_end_to_end_writes_what_it_says(tmp_path, capsys):
 
 
 def test_fly_interrupted_keeps_completed_chunks(tmp_path, monkeypatch):
-    from quadsim.run import fly_scenario
-
-    from quadsim import flight, io
+    from quadsim.app import io
+    from quadsim.app.run import fly_scenario
+    from quadsim.loop import flight
 
     scen = tmp_path / "short.toml"
     scen.write_text(SHORT)
@@ -187,14 +187,14 @@ def test_ctrl_c_on_a_running_flight_keeps_a_valid_log(tmp_path):
     import signal
     import time
 
-    from quadsim import io
+    from quadsim.app import io
 
     scen = tmp_path / "long.toml"
     scen.write_text(SHORT.replace("duration = 0.6", "duration = 600.0")
                     .replace("chunk_steps = 100", "chunk_steps = 50"))  # fmt: skip
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "quadsim.cli", "fly", str(scen), "--out", str(out), "--quiet"],
+        [sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out", str(out), "--quiet"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 120

@@ -1,6 +1,6 @@
 """The compiled closed loop (issue 10, item 2) against the reference path, ``fly`` on NumPy.
 
-The reference is :func:`quadsim.flight.fly` with ``jit=False`` on a NumPy ``Simulator`` without
+The reference is :func:`quadsim.loop.flight.fly` with ``jit=False`` on a NumPy ``Simulator`` without
 world or sensors: the same trajectory, controller and allocation code evaluated per step in
 float64. The compiled loop must match it to 1e-9 relative over 1 s, and must not match a loop
 with a gain changed by 1e-4 (so the comparison can fail).
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from quadsim.control import control, load_gains
-from quadsim.flight import fly
-from quadsim.params import load_params
-from quadsim.sensors import MocapParams, load_imu
-from quadsim.sim import Simulator
-from quadsim.trajectories import Circle, Hover, Lemniscate, MinSnap, Step
 
-from quadsim import native
+from quadsim.engines import native
+from quadsim.engines.sim import Simulator
+from quadsim.loop.control import control, load_gains
+from quadsim.loop.flight import fly
+from quadsim.loop.trajectories import Circle, Hover, Lemniscate, MinSnap, Step
+from quadsim.physics.params import load_params
+from quadsim.physics.sensors import MocapParams, load_imu
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs CasADi and a C compiler")
 
@@ -54,7 +54,7 @@ def _start(traj, n, seed=0):
 
 
 def _compiled(drone, gains, traj, n, dtype=np.float64, steps=STEPS):
-    from quadsim.closed_loop import compile_closed_loop
+    from quadsim.loop.closed_loop import compile_closed_loop
 
     offset, pos, vel = _start(traj, n)
     loop = compile_closed_loop(drone, gains, traj, DT, dtype)
@@ -161,7 +161,7 @@ def test_threads_do_not_change_a_bit(drone, gains):
 
 def test_wind_input_moves_the_drones(drone, gains):
     """A constant wind (per-step input) pushes the drones off; zero wind is the default."""
-    from quadsim.closed_loop import compile_closed_loop
+    from quadsim.loop.closed_loop import compile_closed_loop
 
     loop = compile_closed_loop(drone, gains, TRAJS["hover"], DT, np.float64)
     x = loop.initial_state(2, pos=(0.0, 0.0, 1.0))
@@ -173,7 +173,7 @@ def test_wind_input_moves_the_drones(drone, gains):
 
 
 def test_dt_must_match_the_gains(drone, gains):
-    from quadsim.closed_loop import compile_closed_loop
+    from quadsim.loop.closed_loop import compile_closed_loop
 
     with pytest.raises(ValueError, match="control period"):
         compile_closed_loop(drone, gains, TRAJS["hover"], 1 / 400, np.float64)
@@ -182,8 +182,9 @@ def test_dt_must_match_the_gains(drone, gains):
 def test_symbolic_allocation_matches_numpy_including_saturation(drone):
     """``allocate`` traced on SymArray equals NumPy, inside and outside the rotor limits."""
     import casadi as cs
-    from quadsim._array import symbolic
-    from quadsim.rotors import allocate, make_allocator
+
+    from quadsim.physics._array import symbolic
+    from quadsim.physics.rotors import allocate, make_allocator
 
     a = make_allocator(drone)
     W = cs.SX.sym("w", 4)
@@ -203,8 +204,8 @@ def test_symbolic_allocation_matches_numpy_including_saturation(drone):
 @pytest.mark.parametrize("case", ["takeoff", "touchdown"])
 def test_world_contact_matches(drone, gains, case):
     """Default World: take off from z = 0 to 1 m, or be sent 0.5 m below the floor from 0.3 m."""
-    from quadsim.closed_loop import compile_closed_loop
-    from quadsim.world import World
+    from quadsim.loop.closed_loop import compile_closed_loop
+    from quadsim.physics.world import World
 
     n, world = 8, World()
     pos = np.zeros((n, 3))
@@ -234,7 +235,7 @@ def test_float32_circle_keeps_the_published_tracking(drone, gains):
     """The docs' circle figure (RMS 0.30 cm, max 0.61 cm after 2 s) holds in compiled float32."""
     import math
 
-    from quadsim.closed_loop import compile_closed_loop
+    from quadsim.loop.closed_loop import compile_closed_loop
 
     traj = TRAJS["circle"]
     loop = compile_closed_loop(drone, gains, traj, DT, np.float32)
@@ -249,7 +250,7 @@ def test_float32_circle_keeps_the_published_tracking(drone, gains):
 
 def test_per_drone_parameters_are_inputs_and_shared_ones_constants(drone, gains):
     """A per-drone mass becomes one row of p (after the offset); uniform entries fold."""
-    from quadsim.closed_loop import compile_for_simulator, per_drone_params
+    from quadsim.loop.closed_loop import compile_for_simulator, per_drone_params
 
     masses = np.array([0.030, 0.031, 0.032])
     J = np.broadcast_to(np.asarray(drone.J), (3, 3, 3))  # per drone, but the same for all
@@ -268,10 +269,10 @@ def test_per_drone_parameters_are_inputs_and_shared_ones_constants(drone, gains)
 
 
 def test_sensor_rows_need_the_sample(drone, gains):
-    from quadsim.closed_loop import closed_loop_step
-    from quadsim.integrators import rk4
-    from quadsim.rotors import make_allocator
-    from quadsim.systems import make_system
+    from quadsim.loop.closed_loop import closed_loop_step
+    from quadsim.physics.integrators import rk4
+    from quadsim.physics.rotors import make_allocator
+    from quadsim.physics.systems import make_system
 
     system = make_system("first_principles", 4, True)
     params = {k: getattr(drone, k) for k in system.param_spec}
@@ -283,7 +284,7 @@ def test_sensor_rows_need_the_sample(drone, gains):
     with pytest.raises(ValueError, match="need sample=True"):
         closed_loop_step(*args, mocap=mocap)
     F, rows, _ = closed_loop_step(*args, sample=True, imu=imu, mocap=mocap)
-    # the brain's state (quadsim.brain.BrainState) sits before the step counter, then outputs
+    # the brain's state (quadsim.loop.brain.BrainState) sits before the step counter, then outputs
     assert rows["mocap_pos_buf"].stop - rows["mocap_pos_buf"].start == 6  # two positions
     assert rows["mocap_quat_buf"].stop - rows["mocap_quat_buf"].start == 8
     assert rows["mocap_count"].stop == rows["step"].start

@@ -1,11 +1,12 @@
-"""The complementary filter (:mod:`quadsim.estimation.complementary`) against a known flight.
+"""The complementary filter (:mod:`quadsim.loop.estimation.complementary`) against a known flight.
 
 The truth is a figure-eight at about 1 m/s, 1 m high (or a hover), flown with the attitude of a
 quadrotor: body z along the thrust direction ``a - g``, yaw 0. Its IMU samples at 500 Hz are
 made as the closed loop makes them: the rate is the exact mean over the period
 (``log(q_{k-1}* ⊗ q_k)/dt``) and the acceleration the mean ``(v_k - v_{k-1})/dt``, fed through
-:func:`quadsim.sensors.imu_measure` with the BMI088 preset; motion capture at 100 Hz (1 mm,
-0.5°, no latency) through :func:`quadsim.sensors.mocap_measure`. Every noise is a seeded normal.
+:func:`quadsim.physics.sensors.imu_measure` with the BMI088 preset; motion capture at 100 Hz (1 mm,
+0.5°, no latency) through :func:`quadsim.physics.sensors.mocap_measure`. Every noise is a seeded
+normal.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import re
 
 import numpy as np
 import pytest
-from quadsim.estimation.complementary import (
+
+from quadsim.loop.estimation.complementary import (
     AGE_NEVER,
     ComplementaryGains,
     ComplementaryState,
@@ -26,9 +28,15 @@ from quadsim.estimation.complementary import (
     complementary_step,
     position_observer_gains,
 )
-from quadsim.sensors import MocapParams, imu_init, imu_measure, load_imu, mocap_init, mocap_measure
-
-from quadsim import rotation
+from quadsim.physics import rotation
+from quadsim.physics.sensors import (
+    MocapParams,
+    imu_init,
+    imu_measure,
+    load_imu,
+    mocap_init,
+    mocap_measure,
+)
 
 DT = 0.002  # IMU period [s] (500 Hz)
 EVERY = 5  # IMU samples per motion-capture sample (100 Hz)
@@ -346,10 +354,10 @@ def test_numpy_and_jax_jit_agree():
 
 @pytest.mark.parametrize("fresh", [True, False])
 def test_casadi_trace_of_one_step_matches_numpy(fresh):
-    """One step of one drone traced with CasADi ``SX`` (:class:`~quadsim._array.SymArray`),
+    """One step of one drone traced with CasADi ``SX`` (:class:`~quadsim.physics._array.SymArray`),
     the fresh flags symbolic too, evaluates to NumPy's numbers."""
     cs = pytest.importorskip("casadi")
-    from quadsim._array import SymArray, symbolic
+    from quadsim.physics._array import SymArray, symbolic
 
     rng = np.random.default_rng(11)
     st = ComplementaryState(rng.normal(size=3), rng.normal(size=3),

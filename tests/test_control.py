@@ -1,4 +1,4 @@
-"""Tests for quadsim.control: equilibria, Lee's attitude error, flatness feed-forward (finite
+"""Tests for quadsim.loop.control: equilibria, Lee's attitude error, flatness feed-forward (finite
 differences), limits and anti-windup, batching, backends, gains files, short closed loops."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from quadsim.control import (
+
+from quadsim.engines.sim import Simulator, State
+from quadsim.loop.control import (
     GeometricGains,
     PidGains,
     control,
@@ -18,13 +20,11 @@ from quadsim.control import (
     load_gains,
     pid,
 )
-from quadsim.control._common import limit_thrust
-from quadsim.params import load_params
-from quadsim.rotors import allocate, make_allocator
-from quadsim.sim import Simulator, State
-from quadsim.trajectories import Circle, Lemniscate, Reference
-
-from quadsim import rotation as rot
+from quadsim.loop.control._common import limit_thrust
+from quadsim.loop.trajectories import Circle, Lemniscate, Reference
+from quadsim.physics import rotation as rot
+from quadsim.physics.params import load_params
+from quadsim.physics.rotors import allocate, make_allocator
 
 PACKAGED = {
     "cf2x_L250_geometric": "cf2x_L250",
@@ -258,7 +258,7 @@ def test_pid_attitude_stage_gains_priorities_and_limits():
 
 def test_attitude_altitude_hold_reaches_the_terminal_velocity():
     """Skydio (seed 002 wrench model): 10° pitch and constant altitude -> terminal speed."""
-    from quadsim.envelope import terminal_velocity
+    from quadsim.physics.envelope import terminal_velocity
 
     g = load_gains("skydio2_x_pid")
     sim = Simulator("skydio2_x", n=1, dt=g.dt, model="wrench")

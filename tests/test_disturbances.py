@@ -1,4 +1,4 @@
-"""The environments' disturbances (quadsim.envs.disturbances): action latency against a
+"""The environments' disturbances (quadsim.app.envs.disturbances): action latency against a
 hand-stepped simulator, mean wind against the simulator's own wind, the Dryden gusts'
 stationary statistics, observation noise of the given size on the true state, the compiled step
 equal to the reference path, and bad input."""
@@ -12,9 +12,9 @@ import pytest
 
 pytest.importorskip("gymnasium")
 
-from quadsim.envs import HoverVectorEnv
-from quadsim.envs.core import InitRanges
-from quadsim.envs.disturbances import DisturbanceState, check_disturbances
+from quadsim.app.envs import HoverVectorEnv
+from quadsim.app.envs.core import InitRanges
+from quadsim.app.envs.disturbances import DisturbanceState, check_disturbances
 
 CALM = InitRanges(0.0, 0.0, 0.0, 0.0, 0.0)
 """Every environment starts exactly at the target, level, at rest."""
@@ -141,7 +141,7 @@ def test_gyro_noise_from_the_imu_preset():
 
 @pytest.mark.parametrize("level", ["rotor_speeds", "thrust_rates"])
 def test_the_compiled_step_equals_the_reference_path_with_every_disturbance(level):
-    from quadsim.native import available
+    from quadsim.engines.native import available
 
     if not available():
         pytest.skip("native backend not available")

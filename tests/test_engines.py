@@ -1,7 +1,7 @@
 """The engine interface: every backend runs the same scripted flight to float64 rounding.
 
-The :class:`~quadsim.sim.Simulator` shell has no backend branches; the array engines (NumPy,
-JAX, PyTorch) and the native engine sit behind one interface (:class:`~quadsim.sim.Engine`).
+The :class:`~quadsim.engines.sim.Simulator` shell has no backend branches; the array engines (NumPy,
+JAX, PyTorch) and the native engine sit behind one interface (:class:`~quadsim.engines.sim.Engine`).
 These tests drive the same sequence of reset / step / reset_drones / rollout through each and
 require equal states (1e-12 relative in float64) and identical flags, including landings,
 crashes and faults that happen during the sequence.
@@ -13,12 +13,12 @@ import inspect
 
 import numpy as np
 import pytest
-from quadsim._array import to_numpy
-from quadsim.sim import ArrayEngine, Simulator, State, Wind, initial_status, make_engine
-from quadsim.wind import dryden_preset
-from quadsim.world import Box, Ground, Limits, World
 
-from quadsim import native
+from quadsim.engines import native
+from quadsim.engines.sim import ArrayEngine, Simulator, State, Wind, initial_status, make_engine
+from quadsim.physics._array import to_numpy
+from quadsim.physics.wind import dryden_preset
+from quadsim.physics.world import Box, Ground, Limits, World
 
 BACKENDS = ["numpy", "jax", "torch", "native"]
 N = 6
@@ -221,9 +221,9 @@ def test_state_and_status_assignment_continue_from_them():
 
 @pytest.mark.skipif(not native.available(), reason="no C compiler or casadi")
 def test_native_engine_evaluates_make_step(monkeypatch):
-    """The compiled step is :func:`quadsim.sim.make_step` evaluated on CasADi symbols."""
-    import quadsim.sim as sim_module
-    from quadsim._array import CASADI_OPS
+    """The compiled step is :func:`quadsim.engines.sim.make_step` evaluated on CasADi symbols."""
+    import quadsim.engines.sim as sim_module
+    from quadsim.physics._array import CASADI_OPS
 
     calls = []
     original = sim_module.make_step

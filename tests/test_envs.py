@@ -21,7 +21,9 @@ except ImportError:  # pragma: no cover - CI must not skip: see conftest.py
 
 from gymnasium.utils.env_checker import check_env  # noqa: E402
 from gymnasium.vector import AutoresetMode  # noqa: E402
-from quadsim.envs import (  # noqa: E402
+
+import quadsim  # noqa: E402
+from quadsim.app.envs import (  # noqa: E402
     HoverEnv,
     HoverVectorEnv,
     InitRanges,
@@ -30,8 +32,6 @@ from quadsim.envs import (  # noqa: E402
     register_envs,
 )
 
-import quadsim  # noqa: E402
-
 LEVELS = ["rotor_speeds", "thrust_rates", "thrust_attitude"]
 TARGET = np.array([0.0, 0.0, 1.0])
 AT_REST = {"pos": TARGET, "attitude": [0.0, 0.0, 0.0, 1.0], "vel": [0.0] * 3, "ang_vel": [0.0] * 3}
@@ -39,7 +39,7 @@ INF_BOUNDS = "ignore:.*Box observation space (minimum|maximum) value is:UserWarn
 
 
 def native_backend() -> str:
-    from quadsim.native import available
+    from quadsim.engines.native import available
 
     if available():
         return "native"
@@ -77,9 +77,9 @@ def test_make_by_id_without_import_side_effects():
         "import sys, quadsim\n"
         "assert 'gymnasium' not in sys.modules  # import quadsim does not load gymnasium\n"
         "import gymnasium\n"
-        "assert 'quadsim.envs' not in sys.modules  # nor does import gymnasium load quadsim\n"
+        "assert 'quadsim.app.envs' not in sys.modules  # nor does import gymnasium load quadsim\n"
         "assert 'quadsim/Hover-v0' not in gymnasium.registry\n"
-        "env = gymnasium.make('quadsim.envs:quadsim/Hover-v0')\n"
+        "env = gymnasium.make('quadsim.app.envs:quadsim/Hover-v0')\n"
         "assert env.spec.max_episode_steps == 500\n"
         "env = gymnasium.make('quadsim/Track-v0', action_level='rotor_speeds')\n"
         "print(type(env.unwrapped).__name__)\n"
@@ -271,7 +271,7 @@ def test_reset_randomisation_is_seeded():
 
 
 def test_track_observation_holds_the_reference():
-    from quadsim.trajectories import Circle
+    from quadsim.loop.trajectories import Circle
 
     circle = Circle(radius=1.0, speed=1.0, center=(0.0, 0.0, 1.0))
     env = TrackEnv(trajectory=circle, future=(0.1, 0.5))

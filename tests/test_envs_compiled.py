@@ -1,4 +1,4 @@
-"""The compiled env step (quadsim.envs.compiled) equals the NumPy reference path of the envs."""
+"""The compiled env step (quadsim.app.envs.compiled) equals the NumPy reference path of the envs."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ except ImportError:  # pragma: no cover - CI must not skip: see conftest.py
     pytest.skip("gymnasium not installed", allow_module_level=True)
 
 from gymnasium.vector import AutoresetMode  # noqa: E402
-from quadsim.envs import HoverEnv, HoverVectorEnv, Termination, TrackVectorEnv  # noqa: E402
-from quadsim.envs.actions import InnerConsts, InnerState, init_inner, inner_loop  # noqa: E402
+
+from quadsim.app.envs import HoverEnv, HoverVectorEnv, Termination, TrackVectorEnv  # noqa: E402
+from quadsim.app.envs.actions import InnerConsts, InnerState, init_inner, inner_loop  # noqa: E402
 
 LEVELS = ["rotor_speeds", "thrust_rates", "thrust_attitude"]
 INFO = ("crashed", "fault", "out_of_bounds", "tilted", "pos_error", "time")
@@ -27,7 +28,7 @@ INFO = ("crashed", "fault", "out_of_bounds", "tilted", "pos_error", "time")
 
 @pytest.fixture(scope="module", autouse=True)
 def native():
-    from quadsim.native import available
+    from quadsim.engines.native import available
 
     if not available():
         if REQUIRE_ALL:
@@ -176,7 +177,7 @@ def test_compiled_single_env_and_overrides():
 
 
 def test_compiled_option_and_fallback():
-    from quadsim.trajectories import Circle
+    from quadsim.loop.trajectories import Circle
 
     env = HoverVectorEnv(num_envs=2, backend="native", compiled=False)
     assert env.core.compiled is None and env.core.compiled_reason == "compiled=False"

@@ -1,8 +1,8 @@
-"""The error-state EKF (quadsim.estimation.eskf) on a simulated flight, against the truth.
+"""The error-state EKF (quadsim.loop.estimation.eskf) on a simulated flight, against the truth.
 
 The truth is a closed-loop flight of the cf2x (geometric controller, figure eight at about
 1 m/s, RK4 at 500 Hz); the IMU (BMI088 preset) and motion capture (1 mm, 0.5 deg at 100 Hz) are
-sampled from it offline with :mod:`quadsim.sensors`, and the filter runs on those readings.
+sampled from it offline with :mod:`quadsim.physics.sensors`, and the filter runs on those readings.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ import math
 
 import numpy as np
 import pytest
-from quadsim.control import control, load_gains
-from quadsim.estimation import eskf as E  # noqa: N812
-from quadsim.flight import fly
-from quadsim.sim import Simulator
-from quadsim.trajectories import Lemniscate
 
-from quadsim import rotation, sensors
+from quadsim.engines.sim import Simulator
+from quadsim.loop.control import control, load_gains
+from quadsim.loop.estimation import eskf as E  # noqa: N812
+from quadsim.loop.flight import fly
+from quadsim.loop.trajectories import Lemniscate
+from quadsim.physics import rotation, sensors
 
 DT = 1 / 500
 STD0 = np.array([1e-3] * 3 + [1e-2] * 3 + [math.radians(1.0)] * 3 + [0.05] * 3
@@ -29,7 +29,7 @@ MOCAP = sensors.MocapParams(pos_std=1e-3, att_std=math.radians(0.5), latency=0.0
 def flight():
     """64 drones flying the same figure eight (8 s period, 2 m x 1 m: up to ~1.1 m/s), 12 s."""
     n = 64
-    from quadsim import native
+    from quadsim.engines import native
 
     backend = "native" if native.available() else "numpy"
     sim = Simulator("cf2x_L250", n=n, dt=DT, backend=backend)
@@ -206,7 +206,8 @@ def test_numpy_jax_and_the_casadi_trace_agree():
     """One predict and one pose update: NumPy float64, JAX (jit, x64) and the CasADi SX trace
     of one drone give the same numbers."""
     import casadi as cs
-    from quadsim._array import SymArray, symbolic
+
+    from quadsim.physics._array import SymArray, symbolic
 
     rng = np.random.default_rng(5)
     g = np.array([0.0, 0.0, -9.81])
@@ -267,8 +268,8 @@ def test_covariance_over_an_interval_approaches_the_per_sample_prediction():
 
 
 def test_ekf_rejects_a_negative_covariance_interval():
-    from quadsim.brain import loop_periods
-    from quadsim.estimation.estimators import EkfEstimator
+    from quadsim.loop.brain import loop_periods
+    from quadsim.loop.estimation.estimators import EkfEstimator
 
     imu = sensors.load_imu("bmi088")
     mocap = sensors.MocapParams(pos_std=1e-3, att_std=0.01, latency=0.0, rate=100.0)

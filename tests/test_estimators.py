@@ -1,4 +1,4 @@
-"""Estimators in the closed loop (quadsim.estimation.estimators): the controller flies on the
+"""Estimators in the closed loop (quadsim.loop.estimation.estimators): the controller flies on the
 error-state EKF's estimate, on every loop of ``fly``, judged against the truth."""
 
 from __future__ import annotations
@@ -7,14 +7,15 @@ import math
 
 import numpy as np
 import pytest
-from quadsim.brain import loop_periods
-from quadsim.control import control, load_gains
-from quadsim.estimation.estimators import EkfEstimator
-from quadsim.flight import fly
-from quadsim.sim import Simulator
-from quadsim.trajectories import Lemniscate
 
-from quadsim import native, rotation, sensors
+from quadsim.engines import native
+from quadsim.engines.sim import Simulator
+from quadsim.loop.brain import loop_periods
+from quadsim.loop.control import control, load_gains
+from quadsim.loop.estimation.estimators import EkfEstimator
+from quadsim.loop.flight import fly
+from quadsim.loop.trajectories import Lemniscate
+from quadsim.physics import rotation, sensors
 
 BACKEND = "native" if native.available() else "numpy"
 TRAJ = Lemniscate(size=1.0, period=8.0, center=(0.0, 0.0, 1.0))  # 2 m x 1 m, up to ~1.1 m/s
@@ -114,7 +115,7 @@ def test_the_ekf_needs_an_imu_and_sound_settings():
 def test_the_complementary_filter_flies_the_loop():
     """The cheap estimator in the loop: the figure eight with the Mahony filter's estimate fed
     back tracks within 1.5 times the truth-fed flight; attitude within 0.5 deg."""
-    from quadsim.estimation.estimators import ComplementaryEstimator
+    from quadsim.loop.estimation.estimators import ComplementaryEstimator
 
     sim = Simulator("cf2x_L250", n=2, dt=1 / 500, backend=BACKEND, dtype="float64")
     r0 = TRAJ(0.0)
@@ -153,9 +154,9 @@ def outdoor(n=4, duration=30.0, backend=BACKEND, compiled=None, gnss_latency=0.0
     """skydio2_x on a 5 m circle at 2 m/s, 10 m up, in a 5 m/s wind with moderate turbulence;
     BMI088, GNSS (0.5 m white position noise, 10 Hz) and the BMP388 barometer, no motion
     capture; the EKF in the loop."""
-    from quadsim.sim import Wind
-    from quadsim.trajectories import Circle
-    from quadsim.wind import dryden_preset
+    from quadsim.engines.sim import Wind
+    from quadsim.loop.trajectories import Circle
+    from quadsim.physics.wind import dryden_preset
 
     sim = Simulator("skydio2_x", n=n, dt=1 / 500, backend=backend, dtype="float64", seed=1,
                     wind=Wind(mean=(5.0, 0.0, 0.0),
@@ -209,7 +210,7 @@ def test_the_loops_agree_with_gnss_barometer_and_a_late_gnss():
 def test_the_ekf_with_an_imu_slower_than_the_physics():
     """IMU at 250 Hz under 500 Hz physics (a held reading every other step): the filter
     propagates on fresh samples only; compiled = per-step loop, and the estimate stays good."""
-    import quadsim.estimation.estimators as est_mod
+    import quadsim.loop.estimation.estimators as est_mod
 
     def run(compiled):
         sim = Simulator("cf2x_L250", n=2, dt=1 / 500, backend=BACKEND, dtype="float64")
@@ -239,7 +240,7 @@ def test_motion_capture_dropouts_lose_the_expected_share_and_the_ekf_rides_them_
     step loop)."""
     sim = Simulator("cf2x_L250", n=64, dt=1 / 500, backend=BACKEND, dtype="float64")
     sim.reset(pos=np.array([0.0, 0.0, 1.0]))
-    from quadsim.trajectories import Hover
+    from quadsim.loop.trajectories import Hover
 
     gains = load_gains("cf2x_L250_geometric", drone=sim.drone, dt=sim.dt)
     mocap = sensors.MocapParams(pos_std=1e-3, att_std=0.01, latency=0.01, rate=100.0,

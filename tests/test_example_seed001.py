@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from quadsim.run import fly_scenario
-from quadsim.scenario import load_scenario
-from quadsim.sensors import load_imu
 
-from quadsim import io
+from quadsim.app import io
+from quadsim.app.run import fly_scenario
+from quadsim.app.scenario import load_scenario
+from quadsim.physics.sensors import load_imu
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "examples" / "seed001_f450_hover.toml"

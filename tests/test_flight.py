@@ -10,15 +10,16 @@ import math
 
 import numpy as np
 import pytest
-from quadsim.control import control, load_gains
-from quadsim.flight import fly
-from quadsim.rotation import from_euler
-from quadsim.sim import Simulator, Wind
-from quadsim.trajectories import Circle, Hover, Lemniscate, Step
-from quadsim.wind import dryden_preset
-from quadsim.world import Ground, World
 
-from quadsim import envelope, rotors
+from quadsim import envelope
+from quadsim.engines.sim import Simulator, Wind
+from quadsim.loop.control import control, load_gains
+from quadsim.loop.flight import fly
+from quadsim.loop.trajectories import Circle, Hover, Lemniscate, Step
+from quadsim.physics import rotors
+from quadsim.physics.rotation import from_euler
+from quadsim.physics.wind import dryden_preset
+from quadsim.physics.world import Ground, World
 
 N_BATCH = 64
 
@@ -115,9 +116,10 @@ def test_skydio_at_10_deg_pitch_settles_at_the_envelope_terminal_velocity(n, mod
     On seed 002's wrench model the wrench acts directly; on the first-principles model it goes
     through allocation and the rotor dynamics (``Simulator.step_wrench``)."""
     import jax
-    from quadsim.control import init_state, pid
-    from quadsim.envelope import terminal_velocity
-    from quadsim.sim import State
+
+    from quadsim.engines.sim import State
+    from quadsim.loop.control import init_state, pid
+    from quadsim.physics.envelope import terminal_velocity
 
     sim = Simulator("skydio2_x", n=n, dt=1 / 500, model=model, backend="native", world=None)
     v0 = np.linspace(0.0, 9.0, n)  # from rest and from faster than terminal

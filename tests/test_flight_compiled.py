@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from quadsim.control import control, load_gains
-from quadsim.flight import compiled_path_reason, fly
-from quadsim.rotors import make_allocator
-from quadsim.sim import Simulator, Wind
-from quadsim.trajectories import Circle, Hover, Lemniscate
 
-from quadsim import native
+from quadsim.engines import native
+from quadsim.engines.sim import Simulator, Wind
+from quadsim.loop.control import control, load_gains
+from quadsim.loop.flight import compiled_path_reason, fly
+from quadsim.loop.trajectories import Circle, Hover, Lemniscate
+from quadsim.physics.rotors import make_allocator
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs CasADi and a C compiler")
 
@@ -158,9 +158,9 @@ def test_compiled_true_names_the_reason():
 
 
 def test_reasons():
-    from quadsim.flight import MOCAP_DELAY_MAX
-    from quadsim.sensors import MocapParams, load_imu
-    from quadsim.wind import dryden_preset
+    from quadsim.loop.flight import MOCAP_DELAY_MAX
+    from quadsim.physics.sensors import MocapParams, load_imu
+    from quadsim.physics.wind import dryden_preset
 
     g = GAINS["geometric"]
     sim, _, _ = _sim(2)
@@ -208,8 +208,8 @@ def test_float32_simulator_flies_compiled():
 # -- per-drone parameters, Dryden turbulence, IMU and motion capture on the compiled loop --------
 def _features(name, n):
     """``(Simulator kwargs, fly kwargs, sensor seed or None (= sim.seed))`` of a case."""
-    from quadsim.sensors import MocapParams, load_imu
-    from quadsim.wind import dryden_preset
+    from quadsim.physics.sensors import MocapParams, load_imu
+    from quadsim.physics.wind import dryden_preset
 
     r = np.random.default_rng(11)
     masses = 0.0319 * (1.0 + r.uniform(-0.05, 0.05, n))
@@ -334,9 +334,8 @@ def test_chunk_size_does_not_change_the_compiled_log(chunk_steps):
 def test_turbulence_and_sensors_run_in_the_step_one_call_per_chunk(monkeypatch):
     """Dryden gusts and sensor noise are drawn in C: a gusty flight hands the rollout only the
     held mean wind, one call per chunk (plus the priming step), whatever the memory cap."""
-    from quadsim.closed_loop import ClosedLoop
-
-    from quadsim import flight
+    from quadsim.loop import flight
+    from quadsim.loop.closed_loop import ClosedLoop
 
     calls = []
     run = ClosedLoop.run
@@ -408,7 +407,7 @@ def test_a_second_flight_continues_alike():
 def _showcase(compiled, duration=None, chunk_steps=None):
     from pathlib import Path
 
-    from quadsim.scenario import build, load_scenario
+    from quadsim.app.scenario import build, load_scenario
 
     path = Path(__file__).resolve().parents[1] / "examples" / "figure8_wind.toml"
     a = build(load_scenario(path))
@@ -435,7 +434,7 @@ def test_showcase_keeps_its_published_tracking():
 
     Counter-based noise (issue 10) drew new gusts: 0.009172 m before, the same figure eight.
     """
-    from quadsim.io import summarize
+    from quadsim.app.io import summarize
 
     comp, a = _showcase(None)
     assert comp.meta["loop"] == "compiled"
@@ -450,8 +449,8 @@ def test_showcase_keeps_its_published_tracking():
 def test_a_drones_noise_does_not_depend_on_the_batch_or_the_chunks(compiled):
     """Identical drones: drone 1's IMU, motion capture and gusts are the same among 3 or 9 drones
     in chunks of 1000 or 7 steps, on the compiled and the Python loop (counter-based noise)."""
-    from quadsim.sensors import MocapParams, load_imu
-    from quadsim.wind import dryden_preset
+    from quadsim.physics.sensors import MocapParams, load_imu
+    from quadsim.physics.wind import dryden_preset
 
     imu = load_imu("bmi088")
     mocap = MocapParams(pos_std=1e-3, att_std=1e-2, latency=2 * DT, rate=1 / DT)

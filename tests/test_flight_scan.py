@@ -13,10 +13,11 @@ import signal
 
 import numpy as np
 import pytest
-from quadsim.control import control, load_gains
-from quadsim.flight import fly
-from quadsim.sim import Simulator, Wind
-from quadsim.trajectories import Circle, Lemniscate
+
+from quadsim.engines.sim import Simulator, Wind
+from quadsim.loop.control import control, load_gains
+from quadsim.loop.flight import fly
+from quadsim.loop.trajectories import Circle, Lemniscate
 
 pytest.importorskip("jax")
 
@@ -49,8 +50,8 @@ def _assert_logs_equal(a, b, tol=TOL):
 
 def _features(name, n):
     """``(Simulator kwargs, fly kwargs, sensor seed or None (= sim.seed))`` of a case."""
-    from quadsim.sensors import MocapParams, load_imu
-    from quadsim.wind import dryden_preset
+    from quadsim.physics.sensors import MocapParams, load_imu
+    from quadsim.physics.wind import dryden_preset
 
     r = np.random.default_rng(11)
     masses = 0.0319 * (1.0 + r.uniform(-0.05, 0.05, n))
@@ -154,9 +155,8 @@ def test_chunk_size_does_not_change_the_scan_log(chunk_steps):
 
 def test_calls_split_under_the_memory_cap(monkeypatch):
     """Per-step inputs past CHUNK_BYTES: several scan calls per chunk, the same log."""
-    from quadsim.closed_loop_jax import ScanLoop
-
-    from quadsim import flight
+    from quadsim.loop import flight
+    from quadsim.loop.closed_loop_jax import ScanLoop
 
     calls = []
     call = ScanLoop.__call__
@@ -221,8 +221,8 @@ def test_float32_simulator_scans():
 
 
 def test_single_drone_fault_raises_as_the_simulator_does():
-    from quadsim.sim import SimulationError
-    from quadsim.world import Limits, World
+    from quadsim.engines.sim import SimulationError
+    from quadsim.physics.world import Limits, World
 
     messages = []
     for backend, kw in (("jax", {}), ("numpy", {"jit": False})):

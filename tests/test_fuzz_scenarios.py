@@ -1,10 +1,10 @@
 """Property test of ``quadsim fly``: any scenario file, valid or not, gets an exit code, no crash.
 
 Each example starts from a tiny valid scenario (one drone, 0.02 s of flight) and changes ONE key of
-:data:`quadsim.scenario.SCHEMA` (or adds an unknown key, or replaces a section), to a valid value
-or to one the schema rules out (wrong type, NaN/inf, zero or negative where it must be positive,
-a string outside the choices, malformed walls/boxes/waypoints). ``quadsim.cli.main`` runs in
-process and must
+:data:`quadsim.app.scenario.SCHEMA` (or adds an unknown key, or replaces a section), to a valid
+value or to one the schema rules out (wrong type, NaN/inf, zero or negative where it must be
+positive, a string outside the choices, malformed walls/boxes/waypoints). ``quadsim.app.cli.main``
+runs in process and must
 
 * return 0, 1 or 2 (success, simulation failure, bad input), never raise;
 * print no Python traceback;
@@ -36,8 +36,9 @@ hypothesis = pytest.importorskip("hypothesis")
 pytest.importorskip("pyarrow")
 from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from quadsim.cli import main  # noqa: E402
-from quadsim.scenario import SCHEMA, Key  # noqa: E402
+
+from quadsim.app.cli import main  # noqa: E402
+from quadsim.app.scenario import SCHEMA, Key  # noqa: E402
 
 # CI: the same examples on every run (reproducible); QUADSIM_FUZZ_PROFILE=fuzz-dev explores.
 settings.register_profile(

@@ -1,4 +1,4 @@
-"""Tests for quadsim.sensors.gnss: white-noise stds per axis, the Gauss-Markov position error
+"""quadsim.physics.sensors.gnss: white-noise stds per axis, the Gauss-Markov position error
 (stationary std, lag-1 correlation exp(-dt/τ), exactness for any dt), latency (the fix equals the
 true state `latency` seconds earlier, exactly), explicit randomness, shapes, validation, the
 u-blox preset and TOML loading, every backend, JAX jit and a CasADi trace.
@@ -15,7 +15,7 @@ from importlib import resources
 import numpy as np
 import pytest
 
-from quadsim import sensors as S  # noqa: N812
+from quadsim.physics import sensors as S  # noqa: N812
 
 WHITE = S.GnssParams(pos_std_h=0.4, pos_std_v=0.9, vel_std_h=0.05, vel_std_v=0.12, rate=10.0)
 GM = S.GnssParams(0.0, 0.0, 0.0, 0.0, rate=5.0, gm_std_h=1.5, gm_std_v=2.5, gm_tau=2.0)

@@ -11,9 +11,8 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from quadsim.rotation import from_euler, to_matrix  # noqa: E402
-
-from quadsim import io  # noqa: E402
+from quadsim.app import io  # noqa: E402
+from quadsim.physics.rotation import from_euler, to_matrix  # noqa: E402
 
 T, N, R = 7, 3, 4
 META = {
@@ -310,7 +309,7 @@ def test_write_summary_nan_safe_and_table(tmp_path):
 def test_docs_list_the_columns_of_the_code():
     from pathlib import Path
 
-    from quadsim.io import describe_columns
+    from quadsim.app.io import describe_columns
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "outputs.md").read_text()
     assert describe_columns(4) in doc
@@ -318,7 +317,7 @@ def test_docs_list_the_columns_of_the_code():
 
 @pytest.mark.parametrize("keep", [0, 2, 5])
 def test_merge_parts_bitwise_and_the_head_is_the_first_drones(tmp_path, rng, keep):
-    from quadsim.io.parts import PARTS, PartWriter, merge_parts, remove_parts
+    from quadsim.app.io.parts import PARTS, PartWriter, merge_parts, remove_parts
 
     chunks = [synthetic_chunk(rng, 0.07 * i) for i in range(3)]
     parts = PartWriter(tmp_path / PARTS, META, durable=False)

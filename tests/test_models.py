@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from quadsim.models import MODELS, euler_zyx, first_principles, get_model, wrench
-from quadsim.models._rigid import RPM_TO_RAD_S
 
 import quadsim
-from quadsim import rotation
+from quadsim.physics import rotation
+from quadsim.physics.models import MODELS, euler_zyx, first_principles, get_model, wrench
+from quadsim.physics.models._rigid import RPM_TO_RAD_S
 
 PRESETS = quadsim.list_presets()
 
@@ -293,7 +293,8 @@ def test_rotor_models_apply_quadratic_and_rotational_drag(model):
     v = quadsim.terminal_velocity(params, th)
     att = rotation.from_euler(np.array([0.0, th, 0.0])) if model is first_principles else (
         np.array([0.0, th, 0.0]))  # fmt: skip
-    rpm = quadsim.params.invert_curve(params.rpm2thrust, params.mass * 10.0 / np.cos(th) / 4)
+    thrust = params.mass * 10.0 / np.cos(th) / 4
+    rpm = quadsim.physics.params.invert_curve(params.rpm2thrust, thrust)
     cmd = np.full(4, rpm)
     w = np.array([0.3, -0.2, 0.1])
     out = f(np.zeros(3), att, np.array([v, 0.0, 0.0]), np.zeros(3), cmd, cmd)
@@ -515,7 +516,7 @@ def test_rotor_speeds_must_be_real_numbers(rng, bad):
     cmd = np.full((2, 4), bad, dtype=object if bad is None else None)
     with pytest.raises(ValueError, match=rf"cmd must hold real numbers; got dtype {cmd.dtype}"):
         first_principles.dynamics(s["pos"], s["quat"], s["vel"], s["ang_vel"], cmd, **p)
-    from quadsim.sim import Simulator
+    from quadsim.engines.sim import Simulator
 
     sim = Simulator("cf2x_L250", n=2)
     with pytest.raises(ValueError, match="cmd must hold real numbers"):
@@ -542,7 +543,7 @@ def test_registry_and_parametrize_errors():
 
 def test_per_drone_entries_equal_for_every_drone_are_folded(rng):
     """Per-drone diagonal inertias carry only their diagonal; uniform entries become constants."""
-    from quadsim.models._rigid import ROTOR_PARAMS, numeric_params
+    from quadsim.physics.models._rigid import ROTOR_PARAMS, numeric_params
 
     base = fp_params()
     J = base["J"] * rng.uniform(0.8, 1.2, (5, 1, 1))  # zero off-diagonals for every drone

@@ -1,4 +1,4 @@
-"""Tests of quadsim.native: generated C rollouts against CasADi's own evaluation."""
+"""Tests of quadsim.engines.native: generated C rollouts against CasADi's own evaluation."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ import numpy as np
 import pytest
 
 import quadsim
-from quadsim import native
+from quadsim.engines import native
 
 CI = os.environ.get("CI", "") == "true"
 AVAILABLE = native.available()
 if not AVAILABLE and not CI:
     pytest.skip(
-        "quadsim.native.available() is False: no C compiler ($CC, cc, gcc) building GCC vector "
+        "quadsim.engines.native.available() is False: no C compiler ($CC, cc, gcc) building GCC "
+        "vector "
         "extensions, or casadi missing",
         allow_module_level=True,
     )
@@ -36,9 +37,9 @@ def test_available_in_ci():
 
 def fp_step(preset: str):
     """One RK4 step of the first-principles model (rotor dynamics on), one drone, CasADi SX."""
-    from quadsim._array import CASADI_OPS
-    from quadsim.models import first_principles as fp
-    from quadsim.models._rigid import ROTOR_PARAMS, symbolic_params
+    from quadsim.physics._array import CASADI_OPS
+    from quadsim.physics.models import first_principles as fp
+    from quadsim.physics.models._rigid import ROTOR_PARAMS, symbolic_params
 
     P = quadsim.load_params(preset)
     p = symbolic_params(ROTOR_PARAMS, **{k: getattr(P, k) for k in ROTOR_PARAMS})

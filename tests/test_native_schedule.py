@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from quadsim import native
+from quadsim.engines import native
 from quadsim.engines import native_schedule as ns
 
 if not native.available():
-    pytest.skip("no C compiler for quadsim.native", allow_module_level=True)
+    pytest.skip("no C compiler for quadsim.engines.native", allow_module_level=True)
 
 cs = pytest.importorskip("casadi")
 

@@ -1,4 +1,4 @@
-"""Counter-based noise (quadsim.noise): Random123's known answers, the C twin, the statistics."""
+"""Counter-based noise (quadsim.physics.noise): Random123's answers, the C twin, the statistics."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import subprocess
 
 import numpy as np
 import pytest
-from quadsim.noise import STREAMS, c_source, normals, philox4x32
 from scipy import stats
 
-from quadsim import native, native_codegen
+from quadsim.engines import native, native_codegen
+from quadsim.physics.noise import STREAMS, c_source, normals, philox4x32
 
 # Random123's tests/kat_vectors for philox4x32_10: counter, key, output.
 KAT = [

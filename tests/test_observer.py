@@ -1,4 +1,4 @@
-"""What the environments' flight computer keeps (quadsim.envs.observer): the rotor-speed
+"""What the environments' flight computer keeps (quadsim.app.envs.observer): the rotor-speed
 observer (the exact solution of a first-order lag approached at first order in the step, no
 overshoot for any motor constant, the plant's own rotor speeds tracked from the commands alone)
 and the position-error integral (the sum of the observed errors, clipped); the compiled step
@@ -13,8 +13,8 @@ import pytest
 
 pytest.importorskip("gymnasium")
 
-from quadsim.envs import HoverVectorEnv, RecoverVectorEnv
-from quadsim.envs.observer import (
+from quadsim.app.envs import HoverVectorEnv, RecoverVectorEnv
+from quadsim.app.envs.observer import (
     ERROR_CLIP,
     INTEGRAL_MAX,
     RotorObserver,
@@ -92,7 +92,7 @@ def test_the_compiled_step_equals_the_reference_path_with_the_observer(level):
     """Latency on (the observer is fed the commands as sent), the error integral and the body
     frame observed, autoresets and crashes included: the same observations, estimates and
     integrals on both paths."""
-    from quadsim.native import available
+    from quadsim.engines.native import available
 
     if not available():
         pytest.skip("native backend not available")

@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 
-from quadsim import io
+from quadsim.app import io
 from quadsim.app.io import outdir
 
 pq = pytest.importorskip("pyarrow.parquet")
@@ -39,12 +39,12 @@ LONG = SHORT.replace("duration = 0.4", "duration = 600.0").replace('name = "shor
 
 
 def _quadsim(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "quadsim.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "quadsim.app.cli", *map(str, args)],
                           capture_output=True, text=True, timeout=240, **kw)  # fmt: skip
 
 
 def _start(*args):
-    return subprocess.Popen([sys.executable, "-m", "quadsim.cli", *map(str, args)],
+    return subprocess.Popen([sys.executable, "-m", "quadsim.app.cli", *map(str, args)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
 
 
@@ -188,7 +188,7 @@ def test_a_full_disk_names_the_file_and_what_is_kept(tmp_path):
 
 
 def _write_parts(folder, count, rng):
-    from quadsim.io.parts import PartWriter
+    from quadsim.app.io.parts import PartWriter
 
     w = PartWriter(folder, {"drone": "cf2x_L250", "n": 2, "n_rotors": 4}, durable=False)
     for i in range(count):
@@ -203,7 +203,7 @@ def _write_parts(folder, count, rng):
 
 @pytest.mark.parametrize("damage", ["truncated", "empty", "random", "no metadata"])
 def test_merge_skips_a_damaged_part_names_it_and_keeps_every_good_one(tmp_path, rng, damage):
-    from quadsim.io.parts import merge_parts, remove_parts
+    from quadsim.app.io.parts import merge_parts, remove_parts
 
     folder = tmp_path / "trajectory.parts"
     files = _write_parts(folder, 16, rng)

@@ -4,7 +4,7 @@ The example's PD controller (a pure array-API function with its own gains and st
 flies on the compiled C loop (``native``, traced by CasADi), on the scan loop (``jax``, one
 ``lax.scan`` per chunk) and per step (``compiled=False``, the reference); every logged key must
 agree to 1e-9 relative, and the tracking error must be sane. A controller that cannot be traced
-falls back to the per-step NumPy loop with a :class:`~quadsim.flight.TraceFallbackWarning` and
+falls back to the per-step NumPy loop with a :class:`~quadsim.loop.flight.TraceFallbackWarning` and
 the reason in ``meta["loop_reason"]``.
 """
 
@@ -16,19 +16,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from quadsim.flight import (
+
+from quadsim.engines import native
+from quadsim.engines.sim import Simulator
+from quadsim.loop.flight import (
     TraceFallbackWarning,
     command_allocation,
     command_kind,
     flight_loop,
     fly,
 )
-from quadsim.params import load_params
-from quadsim.rotors import allocate, make_allocator
-from quadsim.sim import Simulator
-from quadsim.trajectories import Circle
-
-from quadsim import native
+from quadsim.loop.trajectories import Circle
+from quadsim.physics.params import load_params
+from quadsim.physics.rotors import allocate, make_allocator
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "own_controller.py"
 spec = importlib.util.spec_from_file_location("example_own_controller", EXAMPLE)
@@ -146,7 +146,7 @@ def test_rotor_speed_commands(backend):
     assert np.all(log["cmd_rpm"] <= DRONE.rpm_max) and np.all(log["cmd_rpm"] >= DRONE.rpm_min)
     assert np.all(log["lost_wrench"] == 0.0)
     # the logged wrench is the one the commanded speeds produce
-    from quadsim.rotors import wrench_from_rpm
+    from quadsim.physics.rotors import wrench_from_rpm
 
     np.testing.assert_allclose(log["cmd_wrench"], wrench_from_rpm(log["cmd_rpm"], ALLOC),
                                rtol=1e-12, atol=1e-15)  # fmt: skip
@@ -277,8 +277,8 @@ def test_hexacopter_rotor_speeds_are_told_by_their_size(backend):
     """Six rotor speeds out: ``command="auto"`` reads them as rotor speeds (no allocation)."""
     if backend == "native" and not native.available():
         pytest.skip("needs CasADi and a C compiler")
-    from quadsim.rotors import layout
-    from quadsim.trajectories import Hover
+    from quadsim.loop.trajectories import Hover
+    from quadsim.physics.rotors import layout
 
     geo = layout("hexa_x", float(DRONE.L))
     hexa = DRONE._replace(name="hexa", mass=1.2 * DRONE.mass, mixing_matrix=geo.mixing_matrix,
@@ -306,8 +306,8 @@ def test_hexacopter_rotor_speeds_are_told_by_their_size(backend):
 def linalg_control(state, ref, gains, cstate):
     """The example's PD with its thrust and torque rewritten through ``@`` and ``xp.linalg``
     (unit vectors and a zero cross product: the same wrench, the operations traced)."""
-    from quadsim._array import namespace
-    from quadsim.rotation import to_matrix
+    from quadsim.physics._array import namespace
+    from quadsim.physics.rotation import to_matrix
 
     xp = namespace(state.pos)
     wrench, cstate = oc.pd_control(state, ref, gains, cstate)

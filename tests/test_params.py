@@ -1,4 +1,4 @@
-"""Tests for quadsim.params (Params, TOML loading, validation) and quadsim.envelope."""
+"""quadsim.physics.params (Params, TOML loading, validation) and quadsim.physics.envelope."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from quadsim.envelope import Envelope, envelope, terminal_velocity
-from quadsim.params import (
+
+from quadsim.physics.envelope import Envelope, envelope, terminal_velocity
+from quadsim.physics.params import (
     Params,
     _build,
     invert_curve,

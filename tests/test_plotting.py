@@ -12,9 +12,8 @@ import pytest
 pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")
 
-from quadsim.rotation import from_euler  # noqa: E402
-
-from quadsim import plotting  # noqa: E402
+from quadsim.app import plotting  # noqa: E402
+from quadsim.physics.rotation import from_euler  # noqa: E402
 
 META = {
     "drone": "cf2x_L250",
@@ -154,7 +153,7 @@ def test_animate_mp4_or_clear_error(tmp_path, log):
 def test_no_import_side_effects_and_no_pyplot():
     code = (
         "import sys, numpy as np\n"
-        "import quadsim.plotting as p\n"
+        "import quadsim.app.plotting as p\n"
         "assert 'matplotlib' not in sys.modules\n"
         "import tempfile, pathlib\n"
         "d = pathlib.Path(tempfile.mkdtemp())\n"
@@ -181,8 +180,8 @@ def _capture_figures(monkeypatch, module):
 
 
 def test_tracking_error_title_is_the_summary_window(tmp_path, monkeypatch):
-    from quadsim.io.summary import summarize
-    from quadsim.plotting import figures
+    from quadsim.app.io.summary import summarize
+    from quadsim.app.plotting import figures
 
     T, N, t_from = 200, 3, 1.5
     lg = make_log(T=T, N=N)
@@ -214,8 +213,8 @@ def test_tracking_error_title_is_the_summary_window(tmp_path, monkeypatch):
 
 
 def test_tracking_error_without_settle_is_whole_run(tmp_path, monkeypatch):
-    from quadsim.io.summary import summarize
-    from quadsim.plotting import figures
+    from quadsim.app.io.summary import summarize
+    from quadsim.app.plotting import figures
 
     lg = make_log(T=60, N=2)
     figs = _capture_figures(monkeypatch, figures)
@@ -246,7 +245,7 @@ def test_gif_plays_in_flight_time(tmp_path, fps):
 
 
 def test_gif_durations_track_flight_time():
-    from quadsim.plotting.animation import _gif_durations
+    from quadsim.app.plotting.animation import _gif_durations
 
     d = _gif_durations(9, 1 / 30)
     assert set(d) == {30, 40} and all(x % 10 == 0 for x in d)
@@ -255,14 +254,14 @@ def test_gif_durations_track_flight_time():
 
 
 def _params_with_drag_speed_max(name: str, v: float):
-    from quadsim.params import Params, load_params
+    from quadsim.physics.params import Params, load_params
 
     p = load_params(name)
     if "drag_speed_max" in Params._fields:
         return p._replace(drag_speed_max=v)
 
-    # quadsim.params has no drag_speed_max field yet: a Params subclass carrying it as a class
-    # attribute (plot_envelope reads it with getattr) stands in until the field lands
+    # quadsim.physics.params has no drag_speed_max field yet: a Params subclass carrying it as a
+    # class attribute (plot_envelope reads it with getattr) stands in until the field lands
     class WithDragRange(Params):
         drag_speed_max = v
 
@@ -270,7 +269,7 @@ def _params_with_drag_speed_max(name: str, v: float):
 
 
 def test_envelope_marks_where_drag_model_is_extrapolated(tmp_path, monkeypatch):
-    from quadsim.plotting import envelope as env_mod
+    from quadsim.app.plotting import envelope as env_mod
 
     figs = _capture_figures(monkeypatch, env_mod)
     p = _params_with_drag_speed_max("cf2x_L250", 5.0)
@@ -294,7 +293,7 @@ def test_envelope_marks_where_drag_model_is_extrapolated(tmp_path, monkeypatch):
 
 
 def test_thin_keeps_each_runs_extremes_and_nan_breaks():
-    from quadsim.plotting._common import _thin
+    from quadsim.app.plotting._common import _thin
 
     y = np.sin(np.linspace(0.0, 40.0, 1000))
     assert _thin(y, 250) == slice(None)  # 4 samples per column or fewer: drawn whole
@@ -316,7 +315,7 @@ def test_thin_keeps_each_runs_extremes_and_nan_breaks():
 
 
 def test_runs_keep_the_shaded_intervals():
-    from quadsim.plotting._common import _runs
+    from quadsim.app.plotting._common import _runs
 
     T = 50_000
     m = np.zeros(T, bool)
@@ -334,7 +333,7 @@ def test_runs_keep_the_shaded_intervals():
 
 
 def test_long_log_draws_fewer_points_same_limits(tmp_path, monkeypatch):
-    from quadsim.plotting import figures
+    from quadsim.app.plotting import figures
 
     lg = make_log(T=40_000, N=2, dt=0.01)
     figs = _capture_figures(monkeypatch, figures)

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from quadsim.sim import Simulator
 
 from quadsim.app.sysid import power as fit
 from quadsim.app.sysid import thrust_stand as ts
 from quadsim.engines.pwm import PwmDrive
+from quadsim.engines.sim import Simulator
 from quadsim.physics import power as pw
 from quadsim.physics.envelope import envelope
 
@@ -143,9 +143,9 @@ def test_fit_command_prints_and_fails_cleanly(tmp_path):
 def _fly_step(power, charge, compiled=None):
     import warnings
 
-    from quadsim.control import control, load_gains
-    from quadsim.flight import fly
-    from quadsim.trajectories import Step
+    from quadsim.loop.control import control, load_gains
+    from quadsim.loop.flight import fly
+    from quadsim.loop.trajectories import Step
 
     sim = Simulator("cf2x_L250", n=2, dt=1 / 500, backend="native", dtype="float64")
     sim.reset(pos=np.array([0.0, 0.0, 1.0]))
@@ -190,7 +190,7 @@ def test_scenario_pwm_command_logs_the_battery_and_the_energy(tmp_path):
     f = tmp_path / "s.toml"
     f.write_text('duration = 2.0\nn = 2\n[sim]\ncommand = "pwm"\nbattery_charge = 0.5\n'
                  '[trajectory]\nkind = "circle"\n')  # fmt: skip
-    r = subprocess.run([sys.executable, "-m", "quadsim.cli", "fly", str(f), "--out",
+    r = subprocess.run([sys.executable, "-m", "quadsim.app.cli", "fly", str(f), "--out",
                         str(tmp_path / "o"), "--no-plots"], capture_output=True, text=True,
                        timeout=300)  # fmt: skip
     assert r.returncode == 0, r.stderr
@@ -204,7 +204,7 @@ def test_scenario_pwm_command_logs_the_battery_and_the_energy(tmp_path):
                                                         "sim.battery_charge")):  # fmt: skip
         g = tmp_path / "bad.toml"
         g.write_text(f'duration = 1.0\n[sim]\ncommand = "pwm"\n{bad}\n')
-        r = subprocess.run([sys.executable, "-m", "quadsim.cli", "fly", str(g), "--out",
+        r = subprocess.run([sys.executable, "-m", "quadsim.app.cli", "fly", str(g), "--out",
                             str(tmp_path / "b")], capture_output=True, text=True, timeout=120)
         assert r.returncode == 2 and key in r.stderr and "line 4" in r.stderr
         assert "Traceback" not in r.stderr
@@ -216,8 +216,8 @@ def test_env_pwm_action_level_holds_hover_and_drains_the_battery():
     hover, a reset refills it; the compiled env step declines with a reason."""
     import warnings
 
-    from quadsim.envs.core import InitRanges
-    from quadsim.envs.vector import HoverVectorEnv
+    from quadsim.app.envs.core import InitRanges
+    from quadsim.app.envs.vector import HoverVectorEnv
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

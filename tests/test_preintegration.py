@@ -1,4 +1,4 @@
-"""The sliding IMU preintegration (quadsim.estimation.preintegration): the window applied to a
+"""The sliding IMU preintegration (quadsim.loop.estimation.preintegration): the window applied to a
 state equals the strapdown through its samples, the EKF's carry equals the re-propagation, and
 the float32 drift that makes the estimator rebuild its window is measured."""
 
@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from quadsim.estimation import eskf
-from quadsim.estimation import preintegration as pre
 
+from quadsim.loop.estimation import eskf
+from quadsim.loop.estimation import preintegration as pre
 from quadsim.physics import rotation
 
 G = np.array([0.0, 0.0, -9.81])
@@ -95,11 +95,10 @@ def test_estimator_carry_equals_the_repropagation():
     """The EKF's estimate carried to now equals the strapdown through its buffered samples to
     rounding after many steps (slides and rebuilds), the bias estimates being unchanged (with
     fusion the window holds each sample's bias of its own time: the module docstring)."""
-    from quadsim.brain import loop_periods
-    from quadsim.estimation.estimators import EkfEstimator
-    from quadsim.sim import State
-
-    from quadsim import sensors
+    from quadsim.engines.sim import State
+    from quadsim.loop.brain import loop_periods
+    from quadsim.loop.estimation.estimators import EkfEstimator
+    from quadsim.physics import sensors
 
     imu = sensors.load_imu("bmi088")
     mocap = sensors.MocapParams(pos_std=1e-3, att_std=math.radians(0.5), latency=0.03, rate=100)

@@ -8,7 +8,7 @@ CasADi twins, the compiled native step, the IMU, the mocap and both controllers 
 ``c q`` for ``c ∈ {0.5, 1.01, -1, 3}`` on every backend and compared with ``q``; and a float64
 flight is compared with an independent RK4 written below in plain NumPy (SciPy's rotation, which
 normalises; our own Newton-Euler equations from the docstring of
-:mod:`quadsim.models.first_principles`).
+:mod:`quadsim.physics.models.first_principles`).
 """
 
 from __future__ import annotations
@@ -17,17 +17,18 @@ import math
 
 import numpy as np
 import pytest
-from quadsim.control import geometric, load_gains, pid
-from quadsim.models import MODELS
-from quadsim.sim import Simulator, State
-from quadsim.sim import step as pure_step
-from quadsim.systems import make_system
-from quadsim.trajectories import Reference
 from scipy.spatial.transform import Rotation
 
 import quadsim
-from quadsim import integrators, native, rotation
-from quadsim import sensors as S  # noqa: N812
+from quadsim.engines import native
+from quadsim.engines.sim import Simulator, State
+from quadsim.engines.sim import step as pure_step
+from quadsim.loop.control import geometric, load_gains, pid
+from quadsim.loop.trajectories import Reference
+from quadsim.physics import integrators, rotation
+from quadsim.physics import sensors as S  # noqa: N812
+from quadsim.physics.models import MODELS
+from quadsim.physics.systems import make_system
 
 SCALES = (0.5, 1.01, -1.0, 3.0)
 RPM_TO_RAD_S = 2.0 * math.pi / 60.0
@@ -228,7 +229,7 @@ needs_native = pytest.mark.skipif(not native.available(), reason="no C compiler 
 @needs_native
 def test_native_step_from_a_scaled_quaternion():
     """The compiled step (generated from the CasADi twin) is scale invariant too."""
-    from quadsim.sim_native import NativeEngine
+    from quadsim.engines.sim_native import NativeEngine
 
     system = make_system("first_principles")
     params = model_kwargs(MODELS["first_principles"], drag_params())

@@ -35,7 +35,7 @@ def test_quickstart_flies_the_showcase_and_writes_what_the_readme_lists(tmp_path
     cmd = quick.split("&&")[1].split()
     assert cmd[:2] == ["quadsim", "fly"]
     out = subprocess.run(
-        [sys.executable, "-m", "quadsim.cli", *cmd[1:], "--out", str(tmp_path)],
+        [sys.executable, "-m", "quadsim.app.cli", *cmd[1:], "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert out.returncode == 0, out.stderr

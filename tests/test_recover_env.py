@@ -10,8 +10,7 @@ import pytest
 
 gym = pytest.importorskip("gymnasium")
 
-import quadsim.envs  # noqa: E402,F401
-
+import quadsim.app.envs  # noqa: E402,F401
 from quadsim.app.envs.recover import RANDOMIZE, TARGET  # noqa: E402
 from quadsim.physics.rotation import to_euler  # noqa: E402
 

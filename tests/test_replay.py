@@ -295,13 +295,13 @@ def test_the_quadsim_replay_command(tmp_path):
 
     log = Path(__file__).resolve().parents[1] / "data" / "nanobench" / "B9_trefoil_slow_rep1.csv.gz"
     out = tmp_path / "r.json"
-    r = subprocess.run([sys.executable, "-m", "quadsim.cli", "replay", str(log), "--json",
+    r = subprocess.run([sys.executable, "-m", "quadsim.app.cli", "replay", str(log), "--json",
                         str(out)], capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert json.loads(out.read_text())["n_samples"] > 1000
     bad = tmp_path / "bad.csv"
     bad.write_text("t,px\n1,2\n")
-    r = subprocess.run([sys.executable, "-m", "quadsim.cli", "replay", str(bad)],
+    r = subprocess.run([sys.executable, "-m", "quadsim.app.cli", "replay", str(bad)],
                        capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 2 and str(bad) in r.stderr and "Traceback" not in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1

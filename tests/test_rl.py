@@ -22,7 +22,7 @@ PY = sys.executable
 
 
 def _cli(*args: str, timeout: int = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([PY, "-m", "quadsim.cli", *args], capture_output=True, text=True,
+    return subprocess.run([PY, "-m", "quadsim.app.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 
@@ -148,7 +148,7 @@ def test_a_signal_stops_training_after_a_checkpoint_and_the_run_resumes_bit_for_
     from quadsim.app.rl.policy import load_policy
 
     out = tmp_path / "run"
-    cmd = [PY, "-m", "quadsim.cli", "train", "quadsim/Hover-v0", "--envs", "16", "--steps",
+    cmd = [PY, "-m", "quadsim.app.cli", "train", "quadsim/Hover-v0", "--envs", "16", "--steps",
            "6144", "--seed", "0", "--threads", "1", "--out", str(out), "--quiet"]  # fmt: skip
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     try:
@@ -233,7 +233,7 @@ def test_a_failed_checkpoint_keeps_the_last_one_and_the_run_resumes_consistently
     shutil.copytree(small_run, out)
     args = ["train", "quadsim/Hover-v0", "--envs", "8", "--seed", "3", "--threads", "1",
             "--steps", "1536", "--out", str(out), "--quiet"]  # fmt: skip
-    r = subprocess.run([PY, "-m", "quadsim.cli", *args], capture_output=True, text=True,
+    r = subprocess.run([PY, "-m", "quadsim.app.cli", *args], capture_output=True, text=True,
                        timeout=600, preexec_fn=_fsize_limit(100_000))  # fmt: skip
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
@@ -257,7 +257,7 @@ def test_a_failed_checkpoint_keeps_the_last_one_and_the_run_resumes_consistently
     assert json.loads((out / "state.json").read_text())["steps"] == 1536
     assert (out / "progress.csv").read_text().splitlines() == text
     # a new run into a folder that cannot take its first checkpoint
-    r = subprocess.run([PY, "-m", "quadsim.cli", *args[:-2], str(tmp_path / "new"), "--quiet"],
+    r = subprocess.run([PY, "-m", "quadsim.app.cli", *args[:-2], str(tmp_path / "new"), "--quiet"],
                        capture_output=True, text=True, timeout=600,
                        preexec_fn=_fsize_limit(100_000))  # fmt: skip
     assert r.returncode == 2 and "kept: nothing yet" in r.stderr, r.stderr

@@ -21,7 +21,7 @@ PY = sys.executable
 
 
 def _cli(*args: str, timeout: int = 600, env: dict | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([PY, "-m", "quadsim.cli", *args], capture_output=True, text=True,
+    return subprocess.run([PY, "-m", "quadsim.app.cli", *args], capture_output=True, text=True,
                           timeout=timeout, env=env)
 
 

@@ -33,7 +33,7 @@ def _node(tmp: Path, *args: str, domain: int, ns: str) -> tuple[subprocess.Popen
         [
             PY,
             "-m",
-            "quadsim.cli",
+            "quadsim.app.cli",
             "ros2",
             *args,
             "--domain-id",
@@ -265,7 +265,7 @@ def test_bad_options_exit_2_with_one_line(tmp_path, args, msg):
         [
             PY,
             "-m",
-            "quadsim.cli",
+            "quadsim.app.cli",
             "ros2",
             str(SEED001),
             "--duration",
@@ -289,7 +289,7 @@ def test_a_bad_scenario_exits_2_naming_the_key(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text(SEED001.read_text().replace("dt = 0.005", "dt = -0.005"))
     r = subprocess.run(
-        [PY, "-m", "quadsim.cli", "ros2", str(bad), "--duration", "0.1"],
+        [PY, "-m", "quadsim.app.cli", "ros2", str(bad), "--duration", "0.1"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -312,7 +312,7 @@ def test_fly_rosbag_reads_back_with_rosbags(tmp_path):
         [
             PY,
             "-m",
-            "quadsim.cli",
+            "quadsim.app.cli",
             "fly",
             str(SEED001),
             "--out",
@@ -376,7 +376,7 @@ def test_the_node_module_does_not_load_with_quadsim():
         [
             PY,
             "-c",
-            "import sys, quadsim, quadsim.cli; "
+            "import sys, quadsim, quadsim.app.cli; "
             "print(any(m.startswith(('cyclonedds', 'mcap')) for m in sys.modules))",
         ],
         capture_output=True,

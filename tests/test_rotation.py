@@ -1,4 +1,4 @@
-"""Tests for quadsim.rotation: physics (finite differences, scipy, hand-written matrices),
+"""Tests for quadsim.physics.rotation: physics (finite differences, scipy, hand-written matrices),
 round trips near identity / pi / gimbal lock, batching, JAX transforms and shape errors."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from quadsim._array import CASADI_OPS
 from scipy.spatial.transform import Rotation
 
-from quadsim import rotation as rot
+from quadsim.physics import rotation as rot
+from quadsim.physics._array import CASADI_OPS
 
 B = (5, 7)  # one batch shape throughout: eager JAX compiles each primitive per new shape
 

@@ -1,4 +1,4 @@
-"""Tests of quadsim.rotors: geometry vs presets and seeds, allocation, motor models."""
+"""Tests of quadsim.physics.rotors: geometry vs presets and seeds, allocation, motor models."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 import pytest
-from quadsim.models import MODELS, first_principles
 from scipy.integrate import solve_ivp
 
 import quadsim
-from quadsim import rotors
+from quadsim.physics import rotors
+from quadsim.physics.models import MODELS, first_principles
 
 SQ2 = math.sqrt(2.0)
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from quadsim import io, native, run
+from quadsim.app import io, run
+from quadsim.engines import native
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -90,7 +91,7 @@ def test_an_interrupted_compiled_run_keeps_its_chunks(tmp_path, monkeypatch):
     gusts, mass spread) keeps its completed chunks and says which loop ran."""
     import signal
 
-    from quadsim import flight
+    from quadsim.loop import flight
 
     fly = flight.fly
 

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from quadsim import cli, io
+from quadsim.app import cli, io
 
 LONG = """
 name = "long"
@@ -37,7 +37,7 @@ def _start(tmp_path, text=LONG, *extra):
     scen.write_text(text)
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "quadsim.cli", "fly", str(scen), "--out", str(out), "--quiet",
+        [sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out", str(out), "--quiet",
          *extra],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -80,7 +80,7 @@ def test_sigkill_loses_at_most_the_chunk_in_flight_and_recover_rebuilds(tmp_path
     proc.communicate(timeout=60)
     parts = sorted((out / "trajectory.parts").glob("part-*.parquet"))
     assert len(parts) >= 4 and not (out / "summary.json").exists()
-    r = subprocess.run([sys.executable, "-m", "quadsim.cli", "recover", str(out), "--no-plots"],
+    r = subprocess.run([sys.executable, "-m", "quadsim.app.cli", "recover", str(out), "--no-plots"],
                        capture_output=True, text=True, timeout=120)  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert "INTERRUPTED" in r.stdout and "Traceback" not in r.stderr
@@ -91,7 +91,7 @@ def test_sigkill_loses_at_most_the_chunk_in_flight_and_recover_rebuilds(tmp_path
     assert summary["interrupted"] is True and summary["recovered"] is True
     assert summary["n_samples"] == log["time"].shape[0] and summary["crash_count"] == 0
     assert summary["tracking_rms_m"] < 0.05
-    again = subprocess.run([sys.executable, "-m", "quadsim.cli", "recover", str(out)],
+    again = subprocess.run([sys.executable, "-m", "quadsim.app.cli", "recover", str(out)],
                            capture_output=True, text=True, timeout=120)  # fmt: skip
     assert again.returncode == 0 and "nothing to recover" in again.stdout
 
@@ -141,7 +141,7 @@ def _peak_rss(tmp_path, duration, name):
         f"duration = {duration}\nn = 256\n[sim]\nbackend = 'native'\n[trajectory]\n"
         "kind = 'circle'\n[sensors]\nimu = 'bmi088'\n[output]\nplots = false\n"
     )
-    cmd = [sys.executable, "-m", "quadsim.cli", "fly", str(scen), "--out",
+    cmd = [sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out",
            str(tmp_path / name), "--quiet"]  # fmt: skip
     r = subprocess.run([sys.executable, "-c", PEAK, *cmd], capture_output=True, text=True,
                        timeout=600)  # fmt: skip
@@ -191,9 +191,8 @@ def test_a_run_too_big_for_memory_is_refused_at_once(tmp_path, capsys):
 
 
 def test_long_runs_and_odd_steps_are_announced_before_the_run(tmp_path):
-    from quadsim.scenario import load_scenario
-
-    from quadsim import preflight
+    from quadsim.app import preflight
+    from quadsim.app.scenario import load_scenario
 
     scen = tmp_path / "tiny_dt.toml"
     scen.write_text("duration = 0.01\n[sim]\ndt = 1e-7\n")
@@ -208,7 +207,7 @@ def test_long_runs_and_odd_steps_are_announced_before_the_run(tmp_path):
 
 
 def test_mp4_without_ffmpeg_is_refused_before_flying(tmp_path, capsys, monkeypatch):
-    from quadsim.plotting import animation
+    from quadsim.app.plotting import animation
 
     monkeypatch.setattr(animation, "_ffmpeg", lambda: None)
     scen = tmp_path / "s.toml"
@@ -302,7 +301,7 @@ def test_a_long_run_is_announced_before_it_starts(tmp_path):
     scen = tmp_path / "tiny_dt.toml"
     scen.write_text("duration = 0.01\n[sim]\ndt = 1e-7\n")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "quadsim.cli", "fly", str(scen), "--out", str(tmp_path / "o")],
+        [sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out", str(tmp_path / "o")],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from quadsim.scenario import SCHEMA, build, load_scenario, schema_markdown
+
+from quadsim.app.scenario import SCHEMA, build, load_scenario, schema_markdown
 
 ROOT = Path(__file__).resolve().parents[1]
 

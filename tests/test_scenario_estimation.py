@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 import pytest
-from quadsim.scenario import build, load_scenario
+
+from quadsim.app.scenario import build, load_scenario
 
 SCENARIO = """\
 name = "figure eight on the EKF"
@@ -55,8 +56,8 @@ def test_a_run_on_the_ekf_writes_the_estimate_and_its_errors(tmp_path):
     path = tmp_path / "ekf.toml"
     path.write_text(scenario())
     out = tmp_path / "out"
-    r = subprocess.run([sys.executable, "-m", "quadsim.cli", "fly", str(path), "--out", str(out),
-                        "--quiet"], capture_output=True, text=True, timeout=600)  # fmt: skip
+    cmd = [sys.executable, "-m", "quadsim.app.cli", "fly", str(path), "--out", str(out), "--quiet"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())
     est = summary["estimation"]
@@ -106,7 +107,8 @@ def test_bad_estimator_input_names_the_key(text, key):
 def test_the_cli_exits_2_on_an_estimator_without_its_sensor(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text(scenario(imu="none"))
-    cmd = [sys.executable, "-m", "quadsim.cli", "fly", str(path), "--out", str(tmp_path / "out")]
+    cmd = [sys.executable, "-m", "quadsim.app.cli", "fly", str(path), "--out",
+           str(tmp_path / "out")]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert r.returncode == 2
     assert "estimator.kind (line" in r.stderr and "needs an IMU" in r.stderr
@@ -160,7 +162,7 @@ def test_an_outdoor_run_on_gnss_and_the_barometer(tmp_path):
     path = tmp_path / "outdoor.toml"
     path.write_text(OUTDOOR.format(duration=20.0, gnss="ublox_m9n", extra="gnss_latency = 0.0"))
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "quadsim.cli", "fly", str(path), "--out", str(out), "--quiet"]
+    cmd = [sys.executable, "-m", "quadsim.app.cli", "fly", str(path), "--out", str(out), "--quiet"]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())

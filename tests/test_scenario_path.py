@@ -1,5 +1,5 @@
 """The scenario path: validation then a typed assembly, one run-metadata builder, shared
-reference and start sampling (:mod:`quadsim.initial`), and the ``auto`` backend."""
+reference and start sampling (:mod:`quadsim.loop.initial`), and the ``auto`` backend."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ import math
 
 import numpy as np
 import pytest
-from quadsim.scenario import Assembly, build, default_backend, load_scenario
 
-from quadsim import initial, scenario
-from quadsim import trajectories as tr
+from quadsim.app import scenario
+from quadsim.app.scenario import Assembly, build, default_backend, load_scenario
+from quadsim.loop import initial
+from quadsim.loop import trajectories as tr
 
 
 def load(text):
@@ -51,7 +52,7 @@ def test_build_returns_a_typed_assembly_and_reuses_the_draws_of_validation(monke
 
 
 def _fly(tmp_path, text, name="scen"):
-    from quadsim import cli, io
+    from quadsim.app import cli, io
 
     path = tmp_path / f"{name}.toml"
     path.write_text(text)
@@ -78,9 +79,9 @@ def test_fly_logs_and_summarises_the_model_and_backend_that_ran(tmp_path):
 
 
 def test_plain_fly_metadata_names_the_model():
-    from quadsim.control import control, load_gains
-    from quadsim.flight import fly
-    from quadsim.sim import Simulator
+    from quadsim.engines.sim import Simulator
+    from quadsim.loop.control import control, load_gains
+    from quadsim.loop.flight import fly
 
     sim = Simulator("cf2x_L250", n=1, model="euler_zyx", integrator="semi_implicit",
                     dtype="float32")  # fmt: skip
@@ -92,22 +93,22 @@ def test_plain_fly_metadata_names_the_model():
 
 
 def test_auto_backend_is_native_where_it_compiles_else_numpy(monkeypatch):
-    import quadsim.native
+    import quadsim.engines.native
 
     assert load("").get("sim.backend") == default_backend()
-    assert default_backend() == ("native" if quadsim.native.available() else "numpy")
+    assert default_backend() == ("native" if quadsim.engines.native.available() else "numpy")
     assert load("[sim]\nintegrator = 'rk45'\n").get("sim.backend") == "numpy"
     assert load("[sim]\nbackend = 'numpy'\n").get("sim.backend") == "numpy"
-    monkeypatch.setattr(quadsim.native, "available", lambda: False)
+    monkeypatch.setattr(quadsim.engines.native, "available", lambda: False)
     assert load("").get("sim.backend") == "numpy"
-    monkeypatch.setattr(quadsim.native, "available", lambda: True)
+    monkeypatch.setattr(quadsim.engines.native, "available", lambda: True)
     assert load("duration = 0.01\n").get("sim.backend") == "native"
     assert scenario.SCHEMA["sim"]["backend"].default == "auto"
 
 
 def test_one_reference_construction_for_scenarios_and_envs():
-    from quadsim.envs.core import HoverTask
-    from quadsim.envs.single import make_trajectory
+    from quadsim.app.envs.core import HoverTask
+    from quadsim.app.envs.single import make_trajectory
 
     sc = load("[trajectory]\nkind = 'lemniscate'\nsize = 0.5\nperiod = 6.0\n")
     assert sc.prepared.trajectory == tr.Lemniscate(size=0.5, period=6.0, center=(0.0, 0.0, 1.0))
@@ -158,7 +159,7 @@ def test_scenario_start_is_the_reference_plus_formation_plus_seeded_noise():
 
 
 def test_summary_reads_backend_and_model_from_meta():
-    from quadsim import io
+    from quadsim.app import io
 
     log = {"time": np.array([0.0, 0.1]), "pos": np.zeros((2, 1, 3)),
            "quat": np.tile([0.0, 0.0, 0.0, 1.0], (2, 1, 1))}  # fmt: skip

@@ -1,4 +1,4 @@
-"""Tests for quadsim.sensors: IMU statistics at rest, specific force, bias random walk (variance
+"""quadsim.physics.sensors: IMU statistics at rest, specific force, bias random walk (variance
 K² t and Allan slopes ∓1/2), the Allan-deviation helper, mocap latency and noise, presets and
 unit conversion, explicit randomness (bitwise reproducible), backends, JAX jit, and errors.
 
@@ -15,8 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from quadsim import load_params, rotation
-from quadsim import sensors as S  # noqa: N812
+from quadsim import load_params
+from quadsim.physics import rotation
+from quadsim.physics import sensors as S  # noqa: N812
 
 G = np.array([0.0, 0.0, -9.81])
 DT = 0.01

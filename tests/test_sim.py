@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from quadsim.sim import SimulationError, Simulator, Wind
-from quadsim.wind import dryden_preset
-from quadsim.world import Box, Ground, Limits, World, wall
 
 import quadsim
-from quadsim import rotation
+from quadsim.engines.sim import SimulationError, Simulator, Wind
+from quadsim.physics import rotation
+from quadsim.physics.wind import dryden_preset
+from quadsim.physics.world import Box, Ground, Limits, World, wall
 
 jax = pytest.importorskip("jax")
 jax.config.update("jax_enable_x64", True)
@@ -289,9 +289,9 @@ def test_step_wrench_allocates_and_the_rotors_follow(model):
 
 
 def test_simulator_gusts_are_the_wind_module_recursion():
-    """The Simulator's fast NumPy gust recursion equals quadsim.wind's dryden_step, step by step."""
-    from quadsim.noise import normals
-    from quadsim.wind import dryden_discretize, dryden_init, dryden_step, gust_to_world
+    """The Simulator's fast NumPy gust recursion equals wind.dryden_step, step by step."""
+    from quadsim.physics.noise import normals
+    from quadsim.physics.wind import dryden_discretize, dryden_init, dryden_step, gust_to_world
 
     turb = dryden_preset("moderate", 5.0, 2.0)
     sim = Simulator("cf2x_L250", n=3, wind=Wind(mean=(1.0, 1.0, 0.0), turbulence=turb), seed=4)

@@ -35,14 +35,14 @@ def _imported_after(code: str) -> dict:
 
 
 def test_import_cli_loads_no_heavy_module():
-    got = _imported_after("import quadsim.cli")
+    got = _imported_after("import quadsim.app.cli")
     loaded = (set(HEAVY) | {"casadi", "pyarrow", "PIL", "tqdm"}) & set(got["modules"])
     assert not loaded, sorted(loaded)
 
 
 def test_showcase_scenario_validates_and_builds_without_jax_matplotlib():
     got = _imported_after(
-        "from quadsim.scenario import build, load_scenario\n"
+        "from quadsim.app.scenario import build, load_scenario\n"
         f"build(load_scenario({str(EXAMPLE)!r}))"
     )
     loaded = set(SHOWCASE_HEAVY) & set(got["modules"])
@@ -50,12 +50,12 @@ def test_showcase_scenario_validates_and_builds_without_jax_matplotlib():
 
 
 def test_showcase_fly_without_plots_loads_no_jax_matplotlib(tmp_path):
-    from quadsim import native
+    from quadsim.engines import native
 
     if not native.available():
         pytest.skip("no C compiler: the showcase runs the Python loop (JAX where installed)")
     got = _imported_after(
-        "from quadsim.cli import main\n"
+        "from quadsim.app.cli import main\n"
         f"rc = main(['fly', {str(EXAMPLE)!r}, '--no-plots', '--quiet', '--out', "
         f"{str(tmp_path / 'run')!r}])\n"
         "import pyarrow.parquet as pq\n"

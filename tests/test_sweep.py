@@ -177,7 +177,7 @@ def reference(tmp_path_factory):
 def test_sigterm_mid_sweep_then_the_same_command_resumes(tmp_path, reference):
     sweep = sweep_files(tmp_path, SLOW, duration=4.0, backend="numpy", head="replicates = 2")
     args = [str(sweep), "--out", str(tmp_path / "out"), "--workers", "1"]
-    proc = subprocess.Popen([PY, "-m", "quadsim.cli", "sweep", *args, "--quiet"],
+    proc = subprocess.Popen([PY, "-m", "quadsim.app.cli", "sweep", *args, "--quiet"],
                             stderr=subprocess.PIPE, text=True)
     tasks = tmp_path / "out" / "tasks"
     end = time.monotonic() + 120
@@ -200,7 +200,7 @@ def test_sigterm_mid_sweep_then_the_same_command_resumes(tmp_path, reference):
 
 def test_a_local_worker_killed_mid_task_is_retried(tmp_path, reference):
     sweep = sweep_files(tmp_path, SLOW, duration=4.0, backend="numpy", head="replicates = 2")
-    proc = subprocess.Popen([PY, "-m", "quadsim.cli", "sweep", str(sweep), "--out",
+    proc = subprocess.Popen([PY, "-m", "quadsim.app.cli", "sweep", str(sweep), "--out",
                              str(tmp_path / "out"), "--workers", "2", "--quiet"],
                             stderr=subprocess.PIPE, text=True)  # fmt: skip
     end = time.monotonic() + 120
@@ -221,7 +221,7 @@ def test_ray_gives_the_local_results_and_retries_a_killed_worker(tmp_path, refer
     _need_ray()
     sweep = sweep_files(tmp_path, SLOW, duration=4.0, backend="numpy", head="replicates = 2")
     env = dict(os.environ, RAY_ADDRESS="127.0.0.1:1")
-    proc = subprocess.Popen([PY, "-m", "quadsim.cli", "sweep", str(sweep), "--out",
+    proc = subprocess.Popen([PY, "-m", "quadsim.app.cli", "sweep", str(sweep), "--out",
                              str(tmp_path / "out"), "--workers", "2", "--ray", "--quiet"],
                             stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
     end = time.monotonic() + 180

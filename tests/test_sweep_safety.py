@@ -32,7 +32,7 @@ def _alive(pid: int) -> bool:
 def _start_slow(tmp: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
     sweep = sweep_files(tmp, SLOW, duration=4.0, backend="numpy", head="replicates = 2")
     out = tmp / "out"
-    proc = subprocess.Popen([PY, "-m", "quadsim.cli", "sweep", str(sweep), "--out", str(out),
+    proc = subprocess.Popen([PY, "-m", "quadsim.app.cli", "sweep", str(sweep), "--out", str(out),
                              "--quiet", *extra], stderr=subprocess.PIPE, text=True)  # fmt: skip
     return proc, out
 
@@ -169,7 +169,7 @@ def test_a_full_disk_names_the_file_and_says_the_finished_tasks_are_kept(tmp_pat
     r = cli_sweep([str(sweep), "--out", str(tmp_path / "warm"), "--quiet"])  # compiled, cached
     assert r.returncode == 0, r.stderr
     out = tmp_path / "out"
-    r = subprocess.run([PY, "-m", "quadsim.cli", "sweep", str(sweep), "--out", str(out),
+    r = subprocess.run([PY, "-m", "quadsim.app.cli", "sweep", str(sweep), "--out", str(out),
                         "--quiet", "--workers", "1"], capture_output=True, text=True,
                        timeout=300, preexec_fn=limit)  # fmt: skip
     assert r.returncode == 2, r.stderr

@@ -1,4 +1,4 @@
-"""Tests for quadsim.trajectories: analytic derivatives against finite differences, circle and
+"""Tests for quadsim.loop.trajectories: analytic derivatives against finite differences, circle and
 lemniscate geometry, min-snap interpolation, continuity, rest and optimality, batching,
 backends (NumPy/array-API-strict/JAX/PyTorch, jit) and argument validation."""
 
@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from quadsim import trajectories as tr
+from quadsim.loop import trajectories as tr
 
 WAYPOINTS = np.array([[0.0, 0.0, 1.0], [1.0, 0.5, 1.5], [2.0, -0.5, 1.0], [1.0, -1.0, 2.0]])
 YAWS = np.array([0.0, 1.0, -0.5, 2.5])

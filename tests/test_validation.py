@@ -1,6 +1,6 @@
 """Physically impossible inputs are rejected, in the promised format (issue 9, parts 2 to 4).
 
-One home for the physical rules (:func:`quadsim.params.check_physical`), reached from preset
+One home for the physical rules (:func:`quadsim.physics.params.check_physical`), reached from preset
 files (the error names the file and key), scenario files (``FILE: KEY (line N): what``) and
 ``Simulator(params=...)`` (``params['J'][3]: what``).
 """
@@ -17,7 +17,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from quadsim.params import (
+
+from quadsim.app.scenario import build, load_scenario
+from quadsim.engines.sim import Simulator
+from quadsim.physics.params import (
     Params,
     PhysicalError,
     check_physical,
@@ -25,9 +28,7 @@ from quadsim.params import (
     load_params,
     thrust_to_weight,
 )
-from quadsim.scenario import build, load_scenario
-from quadsim.sim import Simulator
-from quadsim.world import Box, Ground, World, below_floor, blocked, box_containing, wall
+from quadsim.physics.world import Box, Ground, World, below_floor, blocked, box_containing, wall
 
 ROOT = Path(__file__).resolve().parents[1]
 

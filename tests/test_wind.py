@@ -1,4 +1,4 @@
-"""Tests for quadsim.wind: Dryden statistics (variance, autocorrelation), exact discretisation,
+"""quadsim.physics.wind: Dryden statistics (variance, autocorrelation), exact discretisation,
 MIL-F-8785C low-altitude parameters, explicit randomness, backends and the CasADi kernel."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import math
 import numpy as np
 import pytest
 import scipy.linalg
-from quadsim._array import CASADI_OPS
 
-from quadsim import wind
+from quadsim.physics import wind
+from quadsim.physics._array import CASADI_OPS
 
 # T = L/V = 20 s (u), 10 s (v), 5 s (w): three distinct correlation times.
 PARAMS = wind.DrydenParams(
@@ -307,9 +307,9 @@ def test_gust_to_world_with_a_unit_direction_is_bitwise_the_same(rng) -> None:
 
 def test_simulator_wind_is_the_wind_module_bitwise() -> None:
     """The Simulator calls dryden_init / dryden_sequence / gust_to_world on the counter-based
-    normals of its seed (quadsim.noise); it adds the mean."""
-    from quadsim.noise import normals
-    from quadsim.sim import Simulator, Wind
+    normals of its seed (quadsim.physics.noise); it adds the mean."""
+    from quadsim.engines.sim import Simulator, Wind
+    from quadsim.physics.noise import normals
 
     mean = np.array([[1.0, 2.0, 0.1], [0.0, 0.0, 0.0], [-3.0, 0.5, 0.0]])
     turb = wind.dryden_preset("moderate", 5.0, 2.0)

@@ -5,30 +5,20 @@ The public face:
 * :func:`load_params`, :func:`list_presets`, :class:`Params`: drone parameters from TOML presets;
 * :func:`envelope`, :func:`terminal_velocity`: the derived flight envelope;
 * :func:`parametrize`: bind a drone to a model function;
-* :mod:`quadsim.models`: the models and their registry; :mod:`quadsim.rotation`: rotations.
+* :mod:`quadsim.physics.models`: the models and their registry; :mod:`quadsim.physics.rotation`:
+  rotations.
 
 Importing quadsim loads NumPy only; SciPy (min-snap trajectories, RK45), JAX, PyTorch,
 CasADi, pyarrow and matplotlib are imported when used (``tests/test_startup.py`` checks the
 ``quadsim`` command's share of that).
 """
 
-from . import _compat
 from .physics.bind import parametrize
 from .physics.envelope import Envelope, envelope, terminal_velocity
 from .physics.params import Params, list_presets, load_params
 
 __version__ = "0.1.0"
 
-_compat.install()  # quadsim.sim, quadsim.models, ...: the flat paths of the layered modules
-
-
-def __getattr__(name: str) -> object:
-    """``quadsim.params``, ``quadsim.sim``, ...: the flat names as attributes, imported on use."""
-    if name in _compat.MOVED:
-        import importlib
-
-        return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "Envelope",

@@ -90,7 +90,7 @@ def peak_kb():  # VmHWM resets at exec; ru_maxrss can carry the parent's peak ov
     except OSError:
         return float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
-from quadsim.sim import Simulator
+from quadsim.engines.sim import Simulator
 base = peak_kb()
 sim = Simulator("cf2x_L250", n=1_000_000, dt=1/500, backend="{backend}", dtype="float32",
                 world=None)

@@ -6,16 +6,16 @@ float32, no sensors, no wind, no recording. Rates are closed-loop drone-steps pe
 (``N * steps / seconds``), the median of ``repeats`` timed runs after untimed warm-ups that
 include all compilation.
 
-* quadsim, ``compiled``: :func:`quadsim.closed_loop.compile_closed_loop` with the geometric
+* quadsim, ``compiled``: :func:`quadsim.loop.closed_loop.compile_closed_loop` with the geometric
   controller (reference, controller, allocation and plant in one C step), one
-  :meth:`~quadsim.closed_loop.ClosedLoop.run` call per timed run, ``record_every=0``.
-* quadsim, ``fly``: :func:`quadsim.flight.fly` around ``Simulator(backend="native",
+  :meth:`~quadsim.loop.closed_loop.ClosedLoop.run` call per timed run, ``record_every=0``.
+* quadsim, ``fly``: :func:`quadsim.loop.flight.fly` around ``Simulator(backend="native",
   dtype="float32")``, ``keep_log=False``; ``fly-python`` forces the per-step Python loop
   (``compiled=False``: JAX-compiled float64 brain, native plant), ``fly`` is the default path
   (the compiled loop when eligible, logging every step). Chunks are timed through ``progress``;
   the first (compilation) is dropped.
 * crazyflow: ``Sim(control=state)`` with its Mellinger cascade at 500 Hz, measured three ways
-  (:func:`quadsim.bench_peers.crazyflow_closed_loop`): the per-step public API (``loop``), one
+  (:func:`quadsim.app.bench_peers.crazyflow_closed_loop`): the per-step public API (``loop``), one
   jitted scan with the moving reference (``scan``) and one jitted ``step(T)`` with the setpoint
   held (``held``, no moving reference: an upper bound). The ratio uses crazyflow's best.
 
@@ -24,7 +24,7 @@ physics steps per env step), random actions, autoreset: quadsim's ``HoverVectorE
 float32) at the action levels ``thrust_attitude``, ``thrust_rates`` and ``rotor_speeds``, and
 crazyflow's ``DroneReachPos-v0`` (attitude actions) with first-principles dynamics and RK4 (the
 like-for-like configuration), with its default Euler integrator, and with its registered default
-``so_rpy`` model (:func:`quadsim.bench_peers.crazyflow_env`).
+``so_rpy`` model (:func:`quadsim.app.bench_peers.crazyflow_env`).
 
 crazyflow runs in child interpreters of the same virtualenv (``benchmarks/setup_peers.sh``); when
 it is not installed the command says so and measures quadsim alone. The machine is often shared:
@@ -110,7 +110,7 @@ def compiled_rate(loop: Any, traj: Any, n: int, seconds: float = 0.4,
 
 def fly_rate(gains: Any, traj: Any, n: int, *, python: bool, chunk: int,
              chunks: int = 4) -> dict:  # fmt: skip
-    """Drone-steps/s of :func:`quadsim.flight.fly` (native float32 plant) over timed chunks.
+    """Drone-steps/s of :func:`quadsim.loop.flight.fly` (native float32 plant) over timed chunks.
 
     Args:
         gains: Geometric gains.
@@ -145,7 +145,7 @@ def env_rate(level: str, num_envs: int = 1024, steps: int = 200, repeats: int = 
              options: dict | None = None) -> dict:  # fmt: skip
     """Env-steps/s of quadsim's vector environment with uniformly random actions (autoreset).
 
-    One :class:`~quadsim.envs.HoverVectorEnv` (or ``TrackVectorEnv``) of ``num_envs`` drones,
+    One :class:`~quadsim.app.envs.HoverVectorEnv` (or ``TrackVectorEnv``) of ``num_envs`` drones,
     100 Hz agent over 500 Hz physics (5 physics steps per env step); ``steps`` env steps per
     timed run after 10 warm-up steps, the median of ``repeats`` runs.
 
@@ -273,7 +273,7 @@ def run(closed_loop: bool = True, envs: bool = False, quick: bool = False, *,
         num_envs: Environments (default 1024, quick 64).
         repeats: Timed runs per point (default 5, quick 3).
         peers: Measure crazyflow when it is installed.
-        fly: Also time :func:`quadsim.flight.fly` (N <= :data:`FLY_MAX_N`).
+        fly: Also time :func:`quadsim.loop.flight.fly` (N <= :data:`FLY_MAX_N`).
         echo: Progress lines (``main`` sends them to stderr).
 
     Returns:

@@ -32,8 +32,8 @@ __all__ = [
 DT = 1.0 / 500.0
 """Step [s] of every peer measurement (crazyflow's ``freq=500``)."""
 
-_CHILD = "import json,sys;from quadsim.bench_peers import _crazyflow_here as f;print(json.dumps(f(*map(int,sys.argv[1:]))))"  # noqa: E501
-_JOB = "import json,sys;from quadsim.bench_peers import _child_main as f;f(sys.argv[1],json.loads(sys.argv[2]))"  # noqa: E501
+_CHILD = "import json,sys;from quadsim.app.bench_peers import _crazyflow_here as f;print(json.dumps(f(*map(int,sys.argv[1:]))))"  # noqa: E501
+_JOB = "import json,sys;from quadsim.app.bench_peers import _child_main as f;f(sys.argv[1],json.loads(sys.argv[2]))"  # noqa: E501
 _MARK = "QUADSIM-BENCH-RECORD "
 """Prefix of the result lines a child prints (crazyflow's imports print to stdout too)."""
 
@@ -302,7 +302,7 @@ def crazyflow_closed_loop(
     attitude_freq=500, force_torque_freq=500)`` on JAX's default backend, float32. Every step
     runs the whole Mellinger cascade (position -> attitude -> force/torque -> rotor speeds) and
     the RK4 first-principles plant with rotor dynamics. Drones start on the reference, at hover
-    rotor speed; the reference is quadsim's :class:`~quadsim.trajectories.Circle` (1 m radius,
+    rotor speed; the reference is quadsim's :class:`~quadsim.loop.trajectories.Circle` (1 m radius,
     1 m/s, 1 m up) as crazyflow's 16-entry state command ``[pos, vel, acc, quat(yaw), 0]``.
 
     Modes (each timed on the same ``Sim``):

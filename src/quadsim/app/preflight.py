@@ -222,11 +222,11 @@ def check_run(sc: Any) -> list[str]:
     """Notices to print before a run: its estimated time when long, step-size advice.
 
     Args:
-        sc: A validated :class:`~quadsim.scenario.Scenario`.
+        sc: A validated :class:`~quadsim.app.scenario.Scenario`.
 
     Returns:
         Lines to show the user (estimated time of a long run, step-size advice). The memory
-        check (:func:`memory_problem`) runs earlier, in :func:`quadsim.scenario.load_scenario`,
+        check (:func:`memory_problem`) runs earlier, in :func:`quadsim.app.scenario.load_scenario`,
         before anything is allocated per drone.
     """
     from ..loop.control import load_gains

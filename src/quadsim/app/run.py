@@ -1,9 +1,9 @@
 """``quadsim fly`` and ``quadsim recover``: a scenario file in, a directory of results out.
 
-Before anything is built, :mod:`quadsim.preflight` checks the output directory and what each
+Before anything is built, :mod:`quadsim.app.preflight` checks the output directory and what each
 requested output needs, refuses a run that would not fit in memory, and says when a run will be
 long or its step unsuited to the drone. During the flight every chunk of the log becomes a
-durable part file (:mod:`quadsim.io.parts`); at the end, or on SIGINT, SIGTERM or SIGHUP, the
+durable part file (:mod:`quadsim.app.io.parts`); at the end, or on SIGINT, SIGTERM or SIGHUP, the
 parts are merged into ``trajectory.parquet`` (and ``trajectory.csv``) while the summary is
 computed, ``summary.json`` is written, then the figures and the animation. After a hard kill the
 parts stay on disk and :func:`recover` does the same merge.
@@ -38,7 +38,7 @@ OUTPUTS = (
     "trajectory.damaged",  # io.parts.DAMAGED
 )
 """What a run writes into its folder under fixed names: an earlier run's are set aside once a
-new run has started (:mod:`quadsim.io.outdir`)."""
+new run has started (:mod:`quadsim.app.io.outdir`)."""
 
 
 def _progress_bar(total: int, enabled: bool) -> Any:
@@ -82,7 +82,7 @@ def fly_scenario(
         echo: Called with each notice before the run (estimates, advice); default: print to
             stderr. ``lambda s: None`` silences them.
         rosbag: Also write the log as a ROS 2 bag, ``trajectory.mcap``
-            (:func:`quadsim.ros2.bag.write_bag`; needs the ``ros2`` extra).
+            (:func:`quadsim.app.ros2.bag.write_bag`; needs the ``ros2`` extra).
 
     Returns:
         The summary (also written to ``summary.json``), with ``"files"`` listing what was
@@ -146,7 +146,7 @@ def fly_scenario(
 
 def chunk_writer(out: Path, parts: Any) -> Any:
     """``write(chunk)`` for a run's log chunks into ``parts`` (a
-    :class:`~quadsim.io.parts.PartWriter`), each stamped with the wall time since this call; the
+    :class:`~quadsim.app.io.parts.PartWriter`), each stamped with the wall time since this call; the
     first moves the earlier run's results aside (the run has started)."""  # noqa: D205, D209
     t0 = time.perf_counter()
 
@@ -229,11 +229,11 @@ def _finish(
 ) -> dict:
     """Merge the parts, write the summary, then the figures (shared by fly, ros2 and recover).
 
-    The earlier run's files are set aside first and deleted at the end (:mod:`quadsim.io.outdir`);
-    the parts folder is removed once the summary is written, so a kill at any point leaves
-    something ``quadsim recover`` finishes. Parts that cannot be read are skipped, kept in
-    ``trajectory.damaged/`` and listed in the summary's ``damaged_parts`` with the gap each
-    leaves in the log.
+    The earlier run's files are set aside first and deleted at the end
+    (:mod:`quadsim.app.io.outdir`); the parts folder is removed once the summary is written, so a
+    kill at any point leaves something ``quadsim recover`` finishes. Parts that cannot be read are
+    skipped, kept in ``trajectory.damaged/`` and listed in the summary's ``damaged_parts`` with the
+    gap each leaves in the log.
     """
     from . import io
     from .io.parts import DAMAGED, PARTS, merge_parts, part_files, remove_parts
@@ -306,7 +306,7 @@ def damaged_warning(summary: dict) -> str | None:
 
 def _relative_error(head: dict, t_from: float) -> dict:
     """``rte_1m_m``: the mean translation error [m] over 1 m of travel (Zhang and Scaramuzza's
-    relative error, :func:`quadsim.estimation.metrics.rte`) of the drones in ``head`` from
+    relative error, :func:`quadsim.loop.estimation.metrics.rte`) of the drones in ``head`` from
     ``t_from`` on, and ``rte_drones``; ``None`` when no drone travelled 1 m."""  # noqa: D205, D209
     import numpy as np
 
@@ -345,7 +345,7 @@ def recover(out_dir: str | os.PathLike[str], plots: bool = True) -> dict | None:
 
     Raises:
         ValueError: If ``out_dir`` holds no quadsim run, is being written by a run that is
-            still going (:class:`~quadsim.io.outdir.FolderBusyError`), or no part can be read.
+            still going (:class:`~quadsim.app.io.outdir.FolderBusyError`), or no part can be read.
     """
     from .io.parts import PARTS, part_files, read_part_meta
 

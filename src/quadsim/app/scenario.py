@@ -109,7 +109,7 @@ SCHEMA: dict[str, dict[str, Key]] = {
         ),
         "power": Key(
             "str", "cf21_stock", "Power preset (battery, PWM-and-voltage motor model, power; "
-            "`quadsim.power`) or path to a TOML file; with `sim.command = \"pwm\"`.",
+            "`quadsim.physics.power`) or path to a TOML file; with `sim.command = \"pwm\"`.",
         ),
         "battery_charge": Key(
             "float", 1.0, "Battery charge at the start, 0..1; with `sim.command = \"pwm\"`.",
@@ -316,9 +316,9 @@ class Prepared(NamedTuple):
     """What validating a scenario computed, and assembling it reuses (nothing is drawn twice).
 
     Attributes:
-        drone: The nominal :class:`~quadsim.params.Params` (preset and overrides).
+        drone: The nominal :class:`~quadsim.physics.params.Params` (preset and overrides).
         trajectory: The reference ``t -> Reference``.
-        world: The :class:`~quadsim.world.World`.
+        world: The :class:`~quadsim.physics.world.World`.
         initial: Per-drone parameters and initial state (see :func:`_initial`).
         gains: The controller's gains.
     """
@@ -461,7 +461,7 @@ def load_scenario(path_or_text: str | os.PathLike[str], *, text: bool = False) -
     """Read and validate a scenario file (or, with ``text=True``, TOML text).
 
     Besides types and ranges this loads the drone (preset and overrides) and the IMU and checks
-    them with :func:`quadsim.params.check_physical`, draws the randomisation exactly as
+    them with :func:`quadsim.physics.params.check_physical`, draws the randomisation exactly as
     :func:`build` will and checks every drone, and checks that no drone starts below the floor
     or inside a wall or box.
 
@@ -542,8 +542,9 @@ def validate_doc(doc: dict, where: str, raw: str = "") -> Scenario:
 def default_backend(integrator: str = "rk4") -> str:
     """What ``sim.backend = "auto"`` means here: the fastest backend that runs ``integrator``.
 
-    ``"native"`` where CasADi and a C compiler are available (:func:`quadsim.native.available`),
-    else ``"numpy"``; ``"numpy"`` for ``rk45`` (adaptive steps run on NumPy only).
+    ``"native"`` where CasADi and a C compiler are available
+    (:func:`quadsim.engines.native.available`), else ``"numpy"``; ``"numpy"`` for ``rk45`` (adaptive
+    steps run on NumPy only).
     """
     if integrator == "rk45":
         return "numpy"
@@ -700,28 +701,28 @@ def _rng(seed: int, stream: int) -> np.random.Generator:
 class Assembly(NamedTuple):
     """A scenario assembled into the objects of a flight (what :func:`build` returns).
 
-    The first ten fields are the arguments of :func:`quadsim.flight.fly`.
+    The first ten fields are the arguments of :func:`quadsim.loop.flight.fly`.
 
     Attributes:
-        sim: The :class:`~quadsim.sim.Simulator`, reset to the initial states.
+        sim: The :class:`~quadsim.engines.sim.Simulator`, reset to the initial states.
         trajectory: The reference ``t -> Reference``.
         control: The controller function.
         gains: Its gains.
         ref_offset: Per-drone reference offsets ``(n, 3)`` [m] (formation).
-        imu: :class:`~quadsim.sensors.ImuParams`, or ``None``.
-        mocap: :class:`~quadsim.sensors.MocapParams`, or ``None``.
+        imu: :class:`~quadsim.physics.sensors.ImuParams`, or ``None``.
+        mocap: :class:`~quadsim.physics.sensors.MocapParams`, or ``None``.
         duration: Flight time [s] (``duration`` of the file).
         output: The ``[output]`` section.
         seed: Key of the sensor noise and the turbulence (the scenario's ``seed``,
-            :mod:`quadsim.noise`).
-        drone: The nominal :class:`~quadsim.params.Params` (the controller's model).
+            :mod:`quadsim.physics.noise`).
+        drone: The nominal :class:`~quadsim.physics.params.Params` (the controller's model).
         estimator: What the controller reads instead of the truth
-            (:mod:`quadsim.estimation.estimators`), or ``None``.
-        baro: :class:`~quadsim.sensors.BaroParams`, or ``None``.
-        gnss: :class:`~quadsim.sensors.GnssParams`, or ``None``.
-        power: :class:`~quadsim.power.PowerParams` (``sim.command = "pwm"``), or ``None``.
+            (:mod:`quadsim.loop.estimation.estimators`), or ``None``.
+        baro: :class:`~quadsim.physics.sensors.BaroParams`, or ``None``.
+        gnss: :class:`~quadsim.physics.sensors.GnssParams`, or ``None``.
+        power: :class:`~quadsim.physics.power.PowerParams` (``sim.command = "pwm"``), or ``None``.
         battery_charge: The battery's charge at the start (0..1).
-        meta: The run's metadata (:func:`quadsim.flight.run_meta`): drone, time step, duration
+        meta: The run's metadata (:func:`quadsim.loop.flight.run_meta`): drone, time step, duration
             in whole steps, rotors, backend, model, integrator, dtype, scenario, name,
             controller, trajectory, seed and output options (``animate``: ``None``).
     """
@@ -746,7 +747,7 @@ class Assembly(NamedTuple):
 
 
 def build(sc: Scenario) -> Assembly:
-    """Assemble a validated scenario into the objects of a flight (:func:`quadsim.flight.fly`).
+    """Assemble a validated scenario into the objects of a flight (:func:`quadsim.loop.flight.fly`).
 
     Reuses what :func:`load_scenario` computed (``sc.prepared``: drone, trajectory, world, the
     random draws, gains); draws nothing new but the simulator's and sensors' generators.
@@ -857,7 +858,7 @@ def build(sc: Scenario) -> Assembly:
 
 
 def fly_assembly(objs: Assembly, **kwargs: Any) -> Any:
-    """:func:`quadsim.flight.fly` of an assembled scenario: its simulator, reference,
+    """:func:`quadsim.loop.flight.fly` of an assembled scenario: its simulator, reference,
     controller, offsets, sensors, estimator, battery and seed; ``kwargs`` are ``fly``'s other
     arguments (``log_every``, ``chunk_steps``, ``on_chunk``, ``keep_log``, ``meta``, ...)."""  # noqa: D205, D209
     from ..loop.flight import fly
@@ -881,7 +882,7 @@ def _power(sm: dict, drone: Any, fail: Any) -> Any:
 
 
 def _hover_endurance(power: Any, drone: Any) -> float:
-    """Seconds of hover of ``drone`` on a full battery (:func:`quadsim.power.hover_endurance`)."""
+    """Seconds of hover on a full battery (:func:`quadsim.physics.power.hover_endurance`)."""
     from ..physics.envelope import envelope
     from ..physics.power import hover_endurance
 
@@ -889,7 +890,7 @@ def _hover_endurance(power: Any, drone: Any) -> float:
 
 
 def _mocap_params(sv: dict, dt: float) -> Any:
-    """The :class:`~quadsim.sensors.MocapParams` of a ``[sensors]`` section."""
+    """The :class:`~quadsim.physics.sensors.MocapParams` of a ``[sensors]`` section."""
     from ..physics.sensors import MocapParams
 
     rate = sv["mocap_rate"]
@@ -1017,7 +1018,7 @@ def resolved_files(sc: Scenario) -> dict[str, str]:
 
 
 def _is_path(name: str) -> bool:
-    """Whether a preset argument is a file path (as :func:`quadsim.params.load_params` decides)."""
+    """Whether a preset argument is a path (as in :func:`quadsim.physics.params.load_params`)."""
     return name.endswith(".toml") or any(c in name for c in {os.sep, os.altsep or "/", "/"})
 
 
@@ -1052,7 +1053,7 @@ def _load_drone(v: dict, fail: Any) -> Any:
 
 
 def _load_world(v: dict) -> Any:
-    """The :class:`~quadsim.world.World` of the ``[world]`` section (walls first, then boxes)."""
+    """The :class:`~quadsim.physics.world.World` of ``[world]`` (walls first, then boxes)."""
     from ..physics.world import Box, Ground, World, wall
 
     wd = v["world"]
@@ -1088,7 +1089,7 @@ def _check_imu(v: dict, fail: Any) -> None:
 def _initial(v: dict, drone: Any, traj: Any) -> dict:
     """Per-drone parameters and initial state, drawn from ``seed`` (stream 1) in a fixed order.
 
-    Draws mass, inertia, then (:func:`quadsim.initial.sample_start`) position, velocity and
+    Draws mass, inertia, then (:func:`quadsim.loop.initial.sample_start`) position, velocity and
     attitude deviations, each a standard normal ``(n, 3)`` times its std.
 
     Returns:
@@ -1252,7 +1253,7 @@ def _check_gains(v: dict, drone: Any, fail: Any) -> Any:
 
 
 def _trajectory(t: dict) -> Any:
-    """The reference of the ``[trajectory]`` section (:func:`quadsim.initial.make_trajectory`)."""
+    """The reference of ``[trajectory]`` (:func:`quadsim.loop.initial.make_trajectory`)."""
     from ..loop.initial import make_trajectory
 
     params = {key: val for key, val in t.items() if key != "kind"}

@@ -255,8 +255,8 @@ def _generator_id() -> str | None:
     """What the C depends on besides the Function: the generators' source and CasADi's version.
 
     The generators are this module, :mod:`~quadsim.engines.native_codegen`,
-    :mod:`~quadsim.engines.native_schedule` and :mod:`quadsim.noise` (its C twin). ``None`` when
-    a source cannot be read (then the library is keyed by the C source).
+    :mod:`~quadsim.engines.native_schedule` and :mod:`quadsim.physics.noise` (its C twin). ``None``
+    when a source cannot be read (then the library is keyed by the C source).
     """
     import casadi as cs
 
@@ -360,7 +360,7 @@ class NativeRollout:
             steps: Number of steps, ``>= 0``.
             record_every: ``k > 0`` records the state after steps ``k, 2k, ...``.
             seed: Key of the step's normals (a step with a noise input, :attr:`noise`): step
-                ``s`` of drone ``i`` draws :func:`quadsim.noise.normals` ``(seed, stream,
+                ``s`` of drone ``i`` draws :func:`quadsim.physics.noise.normals` ``(seed, stream,
                 step0 + s, i, count)`` for each group ``(stream, count, 0)``.
             step0: Step index of the first step (the counter of its normals).
             seed2: Key of the groups ``(stream, count, 1)``.
@@ -462,8 +462,8 @@ def compile_rollout(
             every call, each waiting for the others (tests, measurements). The results do not
             depend on it.
         noise: With a fourth input ``z`` (standard normals): its groups in order, ``(stream,
-            count)`` or ``(stream, count, key)`` (:mod:`quadsim.noise`; ``key`` 0 draws with the
-            call's ``seed``, 1 with its ``seed2``), drawn in C for each drone and step.
+            count)`` or ``(stream, count, key)`` (:mod:`quadsim.physics.noise`; ``key`` 0 draws with
+            the call's ``seed``, 1 with its ``seed2``), drawn in C for each drone and step.
 
     Returns:
         The callable :class:`NativeRollout`.
@@ -496,7 +496,7 @@ def compile_rollout(
         raise ValueError(f"x_next has {F.numel_out(0)} entries but x has {sizes[0]}")
     tool = _toolchain()
     if tool is None:
-        raise CompileError("quadsim.native: no working C compiler ($CC, cc or gcc) found")
+        raise CompileError("quadsim.engines.native: no working C compiler ($CC, cc or gcc) found")
     cc, flags, ident, _ = tool
     vbytes = _vector_bytes(ident)
     simd = _simd(vbytes)
@@ -525,7 +525,7 @@ def compile_rollout(
             r = _run([*cc, *flags, tmp, "-o", tmp_so, *(["-lmvec"] if simd else []), "-lm"])
             if r.returncode:
                 _forget_toolchain()  # the cached probe may be stale (e.g. OpenMP removed)
-                raise CompileError(f"quadsim.native: compiling {F.name()} failed "
+                raise CompileError(f"quadsim.engines.native: compiling {F.name()} failed "
                                    f"({shlex.join(cc)}):\n{r.stderr[-3000:]}")  # fmt: skip
             os.replace(tmp, lib.with_suffix(".c"))
             os.replace(tmp_so, lib)

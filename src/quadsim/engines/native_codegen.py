@@ -88,7 +88,7 @@ def generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int =
     blends = selects(F, deps)
     body, used, stale = [], set(), []
     for guard, ks in blocks:
-        if guard is not ALWAYS:  # evaluated when a lane needs it (quadsim.native_schedule)
+        if guard is not ALWAYS:  # evaluated when a lane needs it (quadsim.engines.native_schedule)
             terms = (" && ".join(f"any_nz(t{c})" for c in t) for t in guard)
             body.append(f"if (({') || ('.join(terms)})) {{")
             stale += ks
@@ -109,7 +109,7 @@ def generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int =
                        f"for (int l = 0; l < W; ++l) r[l] = {call}; return r; }}")  # fmt: skip
     nz = sum(g[1] for g in noise)
     draw = ""
-    if nz:  # the normals of the block's drones at this step (quadsim.noise), then as vectors
+    if nz:  # the block's drones' normals at this step (quadsim.physics.noise), then as vectors
         calls, at = [], 0
         for stream, count, key in noise:
             calls.append(f"quadsim_normals_w({('seed', 'seed2')[key]}, {STREAMS[stream]}u, "
@@ -122,7 +122,7 @@ def generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int =
     decl = "vf " + ", ".join(f"t{k}" for k in range(max(F.n_instructions(), 1))) + ";"
     if stale:  # a skipped block's variables are read only where masked away; give them a value
         decl += " " + " ".join(f"t{k} = ZERO;" for k in stale)
-    return f"""/* quadsim.native: generated from CasADi Function '{F.name()}' */
+    return f"""/* quadsim.engines.native: generated from CasADi Function '{F.name()}' */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdint.h>

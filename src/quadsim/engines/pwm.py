@@ -1,4 +1,4 @@
-r"""The PWM command level: a :class:`~quadsim.sim.Simulator` driven by motor PWM through a battery.
+r"""The PWM command level: a :class:`~quadsim.engines.sim.Simulator` on PWM through a battery.
 
 :class:`PwmDrive` holds a battery per drone (:mod:`quadsim.physics.power`). One step with the
 PWM ``(n, n_rotors)`` (0..65535, the Crazyflie firmware's motor commands):
@@ -8,7 +8,7 @@ PWM ``(n, n_rotors)`` (0..65535, the Crazyflie firmware's motor commands):
 2. the rotor-speed command ``ω_ss(pwm, V)`` (:func:`~quadsim.physics.power.rpm_from_pwm`), which
    the simulator's rotor dynamics follow (its motor time constant);
 3. the simulator's step;
-4. the charge integrated at the mean power of the step (:func:`~quadsim.power.discharge`).
+4. the charge integrated at the mean power of the step (:func:`~quadsim.physics.power.discharge`).
 
 Attributes after a step: ``voltage`` [V], ``current`` [A], ``power`` [W], ``charge`` (0..1),
 ``energy`` [J] used since the start, each ``(n,)``; ``empty`` where the voltage fell below the
@@ -30,7 +30,8 @@ class PwmDrive:
     """A simulator stepped with motor PWM (module docstring).
 
     Args:
-        sim: A :class:`~quadsim.sim.Simulator` of a rotor-level model with rotor dynamics (its
+        sim: A :class:`~quadsim.engines.sim.Simulator` of a rotor-level model with rotor dynamics
+        (its
             command is rotor speeds [RPM]).
         power: :class:`~quadsim.physics.power.PowerParams` or a preset name (default
             ``"cf21_stock"``).
@@ -75,7 +76,7 @@ class PwmDrive:
 
     def step(self, pwm: Any, **kw: Any) -> Any:
         """One step with ``pwm`` ``(n, n_rotors)`` (broadcast; module docstring); ``kw`` go to
-        :meth:`Simulator.step <quadsim.sim.Simulator.step>` (wind, disturbances). Returns
+        :meth:`Simulator.step <quadsim.engines.sim.Simulator.step>` (wind, disturbances). Returns
         the simulator's new state."""  # noqa: D205, D209
         p0 = self.power
         state = self.sim.step(self.rpm_command(pwm), **kw)

@@ -8,10 +8,10 @@ Everything up to the engines is a pure function of arrays (:func:`make_step` is 
 An :class:`Engine` holds a batch's state, flags and step index in its own layout and advances
 them with that step: :class:`ArrayEngine` on NumPy and PyTorch (a Python loop over the step) and
 on JAX (the step ``jax.jit``-compiled, :func:`rollout` under ``lax.scan`` over a
-structure-of-arrays carry); :class:`quadsim.sim_native.NativeEngine` evaluates the same step on
-CasADi symbols and compiles it to C. :class:`Simulator` is the imperative shell: it checks and
-broadcasts inputs, draws the wind (:mod:`quadsim.wind`: ``x_{k+1} = A_d x_k + L_d n_k``, gust
-``C x_{k+1}`` rotated to ENU, plus the mean), counts steps and raises on a diverged single
+structure-of-arrays carry); :class:`quadsim.engines.sim_native.NativeEngine` evaluates the same step
+on CasADi symbols and compiles it to C. :class:`Simulator` is the imperative shell: it checks and
+broadcasts inputs, draws the wind (:mod:`quadsim.physics.wind`: ``x_{k+1} = A_d x_k + L_d n_k``,
+gust ``C x_{k+1}`` rotated to ENU, plus the mean), counts steps and raises on a diverged single
 drone; it never branches on the backend.
 """
 
@@ -84,10 +84,11 @@ class Wind(NamedTuple):
 
     Attributes:
         mean: World-frame mean wind [m/s], shape ``(3,)`` or ``(n, 3)`` (per drone).
-        turbulence: :class:`~quadsim.wind.DrydenParams` or ``None``. Gusts are generated in the
+        turbulence: :class:`~quadsim.physics.wind.DrydenParams` or ``None``. Gusts are generated in
+        the
             turbulence axes (``u`` along the horizontal mean wind, or +x when calm) with the
-            counter-based normals of the simulator's seed (:mod:`quadsim.noise`), and added to
-            the mean.
+            counter-based normals of the simulator's seed (:mod:`quadsim.physics.noise`), and added
+            to the mean.
     """
 
     mean: Any = (0.0, 0.0, 0.0)
@@ -125,7 +126,7 @@ def _check_unit_quat(quat: np.ndarray, drones: np.ndarray, where: str) -> None:
 def initial_status(
     xp: Any, batch_shape: tuple[int, ...], device: Any = None, dtype: Any = None
 ) -> Status:
-    """All-clear :class:`~quadsim.world.Status` for a batch.
+    """All-clear :class:`~quadsim.physics.world.Status` for a batch.
 
     ``crash_time`` has ``dtype`` (default: the namespace's default float; float32 on torch).
     """
@@ -152,18 +153,19 @@ def make_step(
     """A pure step over flat components: ``step_fn(x, u, status, k, env) -> (x, status)``.
 
     The one step of every engine: the array engines call it on arrays, the native engine
-    (:mod:`quadsim.sim_native`) evaluates it once on CasADi symbols and compiles the result.
+    (:mod:`quadsim.engines.sim_native`) evaluates it once on CasADi symbols and compiles the result.
 
     Args:
-        system: The model's :class:`~quadsim.systems.System`.
-        params: Model parameters by name (e.g. from :class:`~quadsim.params.Params`); each may
+        system: The model's :class:`~quadsim.physics.systems.System`.
+        params: Model parameters by name (e.g. from :class:`~quadsim.physics.params.Params`); each
+        may
             carry a leading batch shape (per-drone values). Or a namespace of parameters already
-            in kernel form (what :func:`quadsim.models._rigid.numeric_params` returns; Python
-            floats or CasADi symbols for the native engine), used as it is.
+            in kernel form (what :func:`quadsim.physics.models._rigid.numeric_params` returns;
+            Python floats or CasADi symbols for the native engine), used as it is.
         dt: Step [s].
-        integrator: One of :mod:`quadsim.integrators`.
+        integrator: One of :mod:`quadsim.physics.integrators`.
         world: Contacts, crashes and faults, or ``None`` for free flight without checks.
-        xp: Array namespace (or :data:`quadsim._array.CASADI_OPS`).
+        xp: Array namespace (or :data:`quadsim.physics._array.CASADI_OPS`).
         like: An array with the dtype and device to compute in (not needed for a namespace of
             parameters).
     """
@@ -221,7 +223,7 @@ def step(
         state: :class:`State` or :class:`EulerState` with batch shape ``...``.
         cmd: Commands ``(..., n_cmd)``: rotor speeds [RPM] or ``(F [N], τ [N m])`` (wrench).
         dt: Step [s].
-        system: The model layout, :func:`quadsim.systems.make_system`.
+        system: The model layout, :func:`quadsim.physics.systems.make_system`.
         params: Model parameters by name (optionally per drone).
         integrator: An integrator function.
         world: Contacts and fault checks, or ``None``.
@@ -364,7 +366,7 @@ class Engine(Protocol):
 
     An engine owns its data layout; nothing outside it reads that layout. Every engine advances
     the same pure step (:func:`make_step`): :class:`ArrayEngine` on an array namespace (NumPy,
-    JAX under ``jax.jit``, PyTorch), :class:`quadsim.sim_native.NativeEngine` compiled to C.
+    JAX under ``jax.jit``, PyTorch), :class:`quadsim.engines.sim_native.NativeEngine` compiled to C.
     World-frame terms ``ext = (wind, dist_f, dist_t)`` are each ``None`` or NumPy-like,
     broadcastable to ``(n, 3)``.
     """
@@ -510,8 +512,8 @@ class Simulator:
 
     The shell holds the plant only: the engine (chosen once from ``backend`` by
     :func:`make_engine`) holds the state, flags and step index; the shell turns arguments into
-    arrays, adds the wind of :mod:`quadsim.wind` (its turbulence drawn from :attr:`seed`,
-    counter-based: :mod:`quadsim.noise`), and keeps :attr:`k`.
+    arrays, adds the wind of :mod:`quadsim.physics.wind` (its turbulence drawn from :attr:`seed`,
+    counter-based: :mod:`quadsim.physics.noise`), and keeps :attr:`k`.
 
     Example::
 
@@ -520,20 +522,20 @@ class Simulator:
         state = sim.step(np.full((64, 4), sim.hover_rpm))
 
     Args:
-        drone: Preset name, TOML path or :class:`~quadsim.params.Params`.
+        drone: Preset name, TOML path or :class:`~quadsim.physics.params.Params`.
         n: Number of drones (batch size).
         dt: Step [s].
         model: Registered model name (``first_principles``, ``euler_zyx``, ``wrench``).
-        integrator: Integrator function (:mod:`quadsim.integrators`) or its name.
+        integrator: Integrator function (:mod:`quadsim.physics.integrators`) or its name.
         backend: ``"numpy"``, ``"jax"``, ``"torch"``, or ``"native"`` (the same step traced with
             CasADi and compiled to vectorised multi-threaded C; needs a C compiler).
         dtype: ``"float32"`` or ``"float64"``.
         seed: Key of the simulator's random numbers, an integer in ``[0, 2**64)``: the Dryden
-            turbulence of drone ``i`` at step ``k`` is :func:`quadsim.noise.normals` ``(seed,
-            "dryden", k, i)`` (the same in any batch), :func:`quadsim.flight.fly`'s sensor
-            noise uses it too, and :attr:`rng` (a NumPy generator for your own draws) is seeded
-            with it; nothing is global.
-        world: :class:`~quadsim.world.World` (default: sticky ground at z = 0) or ``None``.
+            turbulence of drone ``i`` at step ``k`` is :func:`quadsim.physics.noise.normals`
+            ``(seed, "dryden", k, i)`` (the same in any batch), :func:`quadsim.loop.flight.fly`'s
+            sensor noise uses it too, and :attr:`rng` (a NumPy generator for your own draws) is
+            seeded with it; nothing is global.
+        world: :class:`~quadsim.physics.world.World` (default: sticky ground at z = 0) or ``None``.
         rotor_dynamics: Model rotor speeds as states (rotor-level models).
         params: Per-drone overrides: model parameter name -> array with leading size ``n``
             (domain randomisation), e.g. ``{"mass": masses}``.
@@ -581,7 +583,7 @@ class Simulator:
                 raise ValueError(
                     f"params[{key!r}] must have leading size n = {n}; got {value.shape}"
                 )
-            try:  # the physical rules of presets, per drone (quadsim.params.check_physical)
+            try:  # the physical rules of presets, per drone (quadsim.physics.params.check_physical)
                 check_physical({key: value})
             except PhysicalError as e:
                 at = "".join(f"[{i}]" for i in e.index)
@@ -612,7 +614,7 @@ class Simulator:
 
     @property
     def status(self) -> Status | None:
-        """Per-drone flags (:class:`~quadsim.world.Status`), ``None`` without a world."""
+        """Per-drone flags (:class:`~quadsim.physics.world.Status`), ``None`` without a world."""
         return self._engine.status()
 
     @status.setter
@@ -747,9 +749,10 @@ class Simulator:
     def _wind_sequence(self, steps: int, k0: int | None = None) -> np.ndarray | None:
         """World wind of steps ``k0 .. k0 + steps - 1``, ``(steps, n, 3)``; advances the gusts.
 
-        The mean wind plus, with turbulence, the Dryden process of :mod:`quadsim.wind`
-        (:func:`~quadsim.wind.dryden_sequence` over the chunk, rotated to ENU by
-        :func:`~quadsim.wind.gust_to_world`), driven by :func:`quadsim.noise.normals` of
+        The mean wind plus, with turbulence, the Dryden process of :mod:`quadsim.physics.wind`
+        (:func:`~quadsim.physics.wind.dryden_sequence` over the chunk, rotated to ENU by
+        :func:`~quadsim.physics.wind.gust_to_world`), driven by
+        :func:`quadsim.physics.noise.normals` of
         :attr:`seed` at each step (``k0`` defaults to :attr:`k`); the stationary start is
         drawn at the first step after a reset.
         """
@@ -804,7 +807,8 @@ class Simulator:
         """Advance by ``dt`` with a body wrench ``(n, 4)`` = ``[F (N), τx, τy, τz (N m)]``.
 
         The wrench becomes desired rotor speeds as in the closed loop
-        (:func:`quadsim.physics.commands.command_allocation`: :func:`quadsim.rotors.allocate`,
+        (:func:`quadsim.physics.commands.command_allocation`:
+        :func:`quadsim.physics.rotors.allocate`,
         saturation priorities: collective thrust and roll/pitch before yaw); the rotors then
         follow their own dynamics, so the wrench the body feels comes from the actual rotor
         speeds. The allocation of this step is kept in :attr:`last_allocation` (``lost`` says

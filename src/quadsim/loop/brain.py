@@ -1,8 +1,8 @@
 r"""The closed loop's per-step function: the one home of reference, sensors, controller, allocation.
 
-All three loops of :func:`quadsim.flight.fly` run this function: the per-step Python loop calls
-it (on NumPy, or jitted by JAX), the scan loop scans it (:mod:`quadsim.closed_loop_jax`) and the
-compiled loop traces it into C (:mod:`quadsim.closed_loop`); only the plant step around it
+All three loops of :func:`quadsim.loop.flight.fly` run this function: the per-step Python loop calls
+it (on NumPy, or jitted by JAX), the scan loop scans it (:mod:`quadsim.loop.closed_loop_jax`) and
+the compiled loop traces it into C (:mod:`quadsim.loop.closed_loop`); only the plant step around it
 differs (the engine's). At step ``k`` of the simulator, ``j`` steps into the flight, with the
 periods ``m_c, m_i, m_m`` [steps] of :class:`Periods`:
 
@@ -20,11 +20,12 @@ The command ``Ω^{cmd}`` is held between controller updates (zero-order hold) an
 stepped with it every step. ``v_{last}`` is the velocity at the previous IMU sample, so the
 accelerometer reads the mean acceleration over its own period (exact at rest and for constant
 acceleration; ``0`` at the first sample). ``z`` are the step's standard normals (IMU 12, motion
-capture 6; :func:`quadsim.noise.normals` of ``(seed, stream, k, drone)``).
+capture 6; :func:`quadsim.physics.noise.normals` of ``(seed, stream, k, drone)``).
 
 Everything is array-API code over the batch (NumPy, JAX, or CasADi through
-:class:`~quadsim._array.SymArray`), and the "else held" is a ``where`` (both sides computed), so
-the function has no branches a tracer cannot follow. With every period 1 nothing is held and
+:class:`~quadsim.physics._array.SymArray`), and the "else held" is a ``where`` (both sides
+computed), so the function has no branches a tracer cannot follow. With every period 1 nothing is
+held and
 :class:`BrainState` carries no ``held`` record.
 """
 
@@ -62,7 +63,7 @@ __all__ = [
 
 class Sensors(NamedTuple):
     """The loop's sensors, ``None`` where absent (the order of :func:`noise_groups`), and the
-    battery (``power``, :class:`~quadsim.power.PowerParams`: the rotors get their command
+    battery (``power``, :class:`~quadsim.physics.power.PowerParams`: the rotors get their command
     through its PWM chain and its voltage is read, as the Crazyflie's firmware reads ``vbat``)
     with its charge at the start (``charge``, 0..1)."""  # noqa: D205, D209
 
@@ -121,15 +122,16 @@ def loop_periods(dt: float, gains: Any = None, imu: Any = None, mocap: Any = Non
         dt: Physics step [s].
         gains: The controller's gains; its ``dt`` [s] (when it has one) is the control period,
             a whole number of physics steps (the gains are designed for it).
-        imu: :class:`~quadsim.sensors.ImuParams` or ``None``; its period ``1/rate`` is a whole
+        imu: :class:`~quadsim.physics.sensors.ImuParams` or ``None``; its period ``1/rate`` is a
+        whole
             number of steps, or a whole fraction of one (a faster IMU is read once per step,
             its samples averaged: the noise is discretised at ``dt``).
-        mocap: :class:`~quadsim.sensors.MocapParams` or ``None``; the same rule as the IMU.
+        mocap: :class:`~quadsim.physics.sensors.MocapParams` or ``None``; the same rule as the IMU.
         control_dt: The control period [s] when there are no gains yet (a scenario's
             ``controller.rate``); ``gains.dt`` otherwise.
-        baro: :class:`~quadsim.sensors.BaroParams` or ``None``; its period is a whole number
+        baro: :class:`~quadsim.physics.sensors.BaroParams` or ``None``; its period is a whole number
             of physics steps.
-        gnss: :class:`~quadsim.sensors.GnssParams` or ``None``; likewise.
+        gnss: :class:`~quadsim.physics.sensors.GnssParams` or ``None``; likewise.
 
     Raises:
         ValueError: A period that fits neither rule, naming it and ``dt``.
@@ -180,7 +182,7 @@ def initial_ctrl_state(control: Callable, gains: Any, ctrl_state: Any, n: int, x
     """The controller state a flight starts from (per drone, leading axis ``n``).
 
     In this order: ``ctrl_state`` when given (as it is); ``control.init_state(gains, (n,), xp,
-    dtype)`` when the controller has such an attribute; :func:`quadsim.control.init_state` for
+    dtype)`` when the controller has such an attribute; :func:`quadsim.loop.control.init_state` for
     the built-in gains records; ``None`` otherwise (a stateless controller gets ``None`` and
     what it returns as its state is handed back on the next step).
     """
@@ -252,13 +254,14 @@ class BrainState(NamedTuple):
     Attributes:
         j: Steps since the flight's start ``(n,)`` (float; selects the updates).
         ctrl: The controller's state (any tree of arrays, or ``None``).
-        imu: :class:`~quadsim.sensors.ImuState` (in-run biases), or ``None``.
+        imu: :class:`~quadsim.physics.sensors.ImuState` (in-run biases), or ``None``.
         imu_vel: Velocity at the previous IMU sample ``(n, 3)`` [m/s], or ``None``.
-        mocap: :class:`~quadsim.sensors.MocapState` (delay line), or ``None``.
+        mocap: :class:`~quadsim.physics.sensors.MocapState` (delay line), or ``None``.
         held: :class:`Held` outputs, or ``None`` when every period is 1.
         est: The estimator's state (``make_brain(estimator=...)``), or ``None``.
-        baro: :class:`~quadsim.sensors.BaroState` (in-run bias), or ``None``.
-        gnss: :class:`~quadsim.sensors.GnssState` (delay line, correlated error), or ``None``.
+        baro: :class:`~quadsim.physics.sensors.BaroState` (in-run bias), or ``None``.
+        gnss: :class:`~quadsim.physics.sensors.GnssState` (delay line, correlated error), or
+        ``None``.
         mocap_gap: Whether motion capture is in a dropout gap ``(n,)`` (0/1), or ``None``
             without dropouts.
         battery: The battery's charge ``(n,)`` (0..1), or ``None`` without a power chain.
@@ -289,14 +292,14 @@ def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, imu: Any = N
                ) -> BrainState:  # fmt: skip
     """The brain state at a flight's start (step ``k0``): float64 arrays of ``xp``.
 
-    The IMU's turn-on biases are :func:`quadsim.sensors.imu_init` of the normals
+    The IMU's turn-on biases are :func:`quadsim.physics.sensors.imu_init` of the normals
     ``(seed, "imu_init", k0, drone)``; the motion-capture delay line holds the start pose
-    (:func:`quadsim.sensors.mocap_init`), the GNSS's the start position and velocity
-    (:func:`quadsim.sensors.gnss_init`, its correlated error and the barometer's turn-on bias
-    from the normals ``(seed, "gnss_init" | "baro_init", k0, drone)``); the held outputs start
+    (:func:`quadsim.physics.sensors.mocap_init`), the GNSS's the start position and velocity
+    (:func:`quadsim.physics.sensors.gnss_init`, its correlated error and the barometer's turn-on
+    bias from the normals ``(seed, "gnss_init" | "baro_init", k0, drone)``); the held outputs start
     at zero (every update runs at ``j = 0``); an estimator with an ``init`` method starts from
-    ``estimator.init(n, pos, vel, quat, seed=, k0=, xp=)``; with a power chain the battery
-    starts at ``battery_charge`` (0..1, a number or ``(n,)``).
+    ``estimator.init(n, pos, vel, quat, seed=, k0=, xp=)``; with a power chain the battery starts at
+    ``battery_charge`` (0..1, a number or ``(n,)``).
     """
     from ..physics.noise import normals
 
@@ -370,7 +373,7 @@ def brain_outputs(imu: Any, mocap: Any, estimator: Any = None, baro: Any = None,
 
 def noise_groups(imu: Any, mocap: Any, baro: Any = None,
                  gnss: Any = None) -> tuple[tuple[str, int], ...]:  # fmt: skip
-    """The ``(stream, count)`` groups of the brain's normals ``z`` (:mod:`quadsim.noise`)."""
+    """The ``(stream, count)`` groups of the brain's normals (:mod:`quadsim.physics.noise`)."""
     return (*((("imu", 12),) if imu is not None else ()),
             *((("mocap", 7 if _dropping(mocap) else 6),) if mocap is not None else ()),
             *((("baro", 2),) if baro is not None else ()),
@@ -416,7 +419,7 @@ def _pick(due: Any, new: Any, old: Any, xp: Any) -> Any:
 
 
 def _powered(out: dict, charge: Any, power: Any, dt: float, xp: Any) -> tuple[dict, Any]:
-    """The rotor command as the battery lets the motors turn (:mod:`quadsim.power`): the
+    """The rotor command as the battery lets the motors turn (:mod:`quadsim.physics.power`): the
     firmware's PWM compensates the voltage, so a command gets through up to the speed of full
     PWM at the present voltage ``V`` (``saturated`` where cut); ``V`` and the current at the
     power of the speeds that get through; the charge integrated over the step."""  # noqa: D205, D209
@@ -453,15 +456,16 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
             levels give the agent's action to their inner loop), and ``out`` has no ``ref_*``.
         control: ``(state, ref, gains, cstate) -> (command, cstate)``.
         gains: Its gains.
-        allocator: :class:`~quadsim.rotors.Allocator`.
-        imu: :class:`~quadsim.sensors.ImuParams` or ``None``.
-        mocap: :class:`~quadsim.sensors.MocapParams` or ``None``.
+        allocator: :class:`~quadsim.physics.rotors.Allocator`.
+        imu: :class:`~quadsim.physics.sensors.ImuParams` or ``None``.
+        mocap: :class:`~quadsim.physics.sensors.MocapParams` or ``None``.
         g_vec: Gravity [m/s²] ``(3,)``.
-        baro: :class:`~quadsim.sensors.BaroParams` or ``None`` (readings ``baro_alt``,
+        baro: :class:`~quadsim.physics.sensors.BaroParams` or ``None`` (readings ``baro_alt``,
             ``baro_fresh``).
-        gnss: :class:`~quadsim.sensors.GnssParams` or ``None`` (readings ``gnss_pos``,
+        gnss: :class:`~quadsim.physics.sensors.GnssParams` or ``None`` (readings ``gnss_pos``,
             ``gnss_vel``, ``gnss_fresh``).
-        power: :class:`~quadsim.power.PowerParams` or ``None``: the rotor command goes through
+        power: :class:`~quadsim.physics.power.PowerParams` or ``None``: the rotor command goes
+        through
             the battery's PWM chain (:func:`_powered`; state :attr:`BrainState.battery`,
             outputs ``battery_*``, :func:`brain_outputs`).
         dt: Physics step [s].
@@ -469,7 +473,7 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
         periods: :func:`loop_periods` (default: every period one step).
         estimator: The estimator slot: ``(k, truth, readings, est_state) -> (state, est_state)``
             gives the state the controller reads, from the true state (a
-            :class:`~quadsim.sim.State`), this step's ``readings`` (``gyro``, ``accel``,
+            :class:`~quadsim.engines.sim.State`), this step's ``readings`` (``gyro``, ``accel``,
             ``mocap_pos``, ``mocap_quat`` as present, and ``imu_fresh``, ``mocap_fresh``:
             whether the reading was taken at this step) and its own state
             (:attr:`BrainState.est`). ``None``: the truth (the controller reads the true state;

@@ -1,21 +1,22 @@
 r"""The closed loop compiled end to end: reference, controller, allocation and plant in one C step.
 
 One step ``s`` of one drone, traced once with CasADi ``SX`` symbols and compiled by
-:func:`quadsim.native.compile_rollout` into a vectorised many-drone rollout (issue 10, item 2):
+:func:`quadsim.engines.native.compile_rollout` into a vectorised many-drone rollout (issue 10, item
+2):
 
 .. math::
 
     (\mathrm{out}_s, b_{s+1}) = \mathrm{brain}(s, x_s, o, b_s, z_s), \quad
     x_{s+1} = \mathrm{integrator}(\dot x = f(x, Ω^{cmd}_s, p, v_{wind}), x_s, dt),
 
-where ``brain`` is :func:`quadsim.brain.make_brain`'s per-step function (reference, sensors,
-controller and allocation, each at its period; the one :func:`quadsim.flight.fly`'s other loops
-run), ``b`` its state (:class:`~quadsim.brain.BrainState`) and ``Ω^{cmd}_s`` the rotor command
+where ``brain`` is :func:`quadsim.loop.brain.make_brain`'s per-step function (reference, sensors,
+controller and allocation, each at its period; the one :func:`quadsim.loop.flight.fly`'s other loops
+run), ``b`` its state (:class:`~quadsim.loop.brain.BrainState`) and ``Ω^{cmd}_s`` the rotor command
 it outputs. Nothing is re-written: the trajectory's ``__call__``, the controller, the
-allocation and the sensor models run on :class:`quadsim._array.SymArray` (their array-API code
-path, element by element on CasADi scalars), and the plant is the model's ``deriv`` and the
-integrator on :data:`quadsim._array.CASADI_OPS`, as the native :class:`~quadsim.sim.Simulator`
-builds it.
+allocation and the sensor models run on :class:`quadsim.physics._array.SymArray` (their array-API
+code path, element by element on CasADi scalars), and the plant is the model's ``deriv`` and the
+integrator on :data:`quadsim.physics._array.CASADI_OPS`, as the native
+:class:`~quadsim.engines.sim.Simulator` builds it.
 
 Compiled state of one drone (structure of arrays, drone index last, see :attr:`ClosedLoop.rows`)::
 
@@ -25,7 +26,7 @@ Compiled state of one drone (structure of arrays, drone index last, see :attr:`C
          as present) | s | cmd_rpm (n_rotors) | cmd_wrench (4) | saturated | sample outputs
          (``sample=True``) | gyro, accel (3 + 3, with an IMU) | mocap_pos (3, with motion
          capture) | the estimator's outputs (``est_*``, with an estimator;
-         :func:`quadsim.brain.brain_outputs`)]
+         :func:`quadsim.loop.brain.brain_outputs`)]
     u = wind [m/s], world frame (3)          held over a call, or one per step
     p = [reference offset o [m] (3) | per-drone model parameters (n_var)]
                                               shared (3 + n_var,) or per drone (3 + n_var, N)
@@ -39,28 +40,28 @@ arithmetic treat alike. :meth:`ClosedLoop.initial_state` takes a per-drone initi
 ``s`` is the step counter (a float: exact to 2^24 steps in float32, 2^53 in float64); the rows
 after it are outputs only: the command computed at step ``s - 1`` from ``x_{s-1}`` (so a
 recorded sample holds ``x_{s}`` and the command that led to it). With a
-:class:`~quadsim.world.World`, :func:`quadsim.world.apply` (ground contact, crashes, faults) runs
-after the integrator as in the Simulator, and its flags ``landed, crashed, crash_time,
+:class:`~quadsim.physics.world.World`, :func:`quadsim.physics.world.apply` (ground contact, crashes,
+faults) runs after the integrator as in the Simulator, and its flags ``landed, crashed, crash_time,
 fault_step, fault_code`` (floats: 0/1, s, step index, code) follow the plant state.
 
 **Per-drone model parameters.** ``params`` entries may carry a leading drone axis (as
 ``Simulator(params=...)`` gives them, e.g. a mass per drone). Entries equal for every drone stay
 numeric constants that CasADi folds; each entry that differs becomes one row of ``p`` after the
-offset (:func:`per_drone_params` lists them, ``quadsim.sim_native`` does the same for the plant
-alone). The controller gains and the allocator stay the nominal drone's, as in
-:func:`quadsim.flight.fly`'s Python loop.
+offset (:func:`per_drone_params` lists them, ``quadsim.engines.sim_native`` does the same for the
+plant alone). The controller gains and the allocator stay the nominal drone's, as in
+:func:`quadsim.loop.flight.fly`'s Python loop.
 
 **Wind.** ``u`` is the mean wind (held over a call, per drone). With the Simulator's Dryden
 turbulence (:func:`compile_for_simulator`), the step carries the gust state (5) and advances it
-by :func:`quadsim.wind.dryden_step` on the normals ``(Simulator seed, "dryden", s, drone)``
+by :func:`quadsim.physics.wind.dryden_step` on the normals ``(Simulator seed, "dryden", s, drone)``
 drawn in C, adding the gust, turned to the world along the mean's direction, to ``u``: the
 Simulator's own process, so a gusty flight passes no per-step input.
 
-**Sensors** are read inside the step by the brain (:func:`quadsim.sensors.imu_measure`,
-:func:`quadsim.sensors.mocap_measure`, traced), from the normals ``z`` of
-:func:`quadsim.noise.normals` ``(seed, "imu" | "mocap", s, drone)``, which the C loop draws
-itself (:func:`quadsim.native.compile_rollout`'s ``noise``): a reading depends on neither the
-batch nor the chunking.
+**Sensors** are read inside the step by the brain (:func:`quadsim.physics.sensors.imu_measure`,
+:func:`quadsim.physics.sensors.mocap_measure`, traced), from the normals ``z`` of
+:func:`quadsim.physics.noise.normals` ``(seed, "imu" | "mocap", s, drone)``, which the C loop draws
+itself (:func:`quadsim.engines.native.compile_rollout`'s ``noise``): a reading depends on neither
+the batch nor the chunking.
 """
 
 from __future__ import annotations
@@ -85,7 +86,7 @@ __all__ = [
     "per_drone_params",
 ]
 
-_INIT = object()  # closed_loop_step's default controller state: quadsim.control.init_state
+_INIT = object()  # closed_loop_step's default controller state: quadsim.loop.control.init_state
 
 
 class ClosedLoopRun(NamedTuple):
@@ -110,7 +111,7 @@ def per_drone_params(system: Any, params: dict) -> tuple[list[tuple], np.ndarray
     """The model-parameter entries that differ between drones, in the order of ``p[3:]``.
 
     Args:
-        system: The plant's :class:`~quadsim.systems.System`.
+        system: The plant's :class:`~quadsim.physics.systems.System`.
         params: Model parameters by name; an entry with more dimensions than its trailing shape
             in ``system.param_spec`` has a leading drone axis ``N``.
 
@@ -138,53 +139,56 @@ def closed_loop_step(
 ) -> tuple[Any, dict[str, slice], Any]:  # fmt: skip
     """The one-drone closed-loop step as a CasADi ``SX`` Function (see the module docstring).
 
-    The step is :func:`quadsim.brain.make_brain`'s function traced on CasADi scalars, then the
+    The step is :func:`quadsim.loop.brain.make_brain`'s function traced on CasADi scalars, then the
     plant (the model, the integrator, the world).
 
     Args:
-        system: The plant's :class:`~quadsim.systems.System` (a rotor-level model).
+        system: The plant's :class:`~quadsim.physics.systems.System` (a rotor-level model).
         params: Model parameters by name: one drone's, or with a leading drone axis where they
             differ per drone (:func:`per_drone_params`; those entries become ``p[3:]``).
         control: Controller ``(state, ref, gains, cstate) -> (command, cstate)``: the command is
             a wrench (4) or rotor speeds (n_rotors) [RPM] (``command``).
         gains: The controller's gains record (shared by all drones).
         trajectory: Callable ``t -> Reference``.
-        allocator: :class:`~quadsim.rotors.Allocator` of the drone.
+        allocator: :class:`~quadsim.physics.rotors.Allocator` of the drone.
         dt: Physics step [s].
-        integrator: One of :mod:`quadsim.integrators`.
+        integrator: One of :mod:`quadsim.physics.integrators`.
         dtype: Nominal dtype of the trace (``finfo``-dependent tolerances follow it).
-        world: :class:`~quadsim.world.World`, or ``None`` for free flight.
-        sample: Also output the whole sample of the step, as :func:`quadsim.flight.fly` logs
+        world: :class:`~quadsim.physics.world.World`, or ``None`` for free flight.
+        sample: Also output the whole sample of the step, as :func:`quadsim.loop.flight.fly` logs
             it: the plant state and world flags *before* the step (``prev_`` + their names),
             the reference (``ref_pos``, ``ref_vel``, ``ref_yaw``) and the allocation's
             ``lost_wrench``. A record taken after step ``s`` then holds the log sample of
             ``t_{s-1}`` (:attr:`ClosedLoop.sample`).
-        imu: :class:`~quadsim.sensors.ImuParams` to read an IMU (needs ``sample``): outputs
+        imu: :class:`~quadsim.physics.sensors.ImuParams` to read an IMU (needs ``sample``): outputs
             ``gyro`` [rad/s] and ``accel`` [m/s²].
-        mocap: :class:`~quadsim.sensors.MocapParams` (needs ``sample``): output ``mocap_pos``
+        mocap: :class:`~quadsim.physics.sensors.MocapParams` (needs ``sample``): output
+        ``mocap_pos``
             [m], the position ``latency`` old plus noise.
         gravity_vec: Gravity [m/s²] for the accelerometer.
         ctrl_state: The controller state of one drone, as a template of its structure and
             shapes (values unused; :func:`ctrl_leaves`); ``None`` for a stateless controller;
-            default :func:`quadsim.control.init_state` ``(gains, ())``.
-        brain_state: One drone's :class:`~quadsim.brain.BrainState` as the template instead
+            default :func:`quadsim.loop.control.init_state` ``(gains, ())``.
+        brain_state: One drone's :class:`~quadsim.loop.brain.BrainState` as the template instead
             (it carries the controller state); default built by
-            :func:`~quadsim.brain.brain_init`.
-        command: What the controller's command is (:func:`quadsim.brain.command_kind`).
-        periods: :class:`~quadsim.brain.Periods`; default :func:`~quadsim.brain.loop_periods`
+            :func:`~quadsim.loop.brain.brain_init`.
+        command: What the controller's command is (:func:`quadsim.loop.brain.command_kind`).
+        periods: :class:`~quadsim.loop.brain.Periods`; default
+        :func:`~quadsim.loop.brain.loop_periods`
             of ``dt``, the gains and the sensors.
-        dryden: :class:`~quadsim.wind.DrydenDiscrete` at ``dt`` for Dryden turbulence in the
-            step: the state ``gust_state`` (5) advances by :func:`quadsim.wind.dryden_step` on
-            the normals ``(plant seed, "dryden", s, drone)`` (noise group key 1) and the gust,
-            turned to the world by :func:`quadsim.wind.gust_to_world` along the mean wind ``u``
-            (``+x`` when calm), is added to it; with ``sample``, output ``prev_gust_state``.
-        estimator: The brain's estimator (:func:`quadsim.brain.make_brain`), traced too: its
+        dryden: :class:`~quadsim.physics.wind.DrydenDiscrete` at ``dt`` for Dryden turbulence in the
+            step: the state ``gust_state`` (5) advances by :func:`quadsim.physics.wind.dryden_step`
+            on the normals ``(plant seed, "dryden", s, drone)`` (noise group key 1) and the gust,
+            turned to the world by :func:`quadsim.physics.wind.gust_to_world` along the mean wind
+            ``u`` (``+x`` when calm), is added to it; with ``sample``, output ``prev_gust_state``.
+        estimator: The brain's estimator (:func:`quadsim.loop.brain.make_brain`), traced too: its
             state joins the brain state's rows (``est_*``) and its outputs follow the
             sensors' (needs ``sample``).
-        baro: :class:`~quadsim.sensors.BaroParams` (needs ``sample``): output ``baro_alt``.
-        gnss: :class:`~quadsim.sensors.GnssParams` (needs ``sample``): outputs ``gnss_pos``,
+        baro: :class:`~quadsim.physics.sensors.BaroParams` (needs ``sample``): output ``baro_alt``.
+        gnss: :class:`~quadsim.physics.sensors.GnssParams` (needs ``sample``): outputs ``gnss_pos``,
             ``gnss_vel``.
-        power: :class:`~quadsim.power.PowerParams` (needs ``sample``): the command through the
+        power: :class:`~quadsim.physics.power.PowerParams` (needs ``sample``): the command through
+        the
             battery's PWM chain, outputs ``battery_*``.
 
     Returns:
@@ -316,9 +320,9 @@ def closed_loop_step(
 def _gusty_wind(U: Any, state: SymArray, noise: list, disc: Any, dtype: Any) -> tuple:
     """World wind of one step with Dryden turbulence: ``(wind (3 SX), next gust state (5 SX))``.
 
-    The mean wind ``U`` plus the gust of :func:`quadsim.wind.dryden_step` rotated by
-    :func:`quadsim.wind.gust_to_world` along the mean's horizontal direction (``+x`` when calm,
-    as the Simulator sets it up).
+    The mean wind ``U`` plus the gust of :func:`quadsim.physics.wind.dryden_step` rotated by
+    :func:`quadsim.physics.wind.gust_to_world` along the mean's horizontal direction (``+x`` when
+    calm, as the Simulator sets it up).
     """
     import casadi as cs
 
@@ -346,8 +350,8 @@ class ClosedLoop:
         n_x: Compiled state size of one drone.
         dt: Step [s].
         dtype: Floating-point type of the computation.
-        rollout: The :class:`~quadsim.native.NativeRollout`.
-        system: The plant's :class:`~quadsim.systems.System`.
+        rollout: The :class:`~quadsim.engines.native.NativeRollout`.
+        system: The plant's :class:`~quadsim.physics.systems.System`.
         sample: Whether the compiled state carries the log sample of the step before
             (``closed_loop_step(..., sample=True)``).
         params: Per-drone model-parameter values ``(n_var, N)`` (``p[3:]``, see
@@ -378,10 +382,10 @@ class ClosedLoop:
         """Compiled states ``(n_x, n)`` at step 0.
 
         Each field broadcasts to ``(n, size)`` (rotor speeds default to hover). The rest is the
-        brain's state (:class:`~quadsim.brain.BrainState`): ``brain_state`` per drone (leaves
+        brain's state (:class:`~quadsim.loop.brain.BrainState`): ``brain_state`` per drone (leaves
         ``(n, ...)``, of the structure the loop was traced with), or
-        :func:`~quadsim.brain.brain_init` of the start pose (the IMU's turn-on biases of seed 0,
-        the motion-capture delay line full of the start position) with the controller state
+        :func:`~quadsim.loop.brain.brain_init` of the start pose (the IMU's turn-on biases of seed
+        0, the motion-capture delay line full of the start position) with the controller state
         ``ctrl_state`` (leaves ``(n, ...)`` or broadcasting to it: a leading axis of 1, or a
         scalar), or zero.
 
@@ -441,7 +445,7 @@ class ClosedLoop:
             wind: World wind [m/s], ``(3,)``, ``(N, 3)`` (held) or ``(steps, N, 3)``; default 0.
                 With Dryden turbulence in the step, the mean wind (held), to which it adds gusts.
             offset: Reference offsets [m], ``(3,)`` (shared) or ``(N, 3)``; default 0.
-            seed: Key of the sensor noise (:mod:`quadsim.noise`); the step counter is ``s``.
+            seed: Key of the sensor noise (:mod:`quadsim.physics.noise`); the step counter is ``s``.
             plant_seed: Key of the turbulence in the step (the Simulator's ``seed``).
 
         Returns:
@@ -488,21 +492,21 @@ def compile_closed_loop(
     """Trace and compile the closed loop (module docstring) for one drone type.
 
     Args:
-        drone: Preset name or :class:`~quadsim.params.Params`.
+        drone: Preset name or :class:`~quadsim.physics.params.Params`.
         gains: Controller gains record (``load_gains(..., drone=..., dt=dt)``).
-        trajectory: Callable ``t -> Reference`` (:mod:`quadsim.trajectories`).
+        trajectory: Callable ``t -> Reference`` (:mod:`quadsim.loop.trajectories`).
         dt: Step [s] (default: ``gains.dt``; they must agree).
         dtype: ``np.float32`` or ``np.float64``.
-        control: Controller (default: :func:`quadsim.control.control`).
+        control: Controller (default: :func:`quadsim.loop.control.control`).
         model: Rotor-level quaternion plant model (``first_principles``).
         rotor_dynamics: Model the rotor speeds as states.
-        integrator: Name in :data:`quadsim.integrators.INTEGRATORS` or the function.
-        world: :class:`~quadsim.world.World` (ground, boxes, bounds, limits), or ``None``
+        integrator: Name in :data:`quadsim.physics.integrators.INTEGRATORS` or the function.
+        world: :class:`~quadsim.physics.world.World` (ground, boxes, bounds, limits), or ``None``
             (default) for free flight.
-        threads: Threads of the rollout (:func:`quadsim.native.compile_rollout`).
+        threads: Threads of the rollout (:func:`quadsim.engines.native.compile_rollout`).
         ctrl_state: One drone's controller state as a template (:func:`closed_loop_step`);
-            default :func:`quadsim.control.init_state`.
-        command: What the controller's command is (:func:`quadsim.flight.command_kind`).
+            default :func:`quadsim.loop.control.init_state`.
+        command: What the controller's command is (:func:`quadsim.loop.flight.command_kind`).
 
     Returns:
         :class:`ClosedLoop`.
@@ -545,14 +549,14 @@ def compile_for_simulator(
     periods: Any = None, estimator: Any = None, baro: Any = None, gnss: Any = None,
     power: Any = None,
 ) -> ClosedLoop:  # fmt: skip
-    """The closed loop around a :class:`~quadsim.sim.Simulator`'s plant (``fly``'s compiled path).
+    """The closed loop around a :class:`~quadsim.engines.sim.Simulator`'s plant (compiled ``fly``).
 
     The plant is the simulator's: its model (``sim.system``), model parameters
     (``sim.model_params``; per-drone ones become inputs, :func:`per_drone_params`), integrator,
     world, Dryden turbulence (in the step, :func:`closed_loop_step`'s ``dryden``), step and dtype;
     the allocator is the default one of the nominal ``sim.drone`` and the gains are used as given,
     as in the Python loop. Eligibility (a quaternion rotor-level model, ...) is checked by
-    :func:`quadsim.flight.compiled_path_reason`, not here.
+    :func:`quadsim.loop.flight.compiled_path_reason`, not here.
 
     Args:
         sim: The simulator.
@@ -560,19 +564,20 @@ def compile_for_simulator(
         gains: The controller's gains record.
         trajectory: Callable ``t -> Reference``.
         sample: Carry the log sample of the step before (:func:`closed_loop_step`).
-        threads: Threads of the rollout (:func:`quadsim.native.compile_rollout`).
-        imu: :class:`~quadsim.sensors.ImuParams` read in the loop, or ``None``.
-        mocap: :class:`~quadsim.sensors.MocapParams` read in the loop, or ``None``.
+        threads: Threads of the rollout (:func:`quadsim.engines.native.compile_rollout`).
+        imu: :class:`~quadsim.physics.sensors.ImuParams` read in the loop, or ``None``.
+        mocap: :class:`~quadsim.physics.sensors.MocapParams` read in the loop, or ``None``.
         ctrl_state: One drone's controller state as a template (:func:`closed_loop_step`);
-            default :func:`quadsim.control.init_state`.
+            default :func:`quadsim.loop.control.init_state`.
         brain_state: One drone's brain state as the template instead (:func:`closed_loop_step`).
-        command: What the controller's command is (:func:`quadsim.brain.command_kind`).
-        periods: :class:`~quadsim.brain.Periods` (default: :func:`~quadsim.brain.loop_periods`).
+        command: What the controller's command is (:func:`quadsim.loop.brain.command_kind`).
+        periods: :class:`~quadsim.loop.brain.Periods` (default:
+        :func:`~quadsim.loop.brain.loop_periods`).
         estimator: The brain's estimator (:func:`closed_loop_step`), or ``None`` (the truth).
-        baro: :class:`~quadsim.sensors.BaroParams` read in the loop, or ``None``.
-        gnss: :class:`~quadsim.sensors.GnssParams` read in the loop, or ``None``.
-        power: :class:`~quadsim.power.PowerParams`: the command through the battery's PWM
-            chain (:func:`quadsim.brain.make_brain`), or ``None``.
+        baro: :class:`~quadsim.physics.sensors.BaroParams` read in the loop, or ``None``.
+        gnss: :class:`~quadsim.physics.sensors.GnssParams` read in the loop, or ``None``.
+        power: :class:`~quadsim.physics.power.PowerParams`: the command through the battery's PWM
+            chain (:func:`quadsim.loop.brain.make_brain`), or ``None``.
 
     Returns:
         :class:`ClosedLoop` (with per-drone parameters it runs exactly ``sim.n`` drones).

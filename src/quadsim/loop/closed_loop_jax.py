@@ -1,4 +1,4 @@
-r"""The closed loop on JAX: :func:`quadsim.flight.fly`'s ``"scan"`` loop, one ``lax.scan`` per call.
+r"""The closed loop on JAX: :func:`quadsim.loop.flight.fly`'s ``"scan"`` loop, one ``lax.scan``.
 
 One step ``k`` of every drone is the Python loop's, fused into one XLA program:
 
@@ -7,14 +7,16 @@ One step ``k`` of every drone is the Python loop's, fused into one XLA program:
     (\mathrm{out}_k, s_{k+1}) = \mathrm{brain}(k, x_k, o, s_k, z_k), \quad
     x_{k+1} = \mathrm{plant}(x_k, Ω^{cmd}_k, w_k),
 
-where ``brain`` is the very per-step function of the Python loop (:func:`quadsim.brain.make_brain`:
-reference, controller, allocation or rotor command, IMU and motion capture, each at its period;
-float64), ``s`` its state (:class:`~quadsim.brain.BrainState`), ``plant`` the simulator's step
-(:func:`quadsim.sim.make_step` of its model, parameters, integrator and world, in its dtype, as
-its :class:`~quadsim.sim.ArrayEngine` builds it), and ``z_k`` (sensor normals) and ``w_k`` (mean
-wind plus Dryden gust) the random inputs: counter-based (:mod:`quadsim.noise`), made on the host
-per call (:class:`quadsim.flight._Draws`) and scanned in; so the scan logs the Python loop's
-samples (to rounding: about 1e-15 relative in float64), for any chunking.
+where ``brain`` is the very per-step function of the Python loop
+(:func:`quadsim.loop.brain.make_brain`: reference, controller, allocation or rotor command, IMU and
+motion capture, each at its period; float64), ``s`` its state
+(:class:`~quadsim.loop.brain.BrainState`), ``plant`` the simulator's step
+(:func:`quadsim.engines.sim.make_step` of its model, parameters, integrator and world, in its dtype,
+as its :class:`~quadsim.engines.sim.ArrayEngine` builds it), and ``z_k`` (sensor normals) and
+``w_k`` (mean wind plus Dryden gust) the random inputs: counter-based
+(:mod:`quadsim.physics.noise`), made on the host per call (:class:`quadsim.loop.flight._Draws`) and
+scanned in; so the scan logs the Python loop's samples (to rounding: about 1e-15 relative in
+float64), for any chunking.
 
 A call runs ``S`` sampling periods of ``L = log_every`` steps (``S L`` steps; the first step of
 each period is recorded) as a ``lax.scan`` over periods around a ``lax.scan`` over steps; steps
@@ -45,12 +47,13 @@ __all__ = ["ScanLoop", "fly_scan"]
 
 
 class ScanLoop:
-    """The compiled scan of :mod:`quadsim.closed_loop_jax` for one flight's shapes.
+    """The compiled scan of :mod:`quadsim.loop.closed_loop_jax` for one flight's shapes.
 
     Args:
-        sim: The JAX :class:`~quadsim.sim.Simulator` (its model, parameters, integrator, world,
+        sim: The JAX :class:`~quadsim.engines.sim.Simulator` (its model, parameters, integrator,
+        world,
             dtype and wind).
-        brain: The Python loop's per-step function (:func:`quadsim.brain.make_brain` on
+        brain: The Python loop's per-step function (:func:`quadsim.loop.brain.make_brain` on
             ``jax.numpy``).
         n_noise: Sensor normals per drone and step (0, 12 or 18).
         gusty: The wind is per step (Dryden turbulence) rather than held.
@@ -174,7 +177,7 @@ class ScanLoop:
 def initial_carry(sim: Any, bstate: Any) -> tuple:
     """The scan's carry at the simulator's current state (JAX arrays).
 
-    ``(state, status, k, brain state)`` (:class:`quadsim.brain.BrainState`).
+    ``(state, status, k, brain state)`` (:class:`quadsim.loop.brain.BrainState`).
     """
     import jax
     import jax.numpy as jnp
@@ -188,10 +191,10 @@ def fly_scan(
     chunk_steps: int, on_chunk: Callable | None, progress: Callable | None, keep_log: bool,
     draws: Any,
 ) -> tuple[list[dict], int, bool, int | None]:  # fmt: skip
-    """:func:`quadsim.flight.fly`'s loop on the scan: ``(chunks, steps, interrupted, signal)``.
+    """:func:`quadsim.loop.flight.fly`'s loop on the scan: ``(chunks, steps, interrupted, signal)``.
 
     Each chunk is run in calls of at most ``S L`` steps with the draws of those steps
-    (``draws(a, b)``, :class:`quadsim.flight._Draws`; the flight's last call also draws for the
+    (``draws(a, b)``, :class:`quadsim.loop.flight._Draws`; the flight's last call also draws for the
     end sample). After the flight (or a ``KeyboardInterrupt``) ``sim`` holds the state, flags and
     clock of the last completed call (as the compiled loop leaves it).
     """

@@ -7,9 +7,9 @@ One step at time ``t_k = k dt``:
     r_k = \mathrm{traj}(t_k) + o, \quad (w_k, c_{k+1}) = \mathrm{control}(x_k, r_k, g, c_k), \quad
     Ω^{cmd}_k = \mathrm{allocate}(w_k), \quad x_{k+1} = \mathrm{sim.step}(Ω^{cmd}_k),
 
-with per-drone reference offsets ``o``: :func:`quadsim.brain.make_brain`'s per-step function
+with per-drone reference offsets ``o``: :func:`quadsim.loop.brain.make_brain`'s per-step function
 (the one home of reference, sensors, controller and allocation), then the plant. Rates are
-whole numbers of physics steps, validated once (:func:`quadsim.brain.loop_periods`): the
+whole numbers of physics steps, validated once (:func:`quadsim.loop.brain.loop_periods`): the
 controller runs every ``gains.dt / dt`` steps (the command held in between), the IMU and the
 motion capture at their own rates. The controller reads the true state; sensor readings are
 simulated alongside and logged. The IMU's accelerometer uses the mean acceleration over its
@@ -18,32 +18,32 @@ period (exact at rest and for constant acceleration; the first sample reads ``a_
 Three loops log the same samples (``meta["loop"]`` says which ran, ``meta["loop_reason"]`` why
 not a faster one). The **compiled loop** (``"compiled"``, the default on the ``native`` backend,
 :func:`compiled_path_reason`) runs reference, controller, allocation, plant and world of every
-drone as one C step (:mod:`quadsim.closed_loop`), a chunk per call; per-drone model parameters
+drone as one C step (:mod:`quadsim.loop.closed_loop`), a chunk per call; per-drone model parameters
 are inputs of that step, and the Dryden turbulence (the Simulator's discretisation and gust
 state) and the sensors run inside the C step with the functions themselves, traced, their
 normals drawn in C. The **scan loop** (``"scan"``, the
 default on the ``jax`` backend, :func:`scan_path_reason`) runs the same per-step function as the
 Python loop and the simulator's plant step as one ``jax.lax.scan`` per chunk
-(:mod:`quadsim.closed_loop_jax`), with the sensor noise and the gusts made per chunk and passed
+(:mod:`quadsim.loop.closed_loop_jax`), with the sensor noise and the gusts made per chunk and passed
 in as scanned inputs. The **Python loop** (``"python"``) runs the rest: reference, controller,
 allocation and sensors form one pure function per step; with JAX installed it is compiled
 (float64, inside a local ``jax.enable_x64`` block), otherwise (or when the controller cannot be
 traced by JAX) it runs on NumPy, around ``sim.step``. Every random number is counter-based
-(:mod:`quadsim.noise`): a function of ``(seed, stream, step, drone)``, so the three loops, any
-batch size and any chunking draw the same.
+(:mod:`quadsim.physics.noise`): a function of ``(seed, stream, step, drone)``, so the three loops,
+any batch size and any chunking draw the same.
 
 **Your own controller.** Any pure function ``control(state, ref, gains, ctrl_state) ->
-(command, ctrl_state)`` written over the array API (like :mod:`quadsim.control`), with any gains
-and controller-state records (NamedTuples of arrays, nested tuples, one array, or ``None``),
+(command, ctrl_state)`` written over the array API (like :mod:`quadsim.loop.control`), with any
+gains and controller-state records (NamedTuples of arrays, nested tuples, one array, or ``None``),
 flies on every loop: it is traced into the C step by CasADi on ``native`` and into the scan on
 ``jax`` when it can be, and run per step otherwise. The command is a body wrench ``(..., 4)``
-(allocated by :func:`quadsim.rotors.allocate`) or rotor speeds ``(..., n_rotors)`` [RPM] (clipped
-to ``[rpm_min, rpm_max]``, no allocation), told apart by its last axis (:func:`command_kind`;
-a quadrotor's 4 is a wrench unless ``command="rpm"``). When tracing fails the flight falls back
-to a slower loop, says why in ``meta["loop_reason"]`` and warns once with
+(allocated by :func:`quadsim.physics.rotors.allocate`) or rotor speeds ``(..., n_rotors)`` [RPM]
+(clipped to ``[rpm_min, rpm_max]``, no allocation), told apart by its last axis
+(:func:`command_kind`; a quadrotor's 4 is a wrench unless ``command="rpm"``). When tracing fails the
+flight falls back to a slower loop, says why in ``meta["loop_reason"]`` and warns once with
 :class:`TraceFallbackWarning`.
 
-The log is a ``dict`` of time-major NumPy arrays (see :mod:`quadsim.io` for the keys and units),
+The log is a ``dict`` of time-major NumPy arrays (see :mod:`quadsim.app.io` for the keys and units),
 handed to ``on_chunk`` every ``chunk_steps`` steps (fewer when a chunk would pass
 :data:`CHUNK_BYTES`), so a long flight streams to disk and a Ctrl-C, SIGTERM or SIGHUP keeps
 every completed chunk (:attr:`FlightResult.interrupted`). A flight that completes also logs the
@@ -153,7 +153,7 @@ def run_meta(sim: Any, duration: float, extra: dict | None = None) -> dict:
     """A run's metadata: the one place it is built (``fly``'s result, the log, the summary).
 
     Args:
-        sim: The :class:`~quadsim.sim.Simulator` flown.
+        sim: The :class:`~quadsim.engines.sim.Simulator` flown.
         duration: Flight time [s] (whole steps).
         extra: More entries, or ones the caller knows better (a scenario gives ``model``,
             ``integrator``, ``dtype`` as written, ``scenario``, ``name``, ``controller``,
@@ -184,7 +184,7 @@ def run_meta(sim: Any, duration: float, extra: dict | None = None) -> dict:
 
 
 def _integrator_name(fn: Any) -> str | None:
-    """Registry name of an integrator function (:data:`quadsim.integrators.INTEGRATORS`)."""
+    """Registry name of an integrator function (:data:`quadsim.physics.integrators.INTEGRATORS`)."""
     from ..physics.integrators import INTEGRATORS
 
     if fn is None or isinstance(fn, str):
@@ -218,10 +218,10 @@ def compiled_path_reason(
 ) -> str | None:  # fmt: skip
     """Why :func:`fly` cannot run this flight as the compiled closed loop, or ``None`` if it can.
 
-    The compiled loop (:mod:`quadsim.closed_loop`) needs the ``native`` backend with CasADi and
+    The compiled loop (:mod:`quadsim.loop.closed_loop`) needs the ``native`` backend with CasADi and
     a C compiler, the default allocator, a rotor-level quaternion model, a motion-capture delay
     of at most :data:`MOCAP_DELAY_MAX` steps, and
-    geometric or PID gains for :func:`quadsim.control.control`; any other controller is traced
+    geometric or PID gains for :func:`quadsim.loop.control.control`; any other controller is traced
     as it is, from the initial controller state ``ctrl_state`` (arrays with a leading drone axis,
     in NamedTuples or tuples; :func:`initial_ctrl_state`). ``jit=False`` asks for the Python
     loop. Per-drone model parameters, Dryden turbulence, an IMU and motion capture are compiled
@@ -230,7 +230,7 @@ def compiled_path_reason(
     says so in ``meta["loop_reason"]`` and warns (:class:`TraceFallbackWarning`).
 
     Args:
-        sim: The :class:`~quadsim.sim.Simulator`.
+        sim: The :class:`~quadsim.engines.sim.Simulator`.
         control: The controller.
         gains: Its gains record.
         ctrl_state: Initial controller state given to ``fly``.
@@ -277,7 +277,7 @@ def compiled_path_reason(
     from ..engines.native import available
 
     if not available():
-        return "quadsim.native is unavailable (needs CasADi and a C compiler)"
+        return "quadsim.engines.native is unavailable (needs CasADi and a C compiler)"
     return None
 
 
@@ -287,14 +287,14 @@ def scan_path_reason(
 ) -> str | None:  # fmt: skip
     """Why :func:`fly` cannot run this flight as one ``jax.lax.scan`` per chunk, or ``None``.
 
-    The scan loop (:mod:`quadsim.closed_loop_jax`) needs the ``jax`` backend, a rotor-level
+    The scan loop (:mod:`quadsim.loop.closed_loop_jax`) needs the ``jax`` backend, a rotor-level
     quaternion model, and ``jit`` not ``False``; the
     controller (built-in or your own) must be traceable by JAX, which only tracing tells
     (``fly`` falls back and says so). Any allocator, initial controller state, per-drone model
     parameters, Dryden turbulence, IMU and motion capture are scanned.
 
     Args:
-        sim: The :class:`~quadsim.sim.Simulator`.
+        sim: The :class:`~quadsim.engines.sim.Simulator`.
         control: The controller.
         gains: Its gains record.
         ctrl_state: Initial controller state given to ``fly``.
@@ -363,8 +363,8 @@ def _ctrl_state_problem(ctrl_state: Any, n: int) -> str | None:
 def _sensor_noise(seed: int, sens: Any, steps: Any, n: int) -> np.ndarray:
     """The sensors' normals ``z`` ``(m, n, n_noise)`` of the samples at the steps ``(m,)``.
 
-    :func:`quadsim.noise.normals` ``(seed, stream, k, drone)`` of the groups of
-    :func:`quadsim.brain.noise_groups`, as the compiled loop draws them in C.
+    :func:`quadsim.physics.noise.normals` ``(seed, stream, k, drone)`` of the groups of
+    :func:`quadsim.loop.brain.noise_groups`, as the compiled loop draws them in C.
     """
     from ..physics.noise import normals
     from .brain import noise_groups
@@ -378,7 +378,7 @@ def _sensor_noise(seed: int, sens: Any, steps: Any, n: int) -> np.ndarray:
 class _Draws:
     """The per-step random inputs of the scan loop for a range of steps.
 
-    Counter-based (:mod:`quadsim.noise`), so a range is a pure function of its steps: the
+    Counter-based (:mod:`quadsim.physics.noise`), so a range is a pure function of its steps: the
     sensor normals of sample ``j`` (:func:`_sensor_noise`) and the world wind of step ``j``
     (mean + Dryden gust) from the Simulator's own ``_wind_sequence`` at the absolute step,
     which advances ``sim``'s gust state (ask for the ranges in order). The wind of step
@@ -608,27 +608,28 @@ def fly(
     ``r_k``, the command computed from them, and the sensor readings at ``t_k``.
 
     Args:
-        sim: A :class:`~quadsim.sim.Simulator` with a rotor-level model.
-        trajectory: Callable ``t -> Reference`` (:mod:`quadsim.trajectories`).
+        sim: A :class:`~quadsim.engines.sim.Simulator` with a rotor-level model.
+        trajectory: Callable ``t -> Reference`` (:mod:`quadsim.loop.trajectories`).
         control: Controller ``(state, ref, gains, ctrl_state) -> (command, ctrl_state)``
-            (:mod:`quadsim.control`, or your own written over the array API): the command is a
+            (:mod:`quadsim.loop.control`, or your own written over the array API): the command is a
             body wrench ``(n, 4)`` or rotor speeds ``(n, n_rotors)`` [RPM] (``command``).
         gains: The controller's gains record (any object; NamedTuples of numbers and NumPy
             arrays trace as constants).
         duration: Flight time [s]; rounded to whole steps.
         ctrl_state: Initial controller state, per drone (leading axis ``n``): a NamedTuple or
             tuple of arrays, one array, or ``None``. Default: :func:`initial_ctrl_state` (the
-            controller's ``init_state`` attribute, :func:`quadsim.control.init_state` for the
+            controller's ``init_state`` attribute, :func:`quadsim.loop.control.init_state` for the
             built-in gains, else ``None``).
-        allocator: From :func:`quadsim.rotors.make_allocator` (default: built from ``sim.drone``).
+        allocator: From :func:`quadsim.physics.rotors.make_allocator` (default: built from
+        ``sim.drone``).
         ref_offset: Per-drone reference offsets ``(n, 3)`` or ``(3,)`` [m] (formations).
-        imu: :class:`~quadsim.sensors.ImuParams` to simulate and log an IMU at the control
+        imu: :class:`~quadsim.physics.sensors.ImuParams` to simulate and log an IMU at the control
             rate, or ``None``.
-        mocap: :class:`~quadsim.sensors.MocapParams` to simulate and log motion capture.
+        mocap: :class:`~quadsim.physics.sensors.MocapParams` to simulate and log motion capture.
         seed: Key of the sensor noise (default: ``sim.seed``): the IMU of drone ``i`` at step
-            ``k`` reads :func:`quadsim.noise.normals` ``(seed, "imu", k, i)`` (motion capture
-            ``"mocap"``, the IMU's turn-on bias ``"imu_init"`` at the flight's first step), so
-            a drone's readings do not depend on the batch, the chunking or the loop.
+            ``k`` reads :func:`quadsim.physics.noise.normals` ``(seed, "imu", k, i)`` (motion
+            capture ``"mocap"``, the IMU's turn-on bias ``"imu_init"`` at the flight's first step),
+            so a drone's readings do not depend on the batch, the chunking or the loop.
         log_every: Record every ``log_every``-th step.
         chunk_steps: Steps per chunk handed to ``on_chunk``.
         on_chunk: Called with each completed chunk (a log dict).
@@ -640,8 +641,8 @@ def fly(
             ``None``: when JAX is installed and the controller traces. The results are the
             same to rounding. ``False`` also rules out the compiled and the scan loop.
         compiled: Run the backend's fast loop: the whole closed loop compiled to C on
-            ``native`` (:mod:`quadsim.closed_loop`), a chunk per call, or one ``lax.scan`` per
-            chunk on ``jax`` (:mod:`quadsim.closed_loop_jax`). ``None`` when
+            ``native`` (:mod:`quadsim.loop.closed_loop`), a chunk per call, or one ``lax.scan`` per
+            chunk on ``jax`` (:mod:`quadsim.loop.closed_loop_jax`). ``None`` when
             :func:`compiled_path_reason` / :func:`scan_path_reason` allow it and the controller
             traces, ``True`` to require it, ``False`` for the per-step Python loop. All paths
             log the same samples, sensor noise and gusts included (equal to rounding in
@@ -656,17 +657,18 @@ def fly(
             axis, :func:`command_kind`: 4 is a wrench, ``n_rotors`` rotor speeds), ``"wrench"``
             or ``"rpm"`` (needed for rotor speeds on a quadrotor).
         estimator: What the controller reads instead of the true state: an estimator of
-            :mod:`quadsim.estimation` (e.g. :class:`~quadsim.estimation.estimators.EkfEstimator`,
-            fed by ``imu`` and ``mocap``), which runs inside every loop (traced into the
-            compiled one); its outputs (``est_*``) are logged. ``None``: the truth.
-        baro: :class:`~quadsim.sensors.BaroParams` to simulate and log a barometer
+            :mod:`quadsim.loop.estimation` (e.g.
+            :class:`~quadsim.loop.estimation.estimators.EkfEstimator`, fed by ``imu`` and
+            ``mocap``), which runs inside every loop (traced into the compiled one); its outputs
+            (``est_*``) are logged. ``None``: the truth.
+        baro: :class:`~quadsim.physics.sensors.BaroParams` to simulate and log a barometer
             (``baro_alt``, normals ``(seed, "baro", k, i)``).
-        gnss: :class:`~quadsim.sensors.GnssParams` to simulate and log GNSS fixes
+        gnss: :class:`~quadsim.physics.sensors.GnssParams` to simulate and log GNSS fixes
             (``gnss_pos``, ``gnss_vel``, normals ``(seed, "gnss", k, i)``).
-        power: :class:`~quadsim.power.PowerParams` (or a preset name, ``"cf21_stock"``): the
+        power: :class:`~quadsim.physics.power.PowerParams` (or a preset name, ``"cf21_stock"``): the
             rotor commands go through the battery's PWM chain (the speed a full PWM gives at
             the sagging voltage caps them) and ``battery_v``, ``battery_i``, ``battery_p``,
-            ``battery_charge`` are logged (:func:`quadsim.brain.make_brain`). ``None``: an
+            ``battery_charge`` are logged (:func:`quadsim.loop.brain.make_brain`). ``None``: an
             ideal supply.
         battery_charge: The battery's charge at the start, 0..1 (a number or ``(n,)``).
 
@@ -817,7 +819,7 @@ def _warn_fallback(control: Callable, failed: list[tuple[str, str]], ran: str) -
 
 def _brain_state0(sim, control, gains, ctrl_state, sens, periods, seed, xp=np,
                   estimator=None):  # fmt: skip
-    """The brain state at the flight's start (:func:`quadsim.brain.brain_init`), float64."""
+    """The brain state at the flight's start (:func:`quadsim.loop.brain.brain_init`), float64."""
     from .brain import brain_init
 
     state = _numpy_state(sim.state)
@@ -1028,7 +1030,7 @@ def _x64(jax: Any) -> Any:
 
 
 def _numpy_state(state: Any) -> Any:
-    """A :class:`~quadsim.sim.State` with NumPy float64 fields; Euler angles become quaternions."""
+    """A :class:`~quadsim.engines.sim.State` of NumPy float64; Euler angles become quaternions."""
     from ..engines.sim import State
 
     fields = [None if f is None else to_numpy(f).astype(np.float64) for f in state]

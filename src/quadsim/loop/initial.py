@@ -1,9 +1,9 @@
 r"""Where a flight starts: its reference, built from a name, and initial states drawn around it.
 
-Shared by scenario files (:mod:`quadsim.scenario`) and the Gymnasium environments
-(:mod:`quadsim.envs`), so both build a reference and sample a start the same way.
+Shared by scenario files (:mod:`quadsim.app.scenario`) and the Gymnasium environments
+(:mod:`quadsim.app.envs`), so both build a reference and sample a start the same way.
 
-**Reference** (:func:`make_trajectory`): a trajectory of :mod:`quadsim.trajectories` from its
+**Reference** (:func:`make_trajectory`): a trajectory of :mod:`quadsim.loop.trajectories` from its
 kind (``hover``, ``step``, ``circle``, ``lemniscate``, ``min_snap``) and keyword parameters named
 as in a scenario's ``[trajectory]`` section.
 

@@ -9,7 +9,7 @@ and a few elementary functions taken from an ``ops`` namespace. The same kernel 
 * CasADi: ``ops`` is :data:`CASADI_OPS` and the components are ``MX`` scalars.
 
 Kernels that work on stacked arrays rather than components (the controllers' outputs, the
-allocation :func:`quadsim.rotors.allocate`, the trajectories) trace through CasADi with
+allocation :func:`quadsim.physics.rotors.allocate`, the trajectories) trace through CasADi with
 :class:`SymArray`: a NumPy *object* array of CasADi ``SX`` scalars (or Python numbers) that
 carries a nominal float ``dtype`` and whose ``__array_namespace__`` is the elementwise
 :class:`SymbolicNamespace`. Indexing, broadcasting and stacking are NumPy's; every arithmetic,

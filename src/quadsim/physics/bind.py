@@ -16,10 +16,11 @@ def parametrize(fn: Callable, drone: Any, xp: Any = None, device: Any = None) ->
     """Bind ``drone``'s values to the keyword-only parameters of a model function.
 
     Args:
-        fn: A model function such as :func:`quadsim.models.first_principles.dynamics` or its
+        fn: A model function such as :func:`quadsim.physics.models.first_principles.dynamics` or its
             ``symbolic_dynamics`` twin. Every keyword-only parameter without a default must be a
-            field of :class:`quadsim.params.Params`; ones with defaults (``small_angle``) stay free.
-        drone: A preset name, a path to a TOML file, or a :class:`~quadsim.params.Params`.
+            field of :class:`quadsim.physics.params.Params`; ones with defaults (``small_angle``)
+            stay free.
+        drone: A preset name, a path to a TOML file, or a :class:`~quadsim.physics.params.Params`.
         xp: Optional array namespace (``numpy``, ``jax.numpy``, ``torch``, ...) to convert the
             values to once, ahead of time. By default they stay read-only float64 NumPy arrays and
             each call casts them to the dtype and device of the state.

@@ -1,10 +1,10 @@
 """What a controller's command is, and how it reaches the rotors (allocation or clipping).
 
-A wrench is allocated (with the saturation priorities of :func:`quadsim.rotors.allocate`); rotor
-speeds are clipped to their range.
+A wrench is allocated (with the saturation priorities of :func:`quadsim.physics.rotors.allocate`);
+rotor speeds are clipped to their range.
 
 One home for the step from a command to rotor speeds: the closed loop's per-step function
-(:mod:`quadsim.brain`) and :meth:`quadsim.sim.Simulator.step_wrench` both call
+(:mod:`quadsim.loop.brain`) and :meth:`quadsim.engines.sim.Simulator.step_wrench` both call
 :func:`command_allocation`. Pure array-API code (NumPy, JAX, PyTorch, CasADi).
 """
 
@@ -47,16 +47,16 @@ def command_kind(size: int, n_rotors: int, command: str | None = None) -> str:
 def command_allocation(output: Any, allocator: Any, command: str | None = None) -> tuple:
     """The logged command of a controller output: ``(cmd_wrench, Allocation)``.
 
-    A wrench ``(..., 4)`` goes through :func:`quadsim.rotors.allocate` (``cmd_wrench`` is the
-    wrench asked for). Rotor speeds ``(..., n_rotors)`` [RPM] bypass the allocation: they are
-    clipped to ``[rpm_min, rpm_max]`` (``saturated`` where a speed was outside), ``cmd_wrench``
-    and the allocation's ``wrench`` are the wrench those speeds produce
-    (:func:`quadsim.rotors.wrench_from_rpm`) and ``lost`` is zero. Array-API code, so it traces
-    with JAX and CasADi (:class:`~quadsim._array.SymArray`) like the controller.
+    A wrench ``(..., 4)`` goes through :func:`quadsim.physics.rotors.allocate` (``cmd_wrench`` is
+    the wrench asked for). Rotor speeds ``(..., n_rotors)`` [RPM] bypass the allocation: they are
+    clipped to ``[rpm_min, rpm_max]`` (``saturated`` where a speed was outside), ``cmd_wrench`` and
+    the allocation's ``wrench`` are the wrench those speeds produce
+    (:func:`quadsim.physics.rotors.wrench_from_rpm`) and ``lost`` is zero. Array-API code, so it
+    traces with JAX and CasADi (:class:`~quadsim.physics._array.SymArray`) like the controller.
 
     Args:
         output: The controller's command.
-        allocator: :class:`~quadsim.rotors.Allocator` of the drone.
+        allocator: :class:`~quadsim.physics.rotors.Allocator` of the drone.
         command: ``None``/``"auto"``, ``"wrench"`` or ``"rpm"`` (:func:`command_kind`).
     """
     from .rotors import Allocation, allocate, wrench_from_rpm

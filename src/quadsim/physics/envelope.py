@@ -1,4 +1,4 @@
-r"""Static flight envelope of a drone, derived from its :class:`~quadsim.params.Params`.
+r"""Static flight envelope of a drone, derived from its :class:`~quadsim.physics.params.Params`.
 
 With ``N`` rotors, thrust curve ``f(Ω)`` [N, Ω in RPM], mass ``m`` and gravity ``g``:
 

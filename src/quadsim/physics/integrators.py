@@ -1,9 +1,10 @@
 r"""Integrators: pure functions ``integrator(f, x, dt, system, ops) -> x_next``.
 
-``x`` is a flat tuple of state components (see :mod:`quadsim.systems`), ``f(x) -> x_dot`` the
-model derivative with the command held over the step (zero-order hold), ``dt`` the step [s],
+``x`` is a flat tuple of state components (see :mod:`quadsim.physics.systems`), ``f(x) -> x_dot``
+the model derivative with the command held over the step (zero-order hold), ``dt`` the step [s],
 ``system`` the layout (which components are rates, where the attitude is), ``ops`` the array
-namespace (or :data:`quadsim._array.CASADI_OPS`). They are passed to the simulator as functions.
+namespace (or :data:`quadsim.physics._array.CASADI_OPS`). They are passed to the simulator as
+functions.
 
 * :func:`euler`: ``x + dt f(x)``; first order.
 * :func:`semi_implicit`: rates first, ``r' = r + dt f_r(x)``, then the kinematics with the new
@@ -11,7 +12,7 @@ namespace (or :data:`quadsim._array.CASADI_OPS`). They are passed to the simulat
 * :func:`rk4`: classical Runge-Kutta, then the quaternion is renormalised (seed 001); fourth order.
   The stage quaternions ``q + h k`` are not of unit length (``|q + ½dt k_1|² = 1 + ¼dt²|q̇|²``);
   the models take them as they are, since ``R(q)`` is exact for any nonzero norm
-  (:mod:`quadsim.rotation`), so this is RK4 of the model with ``R(q/|q|)``.
+  (:mod:`quadsim.physics.rotation`), so this is RK4 of the model with ``R(q/|q|)``.
 * :func:`geometric`: like :func:`semi_implicit`, but the attitude is advanced on the rotation
   group, ``q' = q ⊗ exp(ω' dt)`` (seed 002), so a quaternion never leaves unit norm (for Euler
   angles the same rotation is applied and converted back).

@@ -31,7 +31,7 @@ Battery (one LiPo cell): open-circuit voltage ``E(q)`` against the charge ``q âˆ
 (``EÂ² < 4RP``: more power than the cell can give; ``V = E/2``, the maximum-power point). The
 battery is empty at ``V < v_cutoff``.
 
-Pure array-API functions (NumPy, JAX, CasADi through :class:`~quadsim._array.SymArray`);
+Pure array-API functions (NumPy, JAX, CasADi through :class:`~quadsim.physics._array.SymArray`);
 :func:`load_power` reads a preset (``presets/power/<name>.toml``) or a TOML file, every value
 with its unit and source.
 """
@@ -158,7 +158,7 @@ def charge_rate(current: Any, p: PowerParams) -> Any:
 
 def discharge(charge: Any, power: Any, dt: float, p: PowerParams) -> Any:
     """The charge ``(...)`` after delivering ``power`` [W] for ``dt`` [s]: the midpoint rule in
-    the current (the one integrator of the charge: the loop, :class:`~quadsim.pwm.PwmDrive`,
+    the current (the one integrator of the charge: the loop, :class:`~quadsim.engines.pwm.PwmDrive`,
     the envs' pwm level and :func:`hover_endurance`), clipped to 0..1."""  # noqa: D205, D209
     xp = namespace(charge, power)
     _, i0 = battery_state(charge, power, p)

@@ -21,7 +21,7 @@ Conventions (see ``docs/conventions.md``):
   evaluates a model at stage quaternions ``q + h k``, which are not of unit length. The
   derivative ``q̇ = ½ q ⊗ (ω, 0)`` is linear in ``q`` and is taken of the stored ``q`` as it is
   (not of ``q/|q|``): it is orthogonal to ``q``, so it keeps ``|q|`` to first order, and the
-  integrators renormalise after each step (:mod:`quadsim.integrators`).
+  integrators renormalise after each step (:mod:`quadsim.physics.integrators`).
 
 The ``_k*`` functions are component kernels: they take tuples of components (arrays of any batch
 shape, or CasADi scalars) and are shared by every model so the CasADi twins use the same formulas.

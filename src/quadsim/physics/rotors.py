@@ -2,9 +2,10 @@ r"""Rotors: layout geometry, thrust allocation with saturation, and motor models
 
 **Geometry.** Rotor ``i`` sits at the end of an arm of length ``l_i`` at angle ``θ_i`` from body
 ``+x`` towards ``+y`` (counter-clockwise seen from above), ``r_i = l_i (cos θ_i, sin θ_i)`` (FLU),
-with spin ``s_i = ±1`` (+1 = counter-clockwise seen from above). As in :mod:`quadsim.params`,
-``L = max_i max(|x_i|, |y_i|)`` and ``M = [y/L; -x/L; -s]`` (3 x N). Direction cosines within
-1e-12 of ``0, 1/2, √2/2, √3/2, 1`` are snapped to those values, so standard layouts are exact.
+with spin ``s_i = ±1`` (+1 = counter-clockwise seen from above). As in
+:mod:`quadsim.physics.params`, ``L = max_i max(|x_i|, |y_i|)`` and ``M = [y/L; -x/L; -s]`` (3 x N).
+Direction cosines within 1e-12 of ``0, 1/2, √2/2, √3/2, 1`` are snapped to those values, so standard
+layouts are exact.
 
 **Allocation.** Per-rotor thrust ``f`` [N] maps to the wrench ``w = [F, τ_x, τ_y, τ_z]`` by
 
@@ -39,7 +40,7 @@ in a drone's request makes that drone's ``rpm``, ``wrench`` and ``lost`` NaN and
 **Motor models** (speeds in RPM). First-order lag (seed 003) ``Ω̇ = k_m (Ω^* - Ω)``; asymmetric
 quadratic (seed 000) ``Ω̇ = c_0 (Ω^*-Ω) + c_1 (Ω^{*2}-Ω^2)`` if ``Ω^* > Ω``, else with ``c_2, c_3``;
 curves ``f = k_0 + k_1 Ω + k_2 Ω^2``, ``τ_p = m_0 + m_1 Ω + m_2 Ω^2``. :func:`wrench_from_rpm` is
-the rotor wrench of :mod:`quadsim.models.first_principles` without gyroscopic/spin-up terms.
+the rotor wrench of :mod:`quadsim.physics.models.first_principles` without gyroscopic/spin-up terms.
 
 **Deviations from the seeds.** Seed 003 calls its matrix "X-frame", but its rows put the rotors on
 the body axes: it is ``layout("plus", d)`` (M1 front, M2 left). Seed 002's X torque equation
@@ -83,7 +84,7 @@ _CANON = np.array([0.0, 0.5, math.sqrt(0.5), math.sqrt(3.0) / 2.0, 1.0])
 
 
 class Geometry(NamedTuple):
-    """A planar rotor layout in the :class:`~quadsim.params.Params` convention.
+    """A planar rotor layout in the :class:`~quadsim.physics.params.Params` convention.
 
     Attributes:
         rotor_positions: Shape (N, 2) [m], body FLU (x, y).
@@ -259,7 +260,7 @@ def allocation_matrix(params: Any) -> np.ndarray:
     """Matrix ``A`` (4, N) from per-rotor thrust [N] to ``[F, τx, τy, τz]`` [N, N m].
 
     Args:
-        params: A :class:`~quadsim.params.Params` (or anything with its rotor fields).
+        params: A :class:`~quadsim.physics.params.Params` (or anything with its rotor fields).
 
     Returns:
         ``[1; L M_0; L M_1; κ M_2]`` with ``κ`` from the curves (see the module docstring).
@@ -322,7 +323,7 @@ def allocate(wrench: Any, drone: Any) -> Allocation:
     Args:
         wrench: Requested ``[F, τx, τy, τz]`` [N, N m], body FLU, shape (..., 4); any array-API
             backend, dtype preserved.
-        drone: An :class:`Allocator` or a :class:`~quadsim.params.Params`.
+        drone: An :class:`Allocator` or a :class:`~quadsim.physics.params.Params`.
 
     Returns:
         :class:`Allocation`.
@@ -423,12 +424,12 @@ def asymmetric_quadratic(rpm: Any, rpm_des: Any, coef: Any) -> Any:
 def wrench_from_rpm(rpm: Any, drone: Any) -> Any:
     """Rotor wrench ``[Σ f_i, L M_0 f, L M_1 f, M_2 τ_p]`` [N, N m] from actual speeds.
 
-    Equals the thrust and torque of :mod:`quadsim.models.first_principles` without the gyroscopic
-    (``-ω × h_r``) and spin-up (``J_p M_2 Ω̇``) terms.
+    Equals the thrust and torque of :mod:`quadsim.physics.models.first_principles` without the
+    gyroscopic (``-ω × h_r``) and spin-up (``J_p M_2 Ω̇``) terms.
 
     Args:
         rpm: Rotor speeds [RPM], shape (..., N).
-        drone: A :class:`~quadsim.params.Params` or :class:`Allocator`.
+        drone: A :class:`~quadsim.physics.params.Params` or :class:`Allocator`.
 
     Returns:
         Shape (..., 4), dtype of ``rpm``.

@@ -42,7 +42,7 @@ class System(NamedTuple):
         fields: ``(name, size)`` pairs in state order.
         attitude: ``"quat"`` or ``"rpy"``.
         n_cmd: Length of the command vector.
-        param_spec: Parameter names and trailing shapes (see ``quadsim.models._rigid``).
+        param_spec: Parameter names and trailing shapes (see ``quadsim.physics.models._rigid``).
         deriv: ``deriv(x, u, p, ops, env) -> x_dot`` over flat component tuples.
     """
 

@@ -5,10 +5,10 @@
   one batched simulator (:class:`gymnasium.vector.VectorEnv`) with autoreset.
 
 This subpackage needs ``gymnasium`` (``pip install 'quadsim[gym]'``); ``import quadsim`` does not
-import it. Importing ``quadsim.envs`` registers the ids (idempotently, via
-:func:`register_envs`), so ``gymnasium.make("quadsim.envs:quadsim/Hover-v0")`` works without
+import it. Importing ``quadsim.app.envs`` registers the ids (idempotently, via
+:func:`register_envs`), so ``gymnasium.make("quadsim.app.envs:quadsim/Hover-v0")`` works without
 any other import, and ``gymnasium.make("quadsim/Hover-v0")`` works after ``import
-quadsim.envs``.
+quadsim.app.envs``.
 """
 
 from __future__ import annotations
@@ -44,11 +44,13 @@ MAX_EPISODE_STEPS = 500
 """Registered episode length: 500 control steps = 5 s at the default 100 Hz."""
 
 ENV_IDS = {
-    "quadsim/Hover-v0": ("quadsim.envs.single:HoverEnv", "quadsim.envs.vector:HoverVectorEnv"),
-    "quadsim/Track-v0": ("quadsim.envs.single:TrackEnv", "quadsim.envs.vector:TrackVectorEnv"),
+    "quadsim/Hover-v0": ("quadsim.app.envs.single:HoverEnv",
+                         "quadsim.app.envs.vector:HoverVectorEnv"),
+    "quadsim/Track-v0": ("quadsim.app.envs.single:TrackEnv",
+                         "quadsim.app.envs.vector:TrackVectorEnv"),
     "quadsim/Recover-v0": (
-        "quadsim.envs.recover:RecoverEnv",
-        "quadsim.envs.recover:RecoverVectorEnv",
+        "quadsim.app.envs.recover:RecoverEnv",
+        "quadsim.app.envs.recover:RecoverVectorEnv",
     ),
 }
 """Registered ids -> (entry point, vector entry point)."""

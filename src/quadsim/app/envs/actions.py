@@ -6,15 +6,15 @@ physics rate, the policy at the control rate). All maps are affine in ``a``:
 
 * ``"rotor_speeds"`` (``k = N`` rotors): ``Ω_i = Ω_min + (a_i + 1)/2 (Ω_max - Ω_min)`` [RPM].
 * ``"pwm"`` (``k = N``): the firmware's motor command ``pwm_i = (a_i + 1)/2 · 65535``, turned into
-  the rotor speed ``ω_ss(pwm, V)`` at the battery's voltage ``V`` (:mod:`quadsim.power`; one
+  the rotor speed ``ω_ss(pwm, V)`` at the battery's voltage ``V`` (:mod:`quadsim.physics.power`; one
   battery per environment, drained by the power of the rotor speeds after each control step,
   refilled to its start charge on reset; held over the control step). Options ``power`` (preset
-  or :class:`~quadsim.power.PowerParams`, default ``"cf21_stock"``) and ``battery_charge``
+  or :class:`~quadsim.physics.power.PowerParams`, default ``"cf21_stock"``) and ``battery_charge``
   (0..1, default 1). Runs on the reference path (the compiled env step has no battery state).
 * ``"thrust_rates"`` (``k = 4``): collective thrust ``F = T_min + (a_0 + 1)/2 (T_max - T_min)``
   [N] (:func:`quadsim.envelope`) and body rates ``ω_d = a_{1:4} ω_max`` [rad/s], tracked by the
-  PID rate stage (``quadsim.control.pid.rate_control``) and allocated to rotor speeds with
-  saturation (``quadsim.rotors.allocate``).
+  PID rate stage (``quadsim.loop.control.pid.rate_control``) and allocated to rotor speeds with
+  saturation (``quadsim.physics.rotors.allocate``).
 * ``"thrust_attitude"`` (``k = 4``): thrust as above, roll and pitch ``a_{1:3} θ_max`` [rad]
   (ZYX Euler), yaw rate ``a_3 r_max`` [rad/s]; the attitude stage turns the attitude
   ``(roll_d, pitch_d, ψ)`` (``ψ``: the current yaw) and the yaw-rate feed-forward into body-rate
@@ -22,8 +22,8 @@ physics rate, the policy at the control rate). All maps are affine in ``a``:
 
 The classes hold NumPy arrays with a leading batch axis ``n`` (one row per environment); the
 inner loop itself is one pure array-API function, :func:`inner_loop`, which the classes call and
-the compiled env step (:mod:`quadsim.envs.compiled`) traces: the closed loop's per-step function
-of ``fly`` (:func:`quadsim.brain.make_brain`) with the inner stages (:func:`inner_control`) as
+the compiled env step (:mod:`quadsim.app.envs.compiled`) traces: the closed loop's per-step function
+of ``fly`` (:func:`quadsim.loop.brain.make_brain`) with the inner stages (:func:`inner_control`) as
 its controller and the action as its reference.
 """
 
@@ -197,8 +197,8 @@ class InnerConsts(NamedTuple):
 
     Attributes:
         attitude: ``thrust_attitude`` (attitude and rate stages) rather than ``thrust_rates``.
-        gains: :class:`~quadsim.control.gains.PidGains` at the physics step.
-        alloc: :class:`~quadsim.rotors.Allocator` of the drone.
+        gains: :class:`~quadsim.loop.control.gains.PidGains` at the physics step.
+        alloc: :class:`~quadsim.physics.rotors.Allocator` of the drone.
         f_lo: Collective thrust at ``a_0 = -1`` [N].
         f_hi: Collective thrust at ``a_0 = 1`` [N].
         rate_limit: Body rates at ``|a| = 1`` [rad/s] (``thrust_rates``), ``(3,)``.
@@ -234,11 +234,11 @@ def inner_loop(
 ) -> tuple[Any, InnerState]:
     """One physics substep of the inner loops: actions to rotor speeds (pure, array API).
 
-    The closed loop's per-step function (:func:`quadsim.brain.make_brain`, the one ``fly``
+    The closed loop's per-step function (:func:`quadsim.loop.brain.make_brain`, the one ``fly``
     runs) with :func:`inner_control` as its controller and the action as its reference: the
     controller, then the allocation with its saturation priority. The NumPy classes below call
-    it on arrays with a batch axis, and the compiled env step (:mod:`quadsim.envs.compiled`)
-    traces it on :class:`quadsim._array.SymArray` for one drone.
+    it on arrays with a batch axis, and the compiled env step (:mod:`quadsim.app.envs.compiled`)
+    traces it on :class:`quadsim.physics._array.SymArray` for one drone.
 
     Args:
         action: Actions ``(..., 4)`` in ``[-1, 1]`` (already clipped).
@@ -261,18 +261,19 @@ def inner_control(state: Any, action: Any, c: InnerConsts, inner: InnerState) ->
     r"""The inner loops of ``thrust_rates`` and ``thrust_attitude`` as a controller.
 
     ``(state, reference, gains, controller state) -> (wrench, controller state)`` like
-    :mod:`quadsim.control`'s, with the action as the reference and :class:`InnerConsts` as the
+    :mod:`quadsim.loop.control`'s, with the action as the reference and :class:`InnerConsts` as the
     gains; :func:`inner_loop` runs it through the closed loop's per-step function.
 
     1. thrust ``F = f_lo + (a_0 + 1)/2 (f_hi - f_lo)``;
     2. body-rate set points: ``thrust_rates`` ``ω_d = a_{1:4} ∘ rate_limit``; ``thrust_attitude``
        integrates the yaw set point ``ψ_d ← ψ + clip(wrap(ψ_d + r dt - ψ), ±0.5)`` (``ψ_d = ψ``
        at the first substep, ``r = a_3 yaw_rate_limit``; kept as ``(cos ψ_d, sin ψ_d)``, which
-       needs no ``atan2``) and runs :func:`quadsim.control.pid.attitude_control` on
+       needs no ``atan2``) and runs :func:`quadsim.loop.control.pid.attitude_control` on
        ``q(a_1 θ_max, a_2 θ_max, ψ_d)`` with feed-forward ``r``;
-    3. :func:`quadsim.control.pid.rate_control` gives ``(F, τ)``; the lead
+    3. :func:`quadsim.loop.control.pid.rate_control` gives ``(F, τ)``; the lead
        ``τ_xy + lead (τ_xy - τ_xy,prev)`` (after the first substep) on roll and pitch: the
-       wrench command (allocated by the loop with saturation, :func:`quadsim.rotors.allocate`).
+       wrench command (allocated by the loop with saturation,
+       :func:`quadsim.physics.rotors.allocate`).
 
     Args:
         state: Anything with ``quat`` ``(..., 4)`` and ``ang_vel`` ``(..., 3)`` [rad/s].
@@ -312,7 +313,7 @@ _COS_MAX, _SIN_MAX = math.cos(0.5), math.sin(0.5)  # the yaw set point stays wit
 
 def _heading(xp: Any, q: Any) -> tuple[Any, Any]:
     """``(cos ψ, sin ψ)`` of the ZYX yaw ``ψ`` of ``q`` (any norm), as
-    :func:`quadsim.rotation.to_euler` defines it (also at gimbal lock), without ``atan2``."""  # noqa: D205, D209
+    :func:`quadsim.physics.rotation.to_euler` defines it (also at gimbal lock), no ``atan2``."""  # noqa: D205, D209
     x, y, z, w = unstack(q)
     tol = math.sqrt(float(xp.finfo(q.dtype).eps))
     a2 = (w + y) * (w + y) + (x - z) * (x - z)
@@ -377,7 +378,7 @@ class ThrustRates(ActionLevel):
         params: Drone parameters.
         n: Number of environments.
         dt: Physics step [s] (the period of the inner loops).
-        gains: :class:`~quadsim.control.gains.PidGains`, a gains name or path, or ``None`` for
+        gains: :class:`~quadsim.loop.control.gains.PidGains`, a gains name or path, or ``None`` for
             :func:`default_gains`.
         rate_limit: Body rates at ``|a| = 1`` [rad/s], 3 numbers (roll, pitch, yaw).
         motor_tau: Lead time constant ``τ_m`` [s] (roll and pitch; yaw responds at once

@@ -1,7 +1,8 @@
 r"""The compiled env step: one control step of every environment in one call into C.
 
 The env's own pure functions are traced once for one drone with CasADi ``SX`` symbols
-(:class:`quadsim._array.SymArray`) and compiled by :func:`quadsim.native.compile_rollout` into a
+(:class:`quadsim.physics._array.SymArray`) and compiled by
+:func:`quadsim.engines.native.compile_rollout` into a
 vectorised, multi-threaded step over all environments:
 
 .. math::
@@ -11,12 +12,12 @@ vectorised, multi-threaded step over all environments:
     (x_{j+1}, f_{j+1}) = \mathrm{step}(x_j, Ω_j, f_j); \quad
     \mathrm{observation}(x_S, a, \mathrm{ref}(t)), \; \mathrm{outcome}(\dots)
 
-with :func:`quadsim.envs.actions.inner_loop` (thrust levels; ``rotor_speeds`` holds its affine
-map), the plant step :func:`quadsim.sim.make_step` (model, integrator, world contacts and
+with :func:`quadsim.app.envs.actions.inner_loop` (thrust levels; ``rotor_speeds`` holds its affine
+map), the plant step :func:`quadsim.engines.sim.make_step` (model, integrator, world contacts and
 flags, the simulator's per-drone parameters as inputs), then
-:func:`quadsim.envs.core.observation` and :func:`quadsim.envs.core.outcome` at ``t = (steps + 1)
-Δt_control`` on the task's reference (the trajectory traced too). Nothing is written twice: the
-NumPy reference path of :class:`~quadsim.envs.core.QuadCore` calls the same functions.
+:func:`quadsim.app.envs.core.observation` and :func:`quadsim.app.envs.core.outcome` at ``t = (steps
++ 1) Δt_control`` on the task's reference (the trajectory traced too). Nothing is written twice: the
+NumPy reference path of :class:`~quadsim.app.envs.core.QuadCore` calls the same functions.
 
 Compiled state of one environment (structure of arrays, environment index last, rows
 :attr:`CompiledStep.rows`)::
@@ -32,7 +33,7 @@ Compiled state of one environment (structure of arrays, environment index last, 
 
 The rows from ``obs`` on are outputs of the step. ``fresh = 1`` starts a new episode instead of
 stepping (the ``NEXT_STEP`` autoreset): the state becomes
-:func:`quadsim.envs.core.start_state` of the task's reference at ``t = 0`` plus the drawn
+:func:`quadsim.app.envs.core.start_state` of the task's reference at ``t = 0`` plus the drawn
 deviations, with hover rotor speeds, clear flags and inner memory, and the environment returns
 its first observation, reward 0 and no flags. A second compiled function recomputes only ``obs``
 from the state (after other resets, which write their starts into the selected columns).
@@ -62,7 +63,7 @@ START = ("pos", "vel", "rpy", "ang_vel")
 """The start deviations among the inputs (3 rows each, after ``fresh``), in this order."""
 N_U_EXTRA = 4
 """Inputs after the start deviations: the world wind [m/s] (3) and the action latency in physics
-steps (1) of the control step (:mod:`quadsim.envs.disturbances`; zeros without)."""
+steps (1) of the control step (:mod:`quadsim.app.envs.disturbances`; zeros without)."""
 
 
 def _cse(expr: Any) -> Any:
@@ -105,11 +106,11 @@ def _reference(task: Any, t: SymArray, xp: Any) -> tuple[Any, Any, Any]:
 
 
 class CompiledStep:
-    """The compiled step of a :class:`~quadsim.envs.core.QuadCore` (its ``compiled`` path).
+    """The compiled step of a :class:`~quadsim.app.envs.core.QuadCore` (its ``compiled`` path).
 
     Args:
         core: The core (task, action level, substeps, weights, termination, truncation).
-        sim: Its :class:`~quadsim.sim.Simulator` (plant: model, per-drone parameters,
+        sim: Its :class:`~quadsim.engines.sim.Simulator` (plant: model, per-drone parameters,
             integrator, world, dt, dtype); its current state is taken over.
         cache: A previous :class:`CompiledStep` of the same core whose compiled functions are
             reused when the per-drone parameter layout is the same (a new draw of values).
@@ -364,7 +365,7 @@ class CompiledStep:
 
         Raises:
             ValueError: A checked value is not finite or a quaternion is not a unit one (as
-                :meth:`quadsim.sim.Simulator.reset_drones`).
+                :meth:`quadsim.engines.sim.Simulator.reset_drones`).
         """
         from ...engines.sim import _check_unit_quat
 
@@ -440,7 +441,7 @@ class CompiledStep:
     def step(self, action: Any, fresh: np.ndarray | None = None, start: Any = None,
              wind: Any = None, delay: Any = None) -> tuple[
             np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict]:  # fmt: skip
-        """One control step of every environment (:meth:`quadsim.envs.core.QuadCore.step`).
+        """One control step of every environment (:meth:`quadsim.app.envs.core.QuadCore.step`).
 
         Args:
             action: Actions ``(n, k)``.
@@ -448,7 +449,7 @@ class CompiledStep:
                 (they return their first observation, reward 0 and all flags false), or
                 ``None``.
             start: Their drawn deviations from the reference at ``t = 0``
-                (:class:`quadsim.initial.Start` with ``pos``, ``vel``, ``rpy``, ``ang_vel``,
+                (:class:`quadsim.loop.initial.Start` with ``pos``, ``vel``, ``rpy``, ``ang_vel``,
                 each ``(m, 3)``, ``m`` the number of ``fresh`` environments).
             wind: World wind of the control step ``(n, 3)`` [m/s], or ``None`` (still air).
             delay: Action latency ``(n,)`` [physics steps], or ``None`` (none).

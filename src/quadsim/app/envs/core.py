@@ -1,6 +1,6 @@
 r"""The batched core shared by the single and the vectorised environments.
 
-One :class:`~quadsim.sim.Simulator` with ``n`` drones (one per environment) at physics step
+One :class:`~quadsim.engines.sim.Simulator` with ``n`` drones (one per environment) at physics step
 ``dt``; each control step holds the action for ``sim_steps_per_action`` physics steps (default
 500 Hz physics, 100 Hz control). With the position error ``e_p = p - p_ref(t)`` [m], the velocity
 error ``e_v = v - v_ref(t)`` [m/s] (hover: ``v_ref = 0``), body rates ``ω`` [rad/s] and actions
@@ -9,7 +9,7 @@ error ``e_v = v - v_ref(t)`` [m/s] (hover: ``v_ref = 0``), body rates ``ω`` [ra
 * observation (float32), in this order: ``e_p`` (3), ``v`` (3, world), ``R_wb`` row-major (9),
   ``ω`` (3, body), ``a_{t-1}`` (k, the action just applied; zeros after a reset), with
   ``observe_rotors`` the rotor-speed estimate ``Ω̂`` (N, normalised like the rotor_speeds action;
-  :mod:`quadsim.envs.observer`: the nominal motor model run on the commands sent), with
+  :mod:`quadsim.app.envs.observer`: the nominal motor model run on the commands sent), with
   ``observe_integral`` the position-error integral ``I / I_max`` (3, same module), with
   ``observe_body`` the position error and the velocity in the body frame ``R^T e_p``, ``R^T v``
   (3 + 3: what the rotors can act on, the same for every heading); tracking adds
@@ -115,7 +115,7 @@ class RewardWeights(NamedTuple):
         action_rate: ``w_a`` (per unit of normalised action change).
         crash_penalty: Subtracted on the step that terminates the episode.
         attitude: ``w_R`` (on ``(1 - R_zz) / 2``: 0 upright, 1 upside down; default 0, Recover-v0
-            :data:`quadsim.envs.recover.REWARD`).
+            :data:`quadsim.app.envs.recover.REWARD`).
     """
 
     pos: float = 1.0
@@ -148,14 +148,15 @@ class Termination(NamedTuple):
 
 
 class TrackTask:
-    """Follow a trajectory ``traj(t) -> Reference`` (:mod:`quadsim.trajectories`).
+    """Follow a trajectory ``traj(t) -> Reference`` (:mod:`quadsim.loop.trajectories`).
 
     A trajectory that is constant from the start (``duration == 0``, e.g.
-    :class:`~quadsim.trajectories.Hover`) is evaluated once.
+    :class:`~quadsim.loop.trajectories.Hover`) is evaluated once.
 
     Args:
         trajectory: Callable of time [s] (any shape ``(...)``) returning a
-            :class:`~quadsim.trajectories.Reference` with ``pos``, ``vel`` of shape ``(..., 3)``.
+            :class:`~quadsim.loop.trajectories.Reference` with ``pos``, ``vel`` of shape ``(...,
+            3)``.
         future: Look-ahead times ``τ_j`` [s] of the reference points in the observation.
     """
 
@@ -248,7 +249,7 @@ def observation(
     """The observation and the errors behind the reward (pure, array API, batch shape ``...``).
 
     The one implementation of the module docstring's observation: :class:`QuadCore` calls it on
-    NumPy arrays, the compiled env step (:mod:`quadsim.envs.compiled`) traces it for one drone.
+    NumPy arrays, the compiled env step (:mod:`quadsim.app.envs.compiled`) traces it for one drone.
 
     Args:
         pos: World position ``(..., 3)`` [m].
@@ -261,9 +262,9 @@ def observation(
         ahead: Reference positions at the look-ahead times ``(..., J, 3)`` (tracking), or
             ``None`` (hover: no reference terms).
         rotors: The observed rotor-speed estimate ``(..., N)``
-            (:func:`quadsim.envs.observer.normalized`), or ``None`` (not observed).
+            (:func:`quadsim.app.envs.observer.normalized`), or ``None`` (not observed).
         integral: The position-error integral ``(..., 3)`` [m s]
-            (:func:`quadsim.envs.observer.integrate_error`), or ``None`` (not observed).
+            (:func:`quadsim.app.envs.observer.integrate_error`), or ``None`` (not observed).
         body: Also observe ``R^T e_p`` and ``R^T v`` (the body frame).
 
     Returns:
@@ -359,9 +360,9 @@ class QuadCore:
     Two paths compute the same step:
 
     * the reference path: the action level in NumPy (its inner loop at every physics substep,
-      :func:`quadsim.envs.actions.inner_loop`), the :class:`~quadsim.sim.Simulator` for the
-      plant, :func:`observation` and :func:`outcome` in NumPy; any backend;
-    * the compiled path (``backend="native"``, :mod:`quadsim.envs.compiled`): the same functions
+      :func:`quadsim.app.envs.actions.inner_loop`), the :class:`~quadsim.engines.sim.Simulator` for
+      the plant, :func:`observation` and :func:`outcome` in NumPy; any backend;
+    * the compiled path (``backend="native"``, :mod:`quadsim.app.envs.compiled`): the same functions
       traced for one drone into one C function that runs a whole control step (inner loop and
       plant for every substep, observation, reward and flags) of all environments in one call.
       Python only draws new starts (:meth:`reset`) and copies the results out.
@@ -370,12 +371,12 @@ class QuadCore:
         n: Number of environments.
         task: :class:`HoverTask` or :class:`TrackTask`.
         action_level: ``"rotor_speeds"``, ``"pwm"``, ``"thrust_rates"`` or ``"thrust_attitude"``.
-        drone: Preset name, TOML path or :class:`~quadsim.params.Params`.
+        drone: Preset name, TOML path or :class:`~quadsim.physics.params.Params`.
         dt: Physics step [s].
         sim_steps_per_action: Physics steps per control step.
         backend: Simulator backend, or ``"auto"`` (native when available, else numpy).
         dtype: Simulator dtype.
-        world: :class:`~quadsim.world.World` (default :data:`ENV_WORLD`).
+        world: :class:`~quadsim.physics.world.World` (default :data:`ENV_WORLD`).
         init: :class:`InitRanges`.
         termination: :class:`Termination`.
         reward: :class:`RewardWeights`.
@@ -386,11 +387,11 @@ class QuadCore:
             task's trajectory traces (else the reference path, reason in
             :attr:`compiled_reason`); ``True``: require it (``ValueError`` if impossible);
             ``False``: the reference path.
-        disturbances: :class:`~quadsim.envs.disturbances.Disturbances` (or a dict of its
+        disturbances: :class:`~quadsim.app.envs.disturbances.Disturbances` (or a dict of its
             fields): action latency, wind and observation noise; default none.
-        observe_rotors: Observe the rotor-speed estimate of :mod:`quadsim.envs.observer`
+        observe_rotors: Observe the rotor-speed estimate of :mod:`quadsim.app.envs.observer`
             (module docstring).
-        observe_integral: Observe the position-error integral of :mod:`quadsim.envs.observer`.
+        observe_integral: Observe the position-error integral of :mod:`quadsim.app.envs.observer`.
         observe_body: Also observe the position error and the velocity in the body frame.
     """
 
@@ -503,8 +504,8 @@ class QuadCore:
 
     @property
     def sim(self) -> Any:
-        """The :class:`~quadsim.sim.Simulator` (on the compiled path: brought up to date with the
-        compiled states when read; changes made to it are not seen by the environments)."""  # noqa: D205, D209
+        """The :class:`~quadsim.engines.sim.Simulator` (on the compiled path: brought up to date
+        with the compiled states when read; changes made to it are not seen by the envs)."""  # noqa: D205, D209
         if self.compiled is not None:
             self.compiled.sync(self._sim)
         return self._sim
@@ -525,15 +526,15 @@ class QuadCore:
 
     @property
     def error_integral(self) -> np.ndarray:
-        """The position-error integral ``(n, 3)`` [m s] (:mod:`quadsim.envs.observer`; zeros when
-        ``observe_integral`` is off)."""  # noqa: D205, D209
+        """The position-error integral ``(n, 3)`` [m s] (:mod:`quadsim.app.envs.observer`; zeros
+        when ``observe_integral`` is off)."""  # noqa: D205, D209
         if self.compiled is not None and self.observe_integral:
             return self.compiled.error_integral()
         return self._err_int
 
     @property
     def rotor_estimate(self) -> np.ndarray:
-        """The observer's rotor speeds ``(n, N)`` [RPM] (:mod:`quadsim.envs.observer`; the hover
+        """The observer's rotor speeds ``(n, N)`` [RPM] (:mod:`quadsim.app.envs.observer`; the hover
         speed when ``observe_rotors`` is off)."""  # noqa: D205, D209
         if self.compiled is not None and self.observe_rotors:
             return self.compiled.rotor_estimate()

@@ -9,16 +9,17 @@ Per environment and episode (drawn at its reset from the reset generator):
   applied, ``a_j = a_{t-1}`` for ``j < d``, else ``a_t``;
 * **mean wind** ``w̄ = s (cos φ, sin φ, 0)``, ``s ~ U(0, wind)`` [m/s], ``φ ~ U(0, 2π)``;
 * the **Dryden** turbulence state (``turbulence``: ``"light"``, ``"moderate"``, ``"severe"``,
-  MIL-F-8785C low altitude, :func:`quadsim.wind.dryden_preset` at the scenario defaults: 10 m
-  scales, 1 m/s airspeed), drawn from its stationary distribution.
+  MIL-F-8785C low altitude, :func:`quadsim.physics.wind.dryden_preset` at the scenario defaults: 10
+  m scales, 1 m/s airspeed), drawn from its stationary distribution.
 
 Per control step (from the core's disturbance generator, seeded at a full reset): the gusts
-advance one control period, ``x_{k+1} = A_d x_k + L_d n_k`` (:func:`quadsim.wind.dryden_sequence`),
-and the world wind ``w̄ + R_φ C x_{k+1}`` (gusts along the mean wind, or +x when calm) is held
-over the control step's physics steps; the returned observation gets white noise: position
-``σ_p`` [m], velocity ``σ_v`` [m/s], attitude a body rotation ``R ← R Exp(δ)``, ``δ ~ N(0, σ_R²
-I)`` [rad], body rates ``σ_ω`` [rad/s] (``gyro``: the IMU preset's per-sample ``N √f``, one
-sample at its rate ``f``). The reward, the terminations and ``info`` use the true state.
+advance one control period, ``x_{k+1} = A_d x_k + L_d n_k``
+(:func:`quadsim.physics.wind.dryden_sequence`), and the world wind ``w̄ + R_φ C x_{k+1}`` (gusts
+along the mean wind, or +x when calm) is held over the control step's physics steps; the returned
+observation gets white noise: position ``σ_p`` [m], velocity ``σ_v`` [m/s], attitude a body rotation
+``R ← R Exp(δ)``, ``δ ~ N(0, σ_R² I)`` [rad], body rates ``σ_ω`` [rad/s] (``gyro``: the IMU preset's
+per-sample ``N √f``, one sample at its rate ``f``). The reward, the terminations and ``info`` use
+the true state.
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@ r"""Rotor-speed observer: the rotor speeds a flight computer knows without measu
 
 A Crazyflie does not sense its rotor speeds, but it knows what it commanded, and the rotors
 follow the command with a lag of about 0.1 s (seed 000's asymmetric motor model,
-:func:`quadsim.rotors.asymmetric_quadratic`). Run on the nominal model, fed with the commands
-``Ω*_j`` sent at every physics step ``h``, the estimate
+:func:`quadsim.physics.rotors.asymmetric_quadratic`). Run on the nominal model, fed with the
+commands ``Ω*_j`` sent at every physics step ``h``, the estimate
 
 .. math::
 
@@ -32,7 +32,7 @@ a throw 2 m away does not wind it up while it recovers), starting at 0; observed
 ``I / I_max`` in ``[-1, 1]``.
 
 Pure functions over the array API: the environments' NumPy path, the compiled env step and the
-policy controller of ``quadsim fly`` (:mod:`quadsim.rl.controller`) call the same ones.
+policy controller of ``quadsim fly`` (:mod:`quadsim.app.rl.controller`) call the same ones.
 """
 
 from __future__ import annotations

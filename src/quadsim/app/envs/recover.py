@@ -13,14 +13,14 @@ wall, both with ``crash_speed = 0``). Tilt does not terminate (it starts upside 
 Everything else is Hover's (observation, reward, action levels; docs/envs.md), except that the
 reward also weighs the tilt (:data:`REWARD`: being upright is the first thing a thrown drone
 must get back) and the observation includes the rotor-speed estimate (``observe_rotors``,
-:mod:`quadsim.envs.observer`: the rotors lag the command by about 0.1 s, and recovering from a
+:mod:`quadsim.app.envs.observer`: the rotors lag the command by about 0.1 s, and recovering from a
 tumble depends on what they are doing) and the position error and velocity in the body frame
 (``observe_body``: the same for every heading, so that what is learnt at one yaw holds at all).
 Domain randomisation for transfer (:data:`RANDOMIZE`,
 per environment and episode batch, relative half-widths): mass and inertia ±10 %, thrust curve
 ±5 %, rotor dynamics (the motor lag) ±10 %.
 Action latency, wind and sensor noise are options (``disturbances``,
-:mod:`quadsim.envs.disturbances`), off by default.
+:mod:`quadsim.app.envs.disturbances`), off by default.
 """
 
 from __future__ import annotations
@@ -93,8 +93,8 @@ class RecoverEnv(HoverEnv):
 
     Args:
         target: The hover to reach [m].
-        action_level: See :class:`~quadsim.envs.QuadsimEnv`.
-        **kwargs: See :class:`~quadsim.envs.QuadsimEnv` (``world``, ``init``, ``termination``
+        action_level: See :class:`~quadsim.app.envs.QuadsimEnv`.
+        **kwargs: See :class:`~quadsim.app.envs.QuadsimEnv` (``world``, ``init``, ``termination``
             default to this module's).
     """
 

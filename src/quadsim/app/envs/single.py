@@ -1,6 +1,6 @@
 """Single-drone Gymnasium environments: :class:`HoverEnv` and :class:`TrackEnv`.
 
-Both are thin shells around :class:`~quadsim.envs.core.QuadCore` with ``n = 1``; observation,
+Both are thin shells around :class:`~quadsim.app.envs.core.QuadCore` with ``n = 1``; observation,
 action, reward, termination and randomisation are defined there and in ``docs/envs.md``.
 """
 
@@ -54,7 +54,7 @@ def make_trajectory(trajectory: str | Callable) -> Callable:
 
 
 class QuadsimEnv(gym.Env):
-    """One drone on a task (:class:`~quadsim.envs.core.HoverTask` or ``TrackTask``).
+    """One drone on a task (:class:`~quadsim.app.envs.core.HoverTask` or ``TrackTask``).
 
     Args:
         task: The task.
@@ -62,7 +62,7 @@ class QuadsimEnv(gym.Env):
         max_episode_steps: Internal truncation in control steps (``None``: none; the
             registered ids get a :class:`gymnasium.wrappers.TimeLimit` of 500 steps instead).
         render_mode: Only ``None`` (no rendering).
-        **kwargs: Options of :class:`~quadsim.envs.core.QuadCore` (``drone``, ``dt``,
+        **kwargs: Options of :class:`~quadsim.app.envs.core.QuadCore` (``drone``, ``dt``,
             ``sim_steps_per_action``, ``backend`` (default ``"auto"``), ``dtype``, ``world``,
             ``init``, ``termination``, ``reward``, ``action_options``, ``compiled``).
     """
@@ -83,7 +83,7 @@ class QuadsimEnv(gym.Env):
 
     @property
     def sim(self) -> Any:
-        """The underlying :class:`~quadsim.sim.Simulator` (one drone)."""
+        """The underlying :class:`~quadsim.engines.sim.Simulator` (one drone)."""
         return self.core.sim
 
     def reset(
@@ -129,7 +129,7 @@ class TrackEnv(QuadsimEnv):
 
     Args:
         trajectory: ``"circle"`` (default), ``"lemniscate"`` or a callable ``t -> Reference``
-            (:mod:`quadsim.trajectories`).
+            (:mod:`quadsim.loop.trajectories`).
         future: Look-ahead times [s] of the reference points in the observation.
         action_level: See :class:`QuadsimEnv`.
         **kwargs: See :class:`QuadsimEnv`.

@@ -1,6 +1,6 @@
-"""The full state of a :class:`~quadsim.envs.core.QuadCore`, taken and put back exactly.
+"""The full state of a :class:`~quadsim.app.envs.core.QuadCore`, taken and put back exactly.
 
-:meth:`QuadsimVectorEnv.get_state() <quadsim.envs.QuadsimVectorEnv.get_state>` and ``set_state``
+:meth:`QuadsimVectorEnv.get_state() <quadsim.app.envs.QuadsimVectorEnv.get_state>` and ``set_state``
 use it (a training run that resumes continues bit for bit as if it had not stopped, docs/rl.md).
 What decides an environment's future, on either path:
 

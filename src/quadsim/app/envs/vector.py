@@ -1,12 +1,12 @@
 r"""Vectorised environments over one batched simulator (:class:`QuadsimVectorEnv`).
 
-``num_envs`` drones in one :class:`~quadsim.sim.Simulator` (``backend="auto"``: the compiled
+``num_envs`` drones in one :class:`~quadsim.engines.sim.Simulator` (``backend="auto"``: the compiled
 native backend, or NumPy with a warning when no C compiler is found). On the native backend one
 :meth:`~QuadsimVectorEnv.step` is one call into compiled C (inner loops, plant, observation,
-reward and flags of all environments, :mod:`quadsim.envs.compiled`); otherwise the action
+reward and flags of all environments, :mod:`quadsim.app.envs.compiled`); otherwise the action
 levels are vectorised NumPy. Either way there is no per-environment Python loop.
 Observation, action, reward and termination are those of the single environments
-(:mod:`quadsim.envs.core`).
+(:mod:`quadsim.app.envs.core`).
 
 Autoreset (``metadata["autoreset_mode"]``, Gymnasium 1.x semantics):
 
@@ -45,7 +45,7 @@ class QuadsimVectorEnv(VectorEnv):
     """``num_envs`` drones on one task, stepped together.
 
     Args:
-        task: :class:`~quadsim.envs.core.HoverTask` or ``TrackTask``.
+        task: :class:`~quadsim.app.envs.core.HoverTask` or ``TrackTask``.
         num_envs: Number of environments.
         action_level: ``"rotor_speeds"``, ``"pwm"``, ``"thrust_rates"`` or ``"thrust_attitude"``.
         max_episode_steps: Truncation in control steps (``None``: none).
@@ -53,7 +53,7 @@ class QuadsimVectorEnv(VectorEnv):
         randomize_params: Model parameter name -> relative half-width of its per-environment
             factor (e.g. ``{"mass": 0.1}`` for ±10 %).
         render_mode: Only ``None``.
-        **kwargs: Options of :class:`~quadsim.envs.core.QuadCore` (``drone``, ``dt``,
+        **kwargs: Options of :class:`~quadsim.app.envs.core.QuadCore` (``drone``, ``dt``,
             ``sim_steps_per_action``, ``backend``, ``dtype``, ``world``, ``init``,
             ``termination``, ``reward``, ``action_options``, ``compiled``).
     """
@@ -98,7 +98,7 @@ class QuadsimVectorEnv(VectorEnv):
 
     @property
     def sim(self) -> Any:
-        """The underlying :class:`~quadsim.sim.Simulator` (``num_envs`` drones)."""
+        """The underlying :class:`~quadsim.engines.sim.Simulator` (``num_envs`` drones)."""
         return self.core.sim
 
     def reset(
@@ -110,7 +110,7 @@ class QuadsimVectorEnv(VectorEnv):
             seed: Seed of :attr:`np_random`, which draws all initial states and parameters.
             options: ``reset_mask`` (bool ``(num_envs,)``): reset only these, keeping the
                 simulator and parameters; ``state``: initial-state overrides as in
-                :meth:`quadsim.envs.HoverEnv.reset`.
+                :meth:`quadsim.app.envs.HoverEnv.reset`.
         """
         super().reset(seed=seed)
         options = dict(options or {})
@@ -137,7 +137,7 @@ class QuadsimVectorEnv(VectorEnv):
         """Everything that decides the environments' future, to continue bit for bit later.
 
         The generator of :attr:`np_random`, the finished-environment mask, the drawn parameters
-        and the core's state (:mod:`quadsim.envs.snapshot`): a flat ``dict`` of NumPy arrays
+        and the core's state (:mod:`quadsim.app.envs.snapshot`): a flat ``dict`` of NumPy arrays
         (copies) and JSON values. :meth:`set_state` on an environment built with the same
         arguments puts it back; stepping both with the same actions then gives the same results.
         """
@@ -229,7 +229,7 @@ class QuadsimVectorEnv(VectorEnv):
 
 
 class HoverVectorEnv(QuadsimVectorEnv):
-    """Vectorised :class:`~quadsim.envs.HoverEnv` (``make_vec("quadsim/Hover-v0", ...)``).
+    """Vectorised :class:`~quadsim.app.envs.HoverEnv` (``make_vec("quadsim/Hover-v0", ...)``).
 
     Args:
         num_envs: Number of environments.
@@ -246,7 +246,7 @@ class HoverVectorEnv(QuadsimVectorEnv):
 
 
 class TrackVectorEnv(QuadsimVectorEnv):
-    """Vectorised :class:`~quadsim.envs.TrackEnv` (``make_vec("quadsim/Track-v0", ...)``).
+    """Vectorised :class:`~quadsim.app.envs.TrackEnv` (``make_vec("quadsim/Track-v0", ...)``).
 
     Args:
         num_envs: Number of environments.

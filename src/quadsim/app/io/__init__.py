@@ -19,8 +19,8 @@ and the docs (:func:`describe_columns`).
   floats are written in their shortest round-trip form. The run metadata is not in the CSV
   (it is in the Parquet file and ``summary.json``).
 
-Submodules: :mod:`~quadsim.io.columns` (the column table), :mod:`~quadsim.io.log` (Parquet and
-CSV writer and reader) and :mod:`~quadsim.io.summary` (run summaries; the definitions of the
+Submodules: :mod:`~quadsim.app.io.columns` (the column table), :mod:`~quadsim.app.io.log` (Parquet
+and CSV writer and reader) and :mod:`~quadsim.app.io.summary` (run summaries; the definitions of the
 summary statistics are in its docstring).
 """
 

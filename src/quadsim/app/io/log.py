@@ -28,7 +28,7 @@ def _check_chunk(chunk: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], int, 
     if unknown:
         raise ValueError(
             f"log chunk: unknown key(s) {unknown}; known keys: {[f.key for f in _DATA]} "
-            "(add a row to quadsim.io.COLUMNS)"
+            "(add a row to quadsim.app.io.COLUMNS)"
         )
     for f in COLUMNS:
         if f.required and f.key not in chunk:

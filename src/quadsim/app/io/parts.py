@@ -4,7 +4,7 @@ During a run the log lives in a folder of part files, ``trajectory.parts/part-00
 ``part-000001.parquet``, ... Each part is written under a temporary name, flushed to the disk
 (``fsync``) and renamed, so a part exists whole or not at all: a hard kill (SIGKILL, the OOM
 killer, power loss) loses at most the chunk in flight. Each part's schema carries the run
-metadata (as in :mod:`quadsim.io.log`) and its own record ``{"index", "wall_time_s"}``
+metadata (as in :mod:`quadsim.app.io.log`) and its own record ``{"index", "wall_time_s"}``
 (the wall-clock time of the flight when the chunk was handed over).
 
 :func:`merge_parts` turns the folder into the single ``trajectory.parquet`` (and CSV), one part

@@ -20,15 +20,15 @@ samples before a drone's first crash counted ("flying" samples):
   mean NEES with its degrees of freedom (9; the EKF's), and ``ate_m``, the absolute
   trajectory error of Zhang and Scaramuzza (the position RMSE after each drone's estimate is
   aligned to its truth by Umeyama's SE(3) least squares,
-  :func:`quadsim.estimation.metrics.ate_from_moments`; pooled over the drones); ``None`` without
-  an estimator. ``rte_1m_m`` (the relative trajectory error over 1 m of travel) is added by the
-  run from the drones it keeps for the figures;
+  :func:`quadsim.loop.estimation.metrics.ate_from_moments`; pooled over the drones); ``None``
+  without an estimator. ``rte_1m_m`` (the relative trajectory error over 1 m of travel) is added by
+  the run from the drones it keeps for the figures;
 * with a battery in the loop (``battery_*`` columns), ``power``: ``energy_j`` (the electrical
   energy ``∑ P Δt`` of the flying samples, sample-and-hold, summed over the drones, and its mean
   per drone ``energy_j_per_drone``), ``mean_power_w`` per drone, ``voltage_min_v``,
   ``charge_start`` and ``charge_end`` (means over the drones) and ``hover_endurance_s`` (from a
-  full battery at the drone's hover speed, :func:`quadsim.power.hover_endurance`, when the run
-  put it in the metadata); ``None`` without.
+  full battery at the drone's hover speed, :func:`quadsim.physics.power.hover_endurance`, when the
+  run put it in the metadata); ``None`` without.
 
 :class:`SummaryAccumulator` computes the same from chunks, so a flight's summary needs only
 per-drone sums and the sample times in memory, not the log.
@@ -375,7 +375,7 @@ def summarize(
         A JSON-able dict: ``interrupted``, ``drone``, ``scenario``, ``backend``, ``model``,
         ``loop`` and ``loop_reason`` (from ``meta``: the flight loop that ran, ``"compiled"``,
         ``"scan"`` or ``"python"``, and why the backend's fast loop did not run), ``rates_hz``
-        (the loop's rates, :func:`quadsim.brain.rates_hz`), ``n_drones``,
+        (the loop's rates, :func:`quadsim.loop.brain.rates_hz`), ``n_drones``,
         ``n_samples``, ``sim_time_s``,
         ``wall_time_s``, ``real_time_factor``, ``drone_seconds_per_wall_second``, ``t_from_s``,
         ``tracking_rms_m``, ``tracking_max_m``, ``max_tilt_deg``, ``saturation_time_s`` (worst

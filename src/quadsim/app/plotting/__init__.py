@@ -1,6 +1,6 @@
 """Figures and animation of flight logs (matplotlib, imported lazily; Agg, no pyplot state).
 
-Every function takes a log dict (see :mod:`quadsim.io`: ``time`` (T,) [s], ``pos`` (T, N, 3)
+Every function takes a log dict (see :mod:`quadsim.app.io`: ``time`` (T,) [s], ``pos`` (T, N, 3)
 [m], ``quat`` (T, N, 4) xyzw, ...) and the run metadata, writes one file and returns its path.
 Figures are :class:`matplotlib.figure.Figure` objects rendered with the Agg canvas, so nothing
 touches pyplot's global state. Non-finite samples (NaN, ±inf) are masked: lines break there.

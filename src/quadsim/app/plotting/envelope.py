@@ -15,14 +15,14 @@ from ._common import _figure, _fin, _save
 def plot_envelope(params: Any, path: str | os.PathLike[str], n: int = 200) -> Path:
     """Terminal velocity in level flight [m/s] against tilt [deg], up to ``tilt_max`` (marked).
 
-    Uses :func:`quadsim.envelope.terminal_velocity` (seed 002's ``v(θ)`` curve with this drone's
-    drag) on ``n`` tilts in ``[0, tilt_max]``. The drag model holds up to the drone's
+    Uses :func:`quadsim.physics.envelope.terminal_velocity` (seed 002's ``v(θ)`` curve with this
+    drone's drag) on ``n`` tilts in ``[0, tilt_max]``. The drag model holds up to the drone's
     ``drag_speed_max`` [m/s] (the speed range it was identified over; ``inf`` when unknown):
     above it the speed band is hatched and the curve dashed, labelled "drag model extrapolated
     beyond X m/s".
 
     Args:
-        params: A :class:`~quadsim.params.Params`, preset name or TOML path.
+        params: A :class:`~quadsim.physics.params.Params`, preset name or TOML path.
         path: PNG file to write (missing parent folders are created).
         n: Number of tilt samples.
 

@@ -280,7 +280,7 @@ def _tracking_stats(
 ) -> tuple[float, float]:
     """RMS and max position error [m] of the drones ``sel``, as ``summary.json`` counts them.
 
-    One definition: this is :func:`quadsim.io.summary.summarize` on the shown drones (samples
+    One definition: this is :func:`quadsim.app.io.summary.summarize` on the shown drones (samples
     with ``time >= t_from``, before each drone's first crash, finite errors; RMS over all of
     them), so the figure's title and the summary agree whenever every drone is shown.
     """
@@ -308,7 +308,7 @@ def plot_tracking_error(
     """Position tracking error ``pos - ref_pos`` [m] per axis and its norm against time.
 
     Crashes (first ``crashed`` sample) are marked with a vertical line. The title's RMS and
-    max are those of ``summary.json`` (:func:`quadsim.io.summary.summarize`) over the drones
+    max are those of ``summary.json`` (:func:`quadsim.app.io.summary.summarize`) over the drones
     shown: samples with ``time >= t_from`` before each drone's crash. With ``t_from > 0`` the
     settling time is marked (dashed line, the skipped interval shaded grey).
 

@@ -3,7 +3,7 @@
 ``quadsim train --envs M`` (docs/rl.md, "Large batches"): the memory of the batch
 (:func:`estimate`: the rollout buffer and its flattened copy, the PPO update's minibatches, the
 environments; a base for PyTorch and Stable-Baselines3) against the memory available
-(:func:`quadsim.preflight.available_memory`), and the time of a PPO iteration; a batch that does
+(:func:`quadsim.app.preflight.available_memory`), and the time of a PPO iteration; a batch that does
 not fit is refused naming the numbers and the batch that fits, a slow one gets a notice.
 """
 
@@ -36,7 +36,7 @@ def estimate(num_envs: int, obs_dim: int, act_dim: int,
     """``(bytes, bytes per environment, seconds per PPO iteration)`` of ``num_envs`` environments.
 
     :data:`BASE_BYTES` plus, per environment, ``n_steps`` rollout samples
-    (:data:`quadsim.rl.train.N_STEPS`) of ``8 (obs_dim + act_dim) +`` :data:`SAMPLE_BYTES`
+    (:data:`quadsim.app.rl.train.N_STEPS`) of ``8 (obs_dim + act_dim) +`` :data:`SAMPLE_BYTES`
     bytes; :data:`STEP_SECONDS` per step.
 
     Measured peak resident memory of one PPO iteration (one thread), against the estimate:

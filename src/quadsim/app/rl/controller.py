@@ -1,7 +1,7 @@
 r"""A trained policy as a controller of ``quadsim fly`` (``[controller] kind = "policy"``).
 
-The controller is the policy file's MLP (:mod:`quadsim.rl.policy`) fed with the environments'
-observation (:func:`quadsim.envs.core.observation`, the one implementation) of the state and the
+The controller is the policy file's MLP (:mod:`quadsim.app.rl.policy`) fed with the environments'
+observation (:func:`quadsim.app.envs.core.observation`, the one implementation) of the state and the
 reference, and its own last action as the observation's action part:
 
 .. math::
@@ -12,7 +12,7 @@ reference, and its own last action as the observation's action part:
 (the ``rotor_speeds`` action level), at the controller's rate (default 100 Hz, the
 environments' control rate; the command is held in between, as an environment holds its
 action). Policies trained with ``observe_rotors`` (Recover-v0) also observe the rotor-speed
-estimate ``Ω̂_k``: the environments' observer (:mod:`quadsim.envs.observer`, the same
+estimate ``Ω̂_k``: the environments' observer (:mod:`quadsim.app.envs.observer`, the same
 functions) run on the commands ``Ω_{k-1}`` over the controller's period in steps of the
 training environment's physics step (``physics_dt`` of the policy file); policies trained with
 ``observe_integral`` observe the position-error integral, which the controller integrates at
@@ -37,7 +37,7 @@ class PolicyGains(NamedTuple):
         rpm_max: Rotor speed at action +1 [RPM].
         dt: The controller's period [s].
         name: The policy file.
-        observer: The rotor-speed observer (:class:`quadsim.envs.observer.RotorObserver`) at
+        observer: The rotor-speed observer (:class:`quadsim.app.envs.observer.RotorObserver`) at
             its step, or ``None`` (the policy does not observe rotor speeds).
         observer_steps: Observer steps per controller period.
         integral: Whether the policy observes the position-error integral.
@@ -75,9 +75,10 @@ def policy_gains(path: str, drone: Any, dt: float) -> PolicyGains:
     """Load a policy file for a drone at controller period ``dt``.
 
     Raises:
-        ValueError: The file's problems (:func:`~quadsim.rl.policy.load_policy`), an action
+        ValueError: The file's problems (:func:`~quadsim.app.rl.policy.load_policy`), an action
             level other than ``rotor_speeds``, or sizes that do not fit the drone's hover
-            observation (:func:`~quadsim.envs.core.observation_size` inputs, ``rotors`` outputs).
+            observation (:func:`~quadsim.app.envs.core.observation_size` inputs, ``rotors``
+            outputs).
     """
     from ..envs.core import observation_size
     from .policy import load_policy

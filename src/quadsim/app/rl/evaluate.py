@@ -2,7 +2,8 @@ r"""``quadsim eval POLICY``: success, recovery time, crashes and final error of 
 
 ``N`` episodes (``--episodes``, default 1000) of the environment (``--env``, default the
 policy's), all at once in one vector environment, the policy deterministic
-(:class:`~quadsim.rl.policy.MlpPolicy`, no RL library). Per episode, with ``e(t) = ‖p - p_ref‖``:
+(:class:`~quadsim.app.rl.policy.MlpPolicy`, no RL library). Per episode, with ``e(t) = ‖p -
+p_ref‖``:
 
 * **success**: the episode reaches its time limit without terminating (crash, divergence, out
   of bounds, tilt) and ends within :data:`SUCCESS_RADIUS` of the target;
@@ -50,7 +51,7 @@ def make_vector_env(env_id: str, num_envs: int, *, autoreset: str = "SameStep",
     if env_id not in ENV_IDS:
         raise ValueError(f"unknown environment {env_id!r}; known: {sorted(ENV_IDS)}")
     module, _, name = ENV_IDS[env_id][1].rpartition(":")
-    cls = getattr(importlib.import_module(module.replace("quadsim.envs", "quadsim.app.envs")), name)
+    cls = getattr(importlib.import_module(module), name)
     steps = MAX_EPISODE_STEPS if max_episode_steps is None else max_episode_steps
     return cls(num_envs, autoreset_mode=AutoresetMode(autoreset), max_episode_steps=steps, **kwargs)
 
@@ -64,7 +65,8 @@ def success(final_obs: np.ndarray, terminated: Any, truncated: Any) -> np.ndarra
 def disturbance_options(wind: float = 0.0, turbulence: str | None = None, latency: float = 0.0,
                         obs_noise: Any = None, gyro: str | None = None) -> dict:  # fmt: skip
     """Environment options of ``--wind W --turbulence T --latency S --obs-noise P,V,R,W --gyro
-    IMU`` (none when all are off): the fields of :class:`quadsim.envs.disturbances.Disturbances`,
+    IMU`` (none when all are off): the fields of
+    :class:`quadsim.app.envs.disturbances.Disturbances`,
     the latency drawn in ``0..S`` s."""  # noqa: D205, D209
     d: dict = {}
     if wind:
@@ -96,7 +98,7 @@ def policy_env(policy: Any, env_id: str, num_envs: int, action_level: str | None
     """The ``NextStep`` vector environment ``env_id`` that feeds ``policy`` what it was trained on.
 
     On the environment the policy file names (``meta["env_id"]``), the environment is built with
-    the observation options the file records (:data:`~quadsim.rl.policy.OBSERVATION_OPTIONS`).
+    the observation options the file records (:data:`~quadsim.app.rl.policy.OBSERVATION_OPTIONS`).
     On another one, it is built as that id defines it (plus ``observe_integral``, an option of
     any environment) and accepted only if its observation holds the same quantities in the same
     order (the same options and size) at the policy's action level.

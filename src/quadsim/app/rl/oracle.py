@@ -1,8 +1,8 @@
 r"""Could a throw have been saved? An optimal-control check of Recover-v0 throws.
 
 For a start state ``x_0`` (plant state with rotor speeds, 17 numbers) the CasADi twin of the
-plant (:func:`quadsim.models.first_principles.symbolic_dynamics`: the same model, rotor dynamics
-and drag included) is flown over ``T = 1.2 s`` by rotor commands held for 20 ms each
+plant (:func:`quadsim.physics.models.first_principles.symbolic_dynamics`: the same model, rotor
+dynamics and drag included) is flown over ``T = 1.2 s`` by rotor commands held for 20 ms each
 (multiple shooting, 60 intervals, RK4; IPOPT):
 
 .. math::

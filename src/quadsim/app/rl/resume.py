@@ -6,7 +6,7 @@ After every PPO iteration, in this order:
    commit point): Stable-Baselines3's model with its optimiser, the last observation and
    episode starts, and a member :data:`RESUME` with everything else that decides what comes
    next: the random generators (PyTorch's, NumPy's global one, Python's), the environments'
-   state (:meth:`quadsim.envs.QuadsimVectorEnv.get_state`: their generator, physics, counters,
+   state (:meth:`quadsim.app.envs.QuadsimVectorEnv.get_state`: their generator, physics, counters,
    disturbances), the training wrapper's return and length accumulators and outcome windows,
    the run's ``state.json`` content and its ``progress.csv`` row;
 2. ``policy.npz``, then ``state.json``, then the ``progress.csv`` row.

@@ -5,18 +5,18 @@ M] [--action-level LEVEL] [--wind W] [--turbulence T] [--latency S] [--obs-noise
 [--gyro IMU] [--observe-integral] [--threads N]`` trains on ``M`` environments batched in one
 simulator (default 256, Recover-v0 1024; the compiled env step), in a mean wind up to ``W`` m/s,
 Dryden gusts, an action latency and sensor noise when asked (domain randomisation:
-:mod:`quadsim.envs.disturbances`; evaluation is in still air unless ``quadsim eval`` is told
+:mod:`quadsim.app.envs.disturbances`; evaluation is in still air unless ``quadsim eval`` is told
 otherwise), and writes to ``DIR`` (default ``runs/train_<env>``):
 
 * ``progress.csv``: one row per PPO iteration: ``wall_s``, ``steps``, ``episodes``,
-  ``success_rate`` (of the last 1,000 training episodes, :func:`quadsim.rl.evaluate.success`),
+  ``success_rate`` (of the last 1,000 training episodes, :func:`quadsim.app.rl.evaluate.success`),
   ``mean_return``, ``mean_length``; TensorBoard logs under ``tb/`` when ``tensorboard`` is
   installed;
 * ``checkpoint.zip`` (Stable-Baselines3's model, with its optimiser, and the state that makes a
   resumed run continue bit for bit) and ``state.json`` (steps, wall time so far), both rewritten
   after every iteration, whole or not at all: the same command again **resumes**
   (``--seconds`` and ``--steps`` are totals over the runs);
-* ``policy.npz``: the policy as a plain MLP (:mod:`quadsim.rl.policy`) for ``quadsim eval``
+* ``policy.npz``: the policy as a plain MLP (:mod:`quadsim.app.rl.policy`) for ``quadsim eval``
   and ``quadsim fly`` (no RL library needed to run it).
 
 **Defaults** (measured on Hover-v0, docs/rl.md): 256 environments (Recover-v0: 1024,
@@ -26,11 +26,11 @@ rollouts of 64 steps per environment, 4 minibatches, 5 epochs, learning rate 1e-
 λ = 0.95, no entropy bonus (Recover-v0: 0.005 and γ = 0.99, :data:`PPO_DEFAULTS`), a 64-64 tanh
 MLP; PyTorch on two threads (``--threads``, :data:`TORCH_THREADS`; at most the machine's cores).
 
-The output folder is held for the run (:func:`quadsim.io.outdir.claim`: a second command into
+The output folder is held for the run (:func:`quadsim.app.io.outdir.claim`: a second command into
 it exits 2 naming the holder). SIGINT, SIGTERM and SIGHUP stop training at the end of the
 iteration in progress, after its checkpoint; the same command resumes bit for bit
-(:mod:`quadsim.rl.resume`). A batch that does not fit in the available memory is refused
-before anything is allocated (:mod:`quadsim.rl.budget`).
+(:mod:`quadsim.app.rl.resume`). A batch that does not fit in the available memory is refused
+before anything is allocated (:mod:`quadsim.app.rl.budget`).
 """
 
 from __future__ import annotations
@@ -187,7 +187,7 @@ def _sb3_logger(out_dir: Path) -> Any:
 
 
 def export_policy(model: Any, path: Path, meta: dict) -> Path:
-    """Write the PPO policy's deterministic MLP as a policy file (:mod:`quadsim.rl.policy`)."""
+    """Write the PPO policy's deterministic MLP as a policy file (:mod:`quadsim.app.rl.policy`)."""
     import torch
 
     from .policy import save_policy
@@ -256,7 +256,7 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
 
     ``env_options``: more options of the training environments (``disturbances``,
     ``observe_integral``; ``--wind``, ``--turbulence``, ``--observe-integral``). The output
-    folder is held for the run (:func:`quadsim.io.outdir.claim`); SIGINT, SIGTERM and SIGHUP
+    folder is held for the run (:func:`quadsim.app.io.outdir.claim`); SIGINT, SIGTERM and SIGHUP
     stop it after the iteration in progress and its checkpoint (``"signal"`` in the result).
 
     Raises:
@@ -293,7 +293,7 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
 
 def _previous(out_dir: Path) -> tuple[dict | None, dict | None, int | None]:
     """``(state, resume, steps in state.json)`` of the run in ``out_dir`` (``state`` ``None``:
-    none to resume): the state from the checkpoint (the commit point, :mod:`quadsim.rl.resume`),
+    none to resume): the state from the checkpoint (the commit point, :mod:`quadsim.app.rl.resume`),
     ``state.json`` checked."""  # noqa: D205, D209
     from .resume import read_resume, read_state
 
@@ -438,7 +438,7 @@ def _kept(out_dir: Path, steps: int) -> str:
 def _commit(out_dir: Path, model: Any, env: Any, state: dict, row: list, meta: dict,
             fh: Any, done: int) -> None:  # fmt: skip
     """Write one iteration: the checkpoint (the commit point), then policy.npz, state.json and
-    the progress row (:mod:`quadsim.rl.resume`); a disk error says what is kept."""  # noqa: D205, D209
+    the progress row (:mod:`quadsim.app.rl.resume`); a disk error says what is kept."""  # noqa: D205, D209
     from ..io.files import naming
     from .resume import save_checkpoint, write_state
 
@@ -528,7 +528,7 @@ def _env_options(args: Any) -> dict:
 
 
 def main(args: Any) -> int:
-    """``quadsim train ...`` (parsed by :mod:`quadsim.cli`)."""
+    """``quadsim train ...`` (parsed by :mod:`quadsim.app.cli`)."""
     import sys
 
     env_id = args.env_id

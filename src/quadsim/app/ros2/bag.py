@@ -1,11 +1,11 @@
 """``quadsim fly --rosbag``: a run's log as a ROS 2 bag in MCAP (Foxglove, ``ros2 bag play``).
 
-:func:`write_bag` reads ``trajectory.parquet`` (:func:`quadsim.io.read_log`) and writes, for
+:func:`write_bag` reads ``trajectory.parquet`` (:func:`quadsim.app.io.read_log`) and writes, for
 every logged sample ``t`` and drone ``d<i>``, the messages the node publishes for that state
-(:mod:`quadsim.ros2.encode`, one home for both): ``/<ns>/d<i>/odom``, ``imu`` (when the run had
+(:mod:`quadsim.app.ros2.encode`, one home for both): ``/<ns>/d<i>/odom``, ``imu`` (when the run had
 an IMU), ``rotor_speeds`` and ``reference`` (when the log has one), and one ``/tf`` message with
 every drone's transform; log and publish time are the simulated time [ns]. Channels carry the
-``cdr`` encoding and ``ros2msg`` schemas (:func:`quadsim.ros2.msgs.msgdef`), the MCAP ``ros2``
+``cdr`` encoding and ``ros2msg`` schemas (:func:`quadsim.app.ros2.msgs.msgdef`), the MCAP ``ros2``
 profile, zstd-compressed chunks: the form ``ros2 bag record -s mcap`` writes, which ``ros2 bag
 play FILE.mcap`` (ROS 2 Iron and newer), Foxglove and the ``rosbags`` library read.
 """
@@ -36,7 +36,7 @@ def write_bag(
         bag_path: The ``.mcap`` file to write (replaced; written to a temporary name first).
         namespace: ROS 2 namespace of the topics, as ``quadsim ros2 --namespace``.
         imu_var: Per-sample gyro and accelerometer variances for the IMU messages
-            (:func:`quadsim.ros2.encode.imu_variances`).
+            (:func:`quadsim.app.ros2.encode.imu_variances`).
         progress: Called with ``(samples done, samples)`` now and then, or ``None``.
 
     Returns:

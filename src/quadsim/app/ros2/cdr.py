@@ -55,7 +55,7 @@ class Template:
     """The CDR bytes of ``sample`` with the places of its numbers.
 
     Args:
-        sample: A message (one of :mod:`quadsim.ros2.msgs`) with the strings and sequence
+        sample: A message (one of :mod:`quadsim.app.ros2.msgs`) with the strings and sequence
             lengths every message made from the template will have.
 
     Attributes:

@@ -103,7 +103,8 @@ def imu(
 
 def imu_variances(imu: Any, dt: float) -> tuple[float, float]:
     """Per-sample white-noise variances of the gyro [(rad/s)²] and the accelerometer
-    [(m/s²)²] of an :class:`~quadsim.sensors.ImuParams` sampled every ``dt`` [s]: ``N² / dt``
+    [(m/s²)²] of an :class:`~quadsim.physics.sensors.ImuParams` sampled every ``dt`` [s]: ``N² /
+    dt``
     with the noise densities ``N`` (the largest axis); ``(0, 0)`` without an IMU."""  # noqa: D205, D209
     if imu is None:
         return 0.0, 0.0

@@ -1,7 +1,7 @@
 r"""A scenario's closed loop stepped one physics step at a time, with commands per drone.
 
-:class:`LiveLoop` runs the loop of :func:`quadsim.flight.fly` (the per-step function of
-:func:`quadsim.brain.make_brain` on NumPy, then ``Simulator.step``) one step per call, so a
+:class:`LiveLoop` runs the loop of :func:`quadsim.loop.flight.fly` (the per-step function of
+:func:`quadsim.loop.brain.make_brain` on NumPy, then ``Simulator.step``) one step per call, so a
 caller can change what each drone obeys between steps. Each drone is in one mode:
 
 * ``"auto"``: the scenario's controller follows the scenario's reference (what ``fly`` does;
@@ -11,7 +11,7 @@ caller can change what each drone obeys between steps. Each drone is in one mode
   the ground, then the motors stop;
 * ``"attitude"``: roll, pitch, yaw rate and collective thrust (:meth:`set_attitude`) through the
   PID attitude and rate stages at the physics rate (the ``thrust_attitude`` action level of the
-  environments, :class:`quadsim.envs.actions.ThrustAttitude`);
+  environments, :class:`quadsim.app.envs.actions.ThrustAttitude`);
 * ``"rpm"``: rotor speeds [RPM] given directly (:meth:`set_rpm`), held until the next ones;
 * ``"cut"``: every rotor commanded to 0.
 
@@ -86,10 +86,10 @@ class _Reference:
 
 
 class LiveLoop:
-    """The closed loop of an assembled scenario (:func:`quadsim.scenario.build`), stepped live.
+    """The closed loop of an assembled scenario (:func:`quadsim.app.scenario.build`), stepped live.
 
     Args:
-        objs: The :class:`~quadsim.scenario.Assembly` (its simulator is stepped in place).
+        objs: The :class:`~quadsim.app.scenario.Assembly` (its simulator is stepped in place).
         jit: Trace the per-step function with JAX (about 0.1 ms a step against about 1 ms
             on NumPy): ``None`` when JAX is installed and the controller traces, ``True`` to
             require it, ``False`` for NumPy.
@@ -345,7 +345,7 @@ class LiveLoop:
 
     def imu_variances(self) -> tuple[float, float]:
         """Per-sample white-noise variances of the gyro and the accelerometer
-        (:func:`quadsim.ros2.encode.imu_variances` at the IMU's sample period)."""  # noqa: D205, D209
+        (:func:`quadsim.app.ros2.encode.imu_variances` at the IMU's sample period)."""  # noqa: D205, D209
         from .encode import imu_variances
 
         return imu_variances(self.imu, float(self.periods.imu_dt or self.sim.dt))

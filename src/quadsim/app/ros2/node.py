@@ -5,7 +5,7 @@ Every physics step (the scenario's ``sim.dt``: 200 Hz for seed 001) the node
 1. takes the commands that arrived (each checked; a bad one is counted, dropped and logged),
 2. falls back, for a drone whose rotor-speed or attitude commands stopped for longer than the
    timeout, to what ``--on-timeout`` says (``hover`` where it is, ``land``, ``cut`` the motors),
-3. runs the closed loop's step (:class:`~quadsim.ros2.live.LiveLoop`: sensors, estimator,
+3. runs the closed loop's step (:class:`~quadsim.app.ros2.live.LiveLoop`: sensors, estimator,
    controller, then the plant with the command of each drone's mode),
 4. publishes, stamped with the simulated time ``t_k`` of the state it describes (the state
    before the step, as a row of the log): per drone ``/<ns>/<drone>/odom``
@@ -64,7 +64,7 @@ class Ros2Node:
     """The node: the scenario's loop, its publishers and subscribers, pacing and the log.
 
     Args:
-        objs: The assembled scenario (:func:`quadsim.scenario.build`).
+        objs: The assembled scenario (:func:`quadsim.app.scenario.build`).
         namespace: ROS 2 namespace of the topics (``quadsim``).
         domain_id: DDS domain (0..232).
         network: Network interface for DDS, or ``None``: loopback only (:mod:`.dds`).
@@ -73,7 +73,7 @@ class Ros2Node:
             drone falls back (> 0).
         on_timeout: :data:`ON_TIMEOUT`.
         log: Called with each log line (default: stderr).
-        jit: :class:`~quadsim.ros2.live.LiveLoop`'s ``jit``.
+        jit: :class:`~quadsim.app.ros2.live.LiveLoop`'s ``jit``.
     """
 
     def __init__(
@@ -261,8 +261,8 @@ class Ros2Node:
     # ------------------------------------------------------------------ publishing
 
     def _make_templates(self) -> None:
-        """One :class:`~quadsim.ros2.cdr.Template` per drone and topic, from the messages
-        :mod:`quadsim.ros2.encode` builds (so the fast path sends exactly those)."""  # noqa: D205, D209
+        """One :class:`~quadsim.app.ros2.cdr.Template` per drone and topic, from the messages
+        :mod:`quadsim.app.ros2.encode` builds (so the fast path sends exactly those)."""  # noqa: D205, D209
         from . import encode
         from . import msgs as m
         from .cdr import Template
@@ -301,7 +301,7 @@ class Ros2Node:
 
     def publish(self, t: float, state: Any, out: dict) -> None:
         """Publish the state ``x_k`` and the readings at ``t_k`` of every drone: the messages of
-        :mod:`quadsim.ros2.encode`, rendered from their templates (:mod:`quadsim.ros2.cdr`)."""  # noqa: D205, D209
+        :mod:`quadsim.app.ros2.encode`, rendered from templates (:mod:`quadsim.app.ros2.cdr`)."""  # noqa: D205, D209
         from ...physics.rotation import rotate_inverse
         from .cdr import write
         from .encode import RPM_TO_RAD_S, stamp, yaw_quat
@@ -588,7 +588,7 @@ def _check_attitude(msg: Any) -> str | None:
 
 
 def main(args: Any) -> int:
-    """``quadsim ros2 SCENARIO ...`` (parsed by :mod:`quadsim.cli`); the exit code."""
+    """``quadsim ros2 SCENARIO ...`` (parsed by :mod:`quadsim.app.cli`); the exit code."""
     from ..io.parts import PARTS, PartWriter
     from ..run import _echo_warnings, _finish
     from ..scenario import build, load_scenario

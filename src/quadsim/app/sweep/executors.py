@@ -1,17 +1,17 @@
 """Who runs a sweep's tasks: a local process pool (default) or a Ray cluster (``--ray``).
 
-Both take the same task dicts and call the same :func:`quadsim.sweep.tasks.run_task`, which
+Both take the same task dicts and call the same :func:`quadsim.app.sweep.tasks.run_task`, which
 writes the task's rows itself; the executor only schedules, retries and reports. So the results
 cannot depend on the executor or on the number of workers.
 
 * :class:`LocalExecutor`: ``concurrent.futures.ProcessPoolExecutor`` (``spawn``: workers start
   clean, whatever the parent imported), one worker per core unless told
-  (:func:`quadsim.sweep.limits.workers_for` caps them). A worker that dies (a kill, the OOM
+  (:func:`quadsim.app.sweep.limits.workers_for` caps them). A worker that dies (a kill, the OOM
   killer) breaks the pool; the pool is rebuilt and the tasks it held are run again (at most
   :data:`MAX_RETRIES` times each, then they are recorded as failed). Workers die with the
   parent however it ends (:func:`_die_with_parent`: ``PR_SET_PDEATHSIG`` on Linux, and a thread
   that watches the parent's PID everywhere), and start with ``OMP_NUM_THREADS`` set to their
-  share of the cores (:func:`quadsim.sweep.limits.threads_per_worker`) unless it is set.
+  share of the cores (:func:`quadsim.app.sweep.limits.threads_per_worker`) unless it is set.
 * :class:`RayExecutor`: ``ray.init(address=...)`` joins a cluster; without an address it starts
   a new local Ray (``address="local"``: not one that already runs or that ``RAY_ADDRESS`` names)
   that listens on 127.0.0.1 only, with no dashboard. Tasks are Ray remote functions

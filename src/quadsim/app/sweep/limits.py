@@ -1,7 +1,7 @@
 r"""How big and how long a sweep may be, and how many workers and threads it gets.
 
 **Size** (:func:`check_size`). The runs are counted from the axes' lengths (or ``samples``) times
-the replicates before any is materialised (:func:`quadsim.sweep.spec.count_runs`). The driver
+the replicates before any is materialised (:func:`quadsim.app.sweep.spec.count_runs`). The driver
 holds every run in memory (its axis values, its task, its row of results), about
 :data:`BYTES_PER_RUN` each: a sweep of more than :data:`MAX_RUNS` runs, or one whose plan would
 not fit in the memory available, is refused with the count and the estimates (memory, time).
@@ -9,7 +9,7 @@ not fit in the memory available, is refused with the count and the estimates (me
 **Time** (:func:`check_time`). Once every task is checked, and before anything flies, each task's
 cost is estimated as ``T_TASK + steps (a + n b)`` (``n`` runs of ``steps`` steps;
 :data:`STEP_COST`: ``a`` per step, ``b`` per drone-step) and the sweep's as :data:`T_START` plus
-the tasks' sum over the workers. An estimate above :data:`quadsim.preflight.SAY_TIME_ABOVE` is
+the tasks' sum over the workers. An estimate above :data:`quadsim.app.preflight.SAY_TIME_ABOVE` is
 printed; one above :data:`MAX_HOURS` is refused, naming the longest task and the axis that makes
 it long (its line in the sweep file). ``quadsim sweep --max-runs N --max-hours H`` raises the
 limits for one sweep.
@@ -48,7 +48,7 @@ MAX_HOURS = 24.0
 STEP_COST = {"native": (1.0e-4, 2.0e-7)}
 """Per step [s] and per drone-step [s] of a task on the compiled closed loop (a 2-core machine:
 about 10 M drone-steps/s when idle, docs/scaling.md, with a margin); other backends use
-:data:`quadsim.preflight.STEP_COST`."""
+:data:`quadsim.app.preflight.STEP_COST`."""
 
 T_TASK = 0.3
 """Per task [s]: checking and building its scenario, loading the compiled loop."""

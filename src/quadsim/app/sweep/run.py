@@ -6,14 +6,14 @@ Output directory (``--out``, default ``runs/<sweep file name>``):
 * ``tasks/<task>.parquet``: each finished task's rows (written whole or not at all);
 * ``results.parquet``: one row per run, in run order: ``run``, ``point``, ``replicate``, each
   axis (one column per axis; a list-valued axis as a list column), ``task``, ``lane``, ``seed``,
-  the metrics (:data:`quadsim.sweep.tasks.METRICS`) and ``error`` (null when the run flew). It
+  the metrics (:data:`quadsim.app.sweep.tasks.METRICS`) and ``error`` (null when the run flew). It
   is written only when every task has finished, so its presence means the sweep is complete;
 * ``<metric>.png``: each metric against the axes (:mod:`.plots`);
 * ``runs/<axis>=<label>/.../<task>.parquet`` with ``--trajectories [EVERY]``
-  (:func:`quadsim.sweep.spec.value_label`).
+  (:func:`quadsim.app.sweep.spec.value_label`).
 
 **One sweep at a time.** Everything that writes the folder runs while holding its lock
-(:func:`quadsim.io.outdir.claim`, ``DIR/.quadsim.lock``): a second ``quadsim sweep`` into the
+(:func:`quadsim.app.io.outdir.claim`, ``DIR/.quadsim.lock``): a second ``quadsim sweep`` into the
 same folder exits 2 naming the folder and the process holding it.
 
 **Resume.** Run the same command again: tasks whose file exists are skipped. The digest in
@@ -54,7 +54,7 @@ __all__ = ["collect", "inputs", "run_sweep"]
 
 def _check_tasks(sw: Sweep, runs: list, tasks: list[dict]) -> list[dict]:
     """Check every task's values (before anything flies); returns per task its ``cost`` [s],
-    ``steps`` and ``files`` (what :func:`quadsim.scenario.resolved_files` lists, resolved)."""  # noqa: D205, D209
+    ``steps`` and ``files`` (what :func:`quadsim.app.scenario.resolved_files` lists, resolved)."""  # noqa: D205, D209
     from ..scenario import resolved_files
     from .limits import task_cost
 
@@ -409,7 +409,7 @@ def _collect(sw: Sweep, runs: list, tasks: list[dict], out: Path) -> Any:
 
 
 def main(args: Any) -> int:
-    """``quadsim sweep ...`` (parsed by :mod:`quadsim.cli`); the exit code."""
+    """``quadsim sweep ...`` (parsed by :mod:`quadsim.app.cli`); the exit code."""
     try:
         rep = run_sweep(
             args.sweep,

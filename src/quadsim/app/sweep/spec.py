@@ -93,7 +93,7 @@ class Sweep(NamedTuple):
     def digest(self, inputs: dict[str, str] | None = None) -> str:
         """A hash of what the results depend on: the sweep and base scenario texts, quadsim's
         version and ``inputs`` (``{path: sha256}`` of every file the scenarios read,
-        :func:`quadsim.sweep.run.inputs`): a resumed sweep must be the same sweep."""  # noqa: D205, D209
+        :func:`quadsim.app.sweep.run.inputs`): a resumed sweep must be the same sweep."""  # noqa: D205, D209
         from ... import __version__
 
         h = hashlib.sha256()
@@ -298,7 +298,7 @@ def _points(sw: Sweep) -> list[dict]:
 
 def count_runs(sw: Sweep) -> int:
     """The number of runs, from the axes' lengths (grid) or ``samples``, times the replicates:
-    nothing is materialised (:func:`quadsim.sweep.limits.check_size` refuses huge sweeps)."""  # noqa: D205, D209
+    nothing is materialised (:func:`quadsim.app.sweep.limits.check_size` refuses huge sweeps)."""  # noqa: D205, D209
     if sw.method == "grid":
         return math.prod(len(spec) for _, spec in sw.axes.values()) * sw.replicates
     return sw.samples * sw.replicates

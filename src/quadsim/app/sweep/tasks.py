@@ -1,7 +1,7 @@
 r"""A sweep's tasks: runs of one structure batched into one simulator, and running one.
 
 **Plan** (:func:`plan`). Runs whose structural axes (every axis not in
-:data:`~quadsim.sweep.spec.PER_DRONE`) have the same values share a structure; in run order,
+:data:`~quadsim.app.sweep.spec.PER_DRONE`) have the same values share a structure; in run order,
 each structure's runs are cut into tasks of at most ``batch`` runs. A task is one scenario with
 ``n`` = its runs, flown as one batched simulation (the compiled closed loop), its per-drone axes
 (mass, inertia, start) set drone by drone; a formation of the base scenario
@@ -11,13 +11,13 @@ number of a run (sensor noise, gusts, the base scenario's randomisation) is keye
 seed and the run index alone, whatever executes the tasks and however many workers there are.
 
 **Run** (:func:`run_task`, in a worker). The task's scenario is validated and built
-(:func:`quadsim.scenario.validate_doc`, :func:`~quadsim.scenario.build`), flown by
-:func:`quadsim.flight.fly` without keeping the log, and each chunk is folded into
-:class:`quadsim.io.SummaryAccumulator`, whose per-drone metrics are the runs' rows. The rows go
+(:func:`quadsim.app.scenario.validate_doc`, :func:`~quadsim.app.scenario.build`), flown by
+:func:`quadsim.loop.flight.fly` without keeping the log, and each chunk is folded into
+:class:`quadsim.app.io.SummaryAccumulator`, whose per-drone metrics are the runs' rows. The rows go
 back to the driver as Arrow IPC bytes, which writes them to ``tasks/<task>.parquet`` (temporary
 name, then renamed: on disk whole or not at all),
 and with ``--trajectories`` the decimated log to ``runs/<axis>=<label>/.../<task>.parquet``
-(:func:`~quadsim.sweep.spec.value_label`; every path checked by :func:`plan` before anything
+(:func:`~quadsim.app.sweep.spec.value_label`; every path checked by :func:`plan` before anything
 flies; written by the worker: on a cluster, ``DIR`` must then be on storage the workers share). A
 task that fails records its error on each of its runs.
 """
@@ -44,7 +44,7 @@ METRICS = (
     ("crashed", "bool"),
     ("crash_time_s", "float64"),
 )
-"""The per-run metrics of ``results.parquet`` (from :class:`quadsim.io.SummaryAccumulator`)."""
+"""The per-run metrics of ``results.parquet`` (from :class:`quadsim.app.io.SummaryAccumulator`)."""
 
 
 def task_seed(sweep_seed: int, task: int) -> int:

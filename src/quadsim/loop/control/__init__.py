@@ -1,16 +1,16 @@
 """Controllers: pure ``(state, reference, gains, controller_state) -> (wrench, controller_state)``.
 
-* :mod:`quadsim.control.pid`: cascaded PID (position -> velocity -> attitude -> body rate),
+* :mod:`quadsim.loop.control.pid`: cascaded PID (position -> velocity -> attitude -> body rate),
   PX4-like, with anti-windup and tilt/rate limits; its stages are public functions.
-* :mod:`quadsim.control.geometric`: geometric SE(3) tracking controller (Lee, Leok and
+* :mod:`quadsim.loop.control.geometric`: geometric SE(3) tracking controller (Lee, Leok and
   McClamroch 2010) with flatness feed-forward from the reference's acceleration, jerk, snap and
   yaw rate.
 
 The command is the body wrench ``(..., 4)`` = ``[F (N) along body z, τx, τy, τz (N m, FLU)]``;
-rotor speeds come from :func:`quadsim.rotors.allocate`. Gains are loaded with :func:`load_gains`
-(TOML files in ``quadsim/physics/presets/gains``), which also attaches the drone's mass, inertia,
-thrust range and tilt limit and the control period. :func:`control` and :func:`init_state`
-dispatch on the gains record's type.
+rotor speeds come from :func:`quadsim.physics.rotors.allocate`. Gains are loaded with
+:func:`load_gains` (TOML files in ``quadsim/physics/presets/gains``), which also attaches the
+drone's mass, inertia, thrust range and tilt limit and the control period. :func:`control` and
+:func:`init_state` dispatch on the gains record's type.
 
 Everything is batched over leading dimensions, written once over the array API (NumPy, JAX,
 PyTorch), ``jit``-able (no Python branching on array values) and keeps the state's dtype. Under
@@ -23,7 +23,7 @@ Example::
     gains = load_gains("cf2x_L250_geometric")           # drone and dt from the file
     cstate = init_state(gains, (n,))
     wrench, cstate = control(sim.state, traj(t), gains, cstate)
-    sim.step(quadsim.rotors.allocate(wrench, allocator).rpm)
+    sim.step(quadsim.physics.rotors.allocate(wrench, allocator).rpm)
 """
 
 from __future__ import annotations

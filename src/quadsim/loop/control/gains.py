@@ -11,9 +11,9 @@ canonical unit)::
     kp = { value = [16.0, 16.0, 20.0], unit = "1/s^2", source = "tuned", note = "..." }
 
 A record also carries what the controller needs from the drone (the ``drone``
-:class:`~quadsim.params.Params` given to :func:`load_gains`, and its
-:func:`~quadsim.envelope.envelope`) and the control period ``dt`` [s]: mass ``m``, gravity ``g``,
-inertia ``J``, and
+:class:`~quadsim.physics.params.Params` given to :func:`load_gains`, and its
+:func:`~quadsim.physics.envelope.envelope`) and the control period ``dt`` [s]: mass ``m``, gravity
+``g``, inertia ``J``, and
 
 * ``T_min = max(N f(Ω_min), r m g)``, ``r`` = ``min_thrust_ratio`` (a floor that keeps the thrust
   direction defined and the rotors some headroom);
@@ -24,7 +24,7 @@ inertia ``J``, and
   drone's ``drag_matrix``/``drag_coef``: the controllers subtract the model's drag at the
   measured velocity in still air, ``R c D Rᵀ v - c k_d |v| v``, from the desired force;
 * ``torque_max`` (per-axis torque range at hover) and the drone's allocator, for the rotor-lag
-  compensation (``motor_tau``, ``motor_tau_target``; see :mod:`quadsim.control.geometric`).
+  compensation (``motor_tau``, ``motor_tau_target``; see :mod:`quadsim.loop.control.geometric`).
 
 Keys (canonical unit; per-axis keys take a number or 3 numbers; ``*`` = required):
 
@@ -67,7 +67,7 @@ __all__ = ["GeometricGains", "PidGains", "list_gains", "load_gains"]
 
 
 class GeometricGains(NamedTuple):
-    """Gains of :func:`quadsim.control.geometric.control` plus the drone data it uses.
+    """Gains of :func:`quadsim.loop.control.geometric.control` plus the drone data it uses.
 
     Attributes:
         name: Gains name (file stem or ``name`` key).
@@ -92,14 +92,14 @@ class GeometricGains(NamedTuple):
             [rad/s].
         motor_tau: Rotor lag time constant [s] assumed by the lag compensation (0 = off).
         motor_tau_target: Time constant [s] the compensated rotors should have (see
-            :mod:`quadsim.control.geometric`).
+            :mod:`quadsim.loop.control.geometric`).
         drag_matrix: Compensated linear body drag ``c D``, ``(3, 3)`` [N s/m] (``c`` = the
             file's ``drag_compensation``, ``D`` the drone's ``drag_matrix``).
         drag_coef: Compensated quadratic drag ``c k_d`` [N s²/m²].
         torque_max: Largest torque about each body axis alone at hover thrust that the rotors
             can produce, ``(3,)`` [N m] (from the allocation matrix; the lag compensation clips
             its commands to it so its rotor model stays true).
-        allocator: The drone's :class:`~quadsim.rotors.Allocator` (used by the lag
+        allocator: The drone's :class:`~quadsim.physics.rotors.Allocator` (used by the lag
             compensation's rotor model).
     """
 
@@ -129,7 +129,7 @@ class GeometricGains(NamedTuple):
 
 
 class PidGains(NamedTuple):
-    """Gains of the cascaded PID controller (:mod:`quadsim.control.pid`) plus drone data.
+    """Gains of the cascaded PID controller (:mod:`quadsim.loop.control.pid`) plus drone data.
 
     Attributes:
         name, dt, mass, gravity, J, thrust_min, thrust_max, tilt_max, xy_margin: As in
@@ -247,7 +247,8 @@ def load_gains(
         name_or_path: Packaged gains name (e.g. ``"cf2x_L250_geometric"``, see
             :func:`list_gains`) or a TOML path (ends in ``.toml``, has a path separator, or is an
             ``os.PathLike``).
-        drone: The drone flown: :class:`~quadsim.params.Params`, preset name or path; ``None``
+        drone: The drone flown: :class:`~quadsim.physics.params.Params`, preset name or path;
+        ``None``
             uses the file's ``drone`` key.
         dt: Control period [s]; ``None`` uses the file's ``dt``.
 

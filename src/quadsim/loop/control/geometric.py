@@ -2,8 +2,9 @@ r"""Geometric tracking controller on SE(3) (Lee, Leok and McClamroch, CDC 2010),
 
 Conventions: world ENU, body FLU, thrust ``f`` along ``+b_3 = R e_3``, gravity ``(0, 0, -g)``,
 so ``m \dot v = f R e_3 + m g_{vec}``. ``R = R_{wb}`` of the state's quaternion (exact for any
-nonzero norm, ``R(c q) = R(q)``, see :mod:`quadsim.rotation`), ``Ω`` the body rate. Gains are
-normalised by ``m`` and ``J`` (see :mod:`quadsim.control.gains`); ``∘`` is the per-axis product.
+nonzero norm, ``R(c q) = R(q)``, see :mod:`quadsim.physics.rotation`), ``Ω`` the body rate. Gains
+are normalised by ``m`` and ``J`` (see :mod:`quadsim.loop.control.gains`); ``∘`` is the per-axis
+product.
 
 Translation (``e_p = p - p_r``, ``e_v = v - v_r``; the position integral is clamped and, per
 axis, only integrates near steady state, ``I = clip(I + e_p dt [|e_v| < z_I], ±I_{max})``, so a
@@ -15,8 +16,9 @@ transient does not wind it up while a steady disturbance, ``e_v ≈ 0``, is stil
     f = \mathrm{clip}(F_d' · R e_3,\; T_{min}, T_{max}),
 
 where ``F_d'`` is ``F_d`` minus the compensated drag (``drag_compensation``, see
-:mod:`quadsim.control.gains`), limited to tilt ``θ_max`` and ``|F_d'| ≤ T_max`` (vertical priority,
-:func:`quadsim.control._common.limit_thrust`).
+:mod:`quadsim.loop.control.gains`), limited to tilt ``θ_max`` and ``|F_d'| ≤ T_max`` (vertical
+priority,
+:func:`quadsim.loop.control._common.limit_thrust`).
 
 Desired attitude ``R_d = [b_1, b_2, b_3]`` from ``b_3 = F_d'/|F_d'|`` and the yaw heading
 ``x_c = (\cos ψ, \sin ψ, 0)``: ``b_2 = b_3 × x_c / |b_3 × x_c|``, ``b_1 = b_2 × b_3``.
@@ -65,8 +67,9 @@ rotors are modelled as a first-order lag of the commanded wrench, ``\dot{\hat w}
 wrench). The command ``w_c = \hat w + (τ_m/τ_f)(w - \hat w)`` (thrust clipped to
 ``[T_min, T_max]``, each torque to ``±τ_max``) makes the modelled rotors follow the desired ``w``
 with the faster time constant ``τ_f``: ``\dot{\hat w} = (w - \hat w)/τ_f``. The model is driven
-by the wrench that :func:`quadsim.rotors.allocate` realises for ``w_c`` (``gains.allocator``), so
-it does not wind up when the rotors saturate. The attitude loop must stay stable when the
+by the wrench that :func:`quadsim.physics.rotors.allocate` realises for ``w_c``
+(``gains.allocator``), so it does not wind up when the rotors saturate. The attitude loop must stay
+stable when the
 compensation saturates (then the lag is ``τ_m`` again): for ``J \ddot θ = τ`` behind a lag ``τ_m``
 that needs ``k_Ω > τ_m k_R`` (Routh), which the packaged gains satisfy with margin.
 """
@@ -190,11 +193,12 @@ def control(
     """One step of the geometric tracking controller (pure, batched, jittable).
 
     Args:
-        state: :class:`~quadsim.sim.State` (reads ``pos``, ``quat``, ``vel``, ``ang_vel``), batch
+        state: :class:`~quadsim.engines.sim.State` (reads ``pos``, ``quat``, ``vel``, ``ang_vel``),
+        batch
             shape ``...``.
-        ref: :class:`~quadsim.trajectories.Reference` (``pos vel acc jerk snap`` ``(..., 3)``,
+        ref: :class:`~quadsim.loop.trajectories.Reference` (``pos vel acc jerk snap`` ``(..., 3)``,
             ``yaw yaw_rate`` ``(...)``); broadcast against the state.
-        gains: :class:`~quadsim.control.gains.GeometricGains`.
+        gains: :class:`~quadsim.loop.control.gains.GeometricGains`.
         cstate: :class:`GeometricState` from :func:`init_state` or the previous call.
 
     Returns:

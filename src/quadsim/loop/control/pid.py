@@ -1,7 +1,7 @@
 r"""Cascaded PID flight controller (PX4-like), the flight loop of seed 001 (200 Hz).
 
 Stages (each a public pure function; world ENU, body FLU, gravity ``(0, 0, -g)``; ``∘`` is the
-per-axis product; gains are normalised by ``m`` and ``J``, see :mod:`quadsim.control.gains`)::
+per-axis product; gains are normalised by ``m`` and ``J``, see :mod:`quadsim.loop.control.gains`)::
 
     position ──► velocity ──► thrust vector ──► attitude ──► body rate ──► wrench ──► allocation
       (P)         (PI, AW)     (tilt/thrust       (P, tilt     (PID, D on    (J α + ω×Jω;
@@ -10,7 +10,7 @@ per-axis product; gains are normalised by ``m`` and ``J``, see :mod:`quadsim.con
 1. :func:`position_control`: ``v_{sp} = v_r + k_{p,pos}∘(p_r - p)``, horizontal norm limited to
    ``v_{max,xy}``, vertical to ``[-v_{max,down}, v_{max,up}]``.
 2. :func:`velocity_control`: ``e = v_{sp} - v``, ``a = a_r + k_{p,v}∘e + I``, desired force
-   ``T = m (a - g_{vec}) - f_{drag}`` (compensated drag, see :mod:`quadsim.control.gains`),
+   ``T = m (a - g_{vec}) - f_{drag}`` (compensated drag, see :mod:`quadsim.loop.control.gains`),
    limited (tilt ``θ_max``, ``[T_min, T_max]``, vertical priority) to ``T'``. Anti-windup:
    horizontally the tracking back-calculation ``e_I = e - 2 (T - T') / (m k_{p,v})`` (PX4),
    vertically no integration while ``T_z`` is clipped in the direction of the error (conditional
@@ -25,15 +25,16 @@ per-axis product; gains are normalised by ``m`` and ``J``, see :mod:`quadsim.con
    ``ω_{sp} = k'_{att}∘2 q_{e,xyz} + R^T e_3\, \dot ψ_r``, clipped to ``±ω_{max}``, with
    ``k'_{att} = (k_{att,x}, k_{att,y}, k_{att,z}/w_ψ)`` so that small yaw errors see ``k_{att,z}``.
    ``q`` and ``q_d`` are normalised first: any nonzero multiple ``c q`` (``c < 0`` included) is the
-   same attitude, here and in every stage (``R(q)`` holds for any norm, :mod:`quadsim.rotation`).
+   same attitude, here and in every stage (``R(q)`` holds for any norm,
+   :mod:`quadsim.physics.rotation`).
 5. :func:`rate_control`: ``e = ω_{sp} - ω``, ``α = k_{p,ω}∘e + I_ω - k_{d,ω}∘(ω - ω_{prev})/dt``,
    ``I_ω = clip(I_ω + k_{i,ω}∘e\,dt, ±I_{ω,max})``; ``τ = J α + ω × J ω``.
 
-:func:`control` runs 1-5 on a :class:`~quadsim.trajectories.Reference` (feed-forward velocity,
+:func:`control` runs 1-5 on a :class:`~quadsim.loop.trajectories.Reference` (feed-forward velocity,
 acceleration, yaw rate). :func:`attitude_altitude_control` holds a given attitude and an altitude
 (vertical channel of 1-2 only, thrust ``f = m a_z' / (R e_3)_z``), e.g. for constant-pitch
 forward flight. Optional rotor-lag lead compensation (``motor_tau``) as in
-:mod:`quadsim.control.geometric`.
+:mod:`quadsim.loop.control.geometric`.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ class PidState(NamedTuple):
         rate_int: Rate integrator (an angular acceleration), ``(..., 3)`` [rad/s²].
         prev_ang_vel: Body rate at the previous step, ``(..., 3)`` [rad/s] (D term).
         wrench_est: Modelled rotor wrench ``(..., 4)`` (lag compensation, see
-            :mod:`quadsim.control.geometric`).
+            :mod:`quadsim.loop.control.geometric`).
         started: 1 after the first step, else 0, ``(...)`` (no derivative kick at start).
     """
 
@@ -229,7 +230,7 @@ def velocity_control(
         vel: World velocity ``(..., 3)`` [m/s].
         vel_sp: Velocity setpoint ``(..., 3)`` [m/s].
         acc_ff: Feed-forward acceleration ``(..., 3)`` [m/s²].
-        gains: :class:`~quadsim.control.gains.PidGains`.
+        gains: :class:`~quadsim.loop.control.gains.PidGains`.
         cstate: :class:`PidState`.
         quat: Attitude ``(..., 4)`` for the body-frame drag compensation (``None``: level).
     """
@@ -247,7 +248,7 @@ def thrust_attitude(thrust_vec: Any, yaw: Any, quat: Any, gains: PidGains) -> tu
         thrust_vec: Desired world force ``(..., 3)`` [N] (from :func:`velocity_control`).
         yaw: Yaw setpoint ``(...)`` [rad].
         quat: Current attitude ``(..., 4)`` (the thrust is projected on its body z axis).
-        gains: :class:`~quadsim.control.gains.PidGains`.
+        gains: :class:`~quadsim.loop.control.gains.PidGains`.
     """
     xp, like = _xp_like(thrust_vec, quat)
     qd, f = _thrust_attitude(xp, unstack(thrust_vec), as_like(xp, yaw, like), unstack(quat), gains)
@@ -261,7 +262,7 @@ def attitude_control(quat: Any, quat_sp: Any, yaw_rate_ff: Any, gains: PidGains)
         quat: Attitude ``(..., 4)`` xyzw.
         quat_sp: Attitude setpoint ``(..., 4)`` xyzw.
         yaw_rate_ff: Feed-forward yaw rate about world z ``(...)`` [rad/s].
-        gains: :class:`~quadsim.control.gains.PidGains`.
+        gains: :class:`~quadsim.loop.control.gains.PidGains`.
     """
     xp, like = _xp_like(quat)
     rate = _kattitude(xp, unstack(quat), _c(xp, quat_sp, like),
@@ -281,7 +282,7 @@ def rate_control(
         ang_vel: Body rate ``(..., 3)`` [rad/s].
         rate_sp: Body-rate setpoint ``(..., 3)`` [rad/s].
         thrust: Collective thrust ``(...)`` [N], passed through as ``wrench[..., 0]``.
-        gains: :class:`~quadsim.control.gains.PidGains`.
+        gains: :class:`~quadsim.loop.control.gains.PidGains`.
         cstate: :class:`PidState`.
     """
     xp, like = _xp_like(ang_vel)
@@ -318,10 +319,10 @@ def control(state: Any, ref: Any, gains: PidGains, cstate: PidState) -> tuple[An
     """One step of the full cascade (pure, batched, jittable).
 
     Args:
-        state: :class:`~quadsim.sim.State` (reads ``pos``, ``quat``, ``vel``, ``ang_vel``).
-        ref: :class:`~quadsim.trajectories.Reference`; uses ``pos``, ``vel`` and ``acc``
+        state: :class:`~quadsim.engines.sim.State` (reads ``pos``, ``quat``, ``vel``, ``ang_vel``).
+        ref: :class:`~quadsim.loop.trajectories.Reference`; uses ``pos``, ``vel`` and ``acc``
             (feed-forward), ``yaw`` and ``yaw_rate`` (jerk and snap are not used).
-        gains: :class:`~quadsim.control.gains.PidGains`.
+        gains: :class:`~quadsim.loop.control.gains.PidGains`.
         cstate: :class:`PidState`.
 
     Returns:
@@ -349,10 +350,10 @@ def attitude_altitude_control(
     :func:`control`; the horizontal velocity integrators are left untouched.
 
     Args:
-        state: :class:`~quadsim.sim.State`.
+        state: :class:`~quadsim.engines.sim.State`.
         quat_sp: Attitude setpoint ``(..., 4)`` xyzw (e.g. ``rotation.from_euler``).
         z_sp: Altitude setpoint ``(...)`` [m].
-        gains: :class:`~quadsim.control.gains.PidGains`.
+        gains: :class:`~quadsim.loop.control.gains.PidGains`.
         cstate: :class:`PidState`.
         vz_ff: Feed-forward climb rate ``(...)`` [m/s].
         yaw_rate_ff: Feed-forward yaw rate ``(...)`` [rad/s].

@@ -2,12 +2,12 @@
 
 Submodules:
 
-* :mod:`quadsim.estimation.eskf`: the error-state (multiplicative) extended Kalman filter on
+* :mod:`quadsim.loop.estimation.eskf`: the error-state (multiplicative) extended Kalman filter on
   position, velocity, attitude and the IMU biases, with delayed fusion for late measurements;
-* :mod:`quadsim.estimation.complementary`: the complementary (Mahony) filter, the cheap case;
-* :mod:`quadsim.estimation.metrics`: errors against the truth (RMSE, NEES, absolute and
+* :mod:`quadsim.loop.estimation.complementary`: the complementary (Mahony) filter, the cheap case;
+* :mod:`quadsim.loop.estimation.metrics`: errors against the truth (RMSE, NEES, absolute and
   relative trajectory errors).
 
 Every estimator is pure array-API code over a batch of drones (NumPy, JAX, or CasADi through
-:class:`~quadsim._array.SymArray`, so the compiled closed loop traces it).
+:class:`~quadsim.physics._array.SymArray`, so the compiled closed loop traces it).
 """

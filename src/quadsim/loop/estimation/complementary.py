@@ -62,7 +62,7 @@ period ``T``, the Euler form of a correction held over ``T``)::
     at a fresh position fix p_m:  e = p_m - p,  p ← p + l_1 e,  v ← v + l_2 e,  c ← l_2 e / T
 
 The IMU sample at ``t_k`` is taken as the mean over ``(t_{k-1}, t_k]`` (as the closed loop's IMU
-reads, :mod:`quadsim.brain`), so the velocity update is exact for exact data. Between fixes the
+reads, :mod:`quadsim.loop.brain`), so the velocity update is exact for exact data. Between fixes the
 estimate runs open loop for ``T``; the post-fix error ``(p̃, ṽ)`` then evolves as
 
     ``[[1 - l_1, (1 - l_1) T], [-l_2, 1 - l_2 T]]``,   ``z² - (2 - l_1 - l_2 T) z + (1 - l_1)``,
@@ -90,8 +90,8 @@ the 1 mm position noise passes as ~0.2 mm. For GNSS (1-10 Hz, metres of noise) l
 large initial error; MEMS zero-rate offsets are a few °/s at most).
 
 Every function is array-API code over leading batch axes (NumPy, JAX under ``jit``, CasADi
-through :class:`~quadsim._array.SymArray`): the "fresh" flags select with ``where``, and the gains
-are Python numbers fixed when the code is traced.
+through :class:`~quadsim.physics._array.SymArray`): the "fresh" flags select with ``where``, and the
+gains are Python numbers fixed when the code is traced.
 """
 
 from __future__ import annotations

@@ -30,9 +30,9 @@ and ``P ← F P Fᵀ + Q`` with the first-order transition of the error dynamics
                          0 & 0 & 0 & I & 0 \\ 0 & 0 & 0 & 0 & I \end{pmatrix},
     \quad Q = \mathrm{diag}(0,\; R N_a² Rᵀ Δt,\; N_g² Δt,\; K_a² Δt,\; K_g² Δt[,\; K_h² Δt])
 
-(``N`` the noise densities, ``K`` the bias random walks of :class:`~quadsim.sensors.ImuParams`;
-a sample that is the mean over ``Δt`` has white noise ``N/√Δt``, so ``N² Δt`` is exactly the
-velocity and angle variance it adds).
+(``N`` the noise densities, ``K`` the bias random walks of
+:class:`~quadsim.physics.sensors.ImuParams`; a sample that is the mean over ``Δt`` has white noise
+``N/√Δt``, so ``N² Δt`` is exactly the velocity and angle variance it adds).
 
 **Updates** are linear in the error state with ``H`` rows that pick components: position
 ``z = p + n``, velocity, altitude ``z = p_z + b_h + n``, and attitude through the residual
@@ -44,7 +44,7 @@ vector: ``P`` stays symmetric to rounding). The accumulated ``δx`` is then inje
 ``G = I - [½ δθ]_×``, of order ``|δθ|``, is neglected, as is usual).
 
 Everything is array-API code over the batch ``...`` (NumPy, JAX, CasADi through
-:class:`~quadsim._array.SymArray`): a measurement that is not fresh leaves the state as it
+:class:`~quadsim.physics._array.SymArray`): a measurement that is not fresh leaves the state as it
 was through a select (``where``), so nothing branches on values in Python, and the compiled
 loop evaluates the update only when some drone of a vector has one
 (:mod:`quadsim.engines.native_schedule`). ``P`` is stored as its upper
@@ -362,8 +362,8 @@ def velocity_rows(state: EskfState, vel: Any, std: Any) -> list:
 
 
 def attitude_rows(state: EskfState, quat: Any, std: Any) -> list:
-    """Rows of an attitude measurement ``quat`` ``(..., 4)`` whose noise is a body-frame
-    rotation vector of std ``std`` ``(3,)`` [rad] (as :func:`quadsim.sensors.mocap_measure`)."""  # noqa: D205, D209
+    """Rows of an attitude measurement ``quat`` ``(..., 4)``, its noise a body-frame rotation
+    vector of std ``std`` ``(3,)`` [rad] (:func:`quadsim.physics.sensors.mocap_measure`)."""  # noqa: D205, D209
     sd = np.broadcast_to(np.asarray(std, np.float64), (3,))
     r = rotation.log(rotation.multiply(rotation.conjugate(state.quat), quat))
     return [({ATT + i: 1.0}, r[..., i], float(sd[i]) ** 2) for i in range(3)]

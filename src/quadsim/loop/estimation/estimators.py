@@ -1,22 +1,22 @@
-r"""Estimators for the closed loop's estimator slot (:func:`quadsim.brain.make_brain`).
+r"""Estimators for the closed loop's estimator slot (:func:`quadsim.loop.brain.make_brain`).
 
 An estimator is an object with
 
 * ``__call__(k, truth, readings, est) -> (state, est)``: the state the controller reads (a
-  :class:`~quadsim.sim.State` with ``pos``, ``quat``, ``vel``, ``ang_vel``) from this step's
+  :class:`~quadsim.engines.sim.State` with ``pos``, ``quat``, ``vel``, ``ang_vel``) from this step's
   sensor ``readings`` (``gyro``, ``accel``, ``imu_fresh``, ``mocap_pos``, ``mocap_quat``,
   ``mocap_fresh`` as present) and its own state ``est``; ``truth`` is used only for the
   logged consistency (NEES), never for the estimate;
 * ``init(n, pos, vel, quat, *, seed, k0, xp) -> est``: its state at a flight's start;
 * ``outputs``: ``[(name, size)]`` of what it logs, and ``log(est) -> {name: (n, size)}``.
 
-:class:`EkfEstimator` runs the error-state EKF (:mod:`quadsim.estimation.eskf`) with
+:class:`EkfEstimator` runs the error-state EKF (:mod:`quadsim.loop.estimation.eskf`) with
 **delayed fusion** for late measurements: with a motion-capture latency of ``L`` physics steps
 the filter itself runs ``L`` steps behind, at the time the measurement arriving now was taken
 (its IMU samples wait in a buffer of ``L``), fuses it there, and the estimate the controller
 reads is that state carried to now through the buffered samples (no covariance: the state
 buffer and re-propagation of the issue), in O(1) per step through their preintegration over the
-sliding window (:mod:`quadsim.estimation.preintegration`: the strapdown through them; a sample
+sliding window (:mod:`quadsim.loop.estimation.preintegration`: the strapdown through them; a sample
 is pushed and popped with the bias estimates of those two times, and the window is rebuilt with
 the present ones every ``8 L`` steps). With
 ``latency_compensation=False`` the measurement is fused as if it were current (the baseline).
@@ -46,7 +46,7 @@ class EkfSlot(NamedTuple):
     """The EKF estimator's state (leading axis ``n``).
 
     Attributes:
-        filt: :class:`~quadsim.estimation.eskf.EskfState` at the filter's time (``L`` steps
+        filt: :class:`~quadsim.loop.estimation.eskf.EskfState` at the filter's time (``L`` steps
             ago).
         imu_buf: The last ``L`` IMU samples ``(n, L, 7)`` (gyro, accel, fresh), or ``None``.
         truth_buf: The last ``L`` true poses ``(n, L, 10)`` (pos, vel, quat; for the NEES
@@ -59,7 +59,7 @@ class EkfSlot(NamedTuple):
             barometer readings that arrive ``d`` steps earlier than the filter's time needs
             (``None`` for each sensor that needs none).
         win: The buffered samples preintegrated ``(n, 11)``
-            (:mod:`~quadsim.estimation.preintegration`), or ``None`` (no lag).
+            (:mod:`~quadsim.loop.estimation.preintegration`), or ``None`` (no lag).
         acc: The IMU samples since the covariance was last predicted ``(n, 7)``: ``Σ ω Δt``
             [rad], ``Σ a Δt`` [m/s], ``Σ Δt`` [s] (bias-corrected).
     """
@@ -101,12 +101,12 @@ class EkfEstimator:
     """The error-state EKF in the loop (module docstring).
 
     Args:
-        imu: :class:`~quadsim.sensors.ImuParams` (propagation and its process noise).
-        mocap: :class:`~quadsim.sensors.MocapParams` (position and attitude updates), or
+        imu: :class:`~quadsim.physics.sensors.ImuParams` (propagation and its process noise).
+        mocap: :class:`~quadsim.physics.sensors.MocapParams` (position and attitude updates), or
             ``None``.
         g_vec: Gravity ``(3,)`` [m/s²].
         dt: Physics step [s].
-        periods: :class:`~quadsim.brain.Periods` of the loop.
+        periods: :class:`~quadsim.loop.brain.Periods` of the loop.
         init_std: Initial standard deviations (15): position [m], velocity [m/s], attitude
             [rad], accelerometer bias [m/s²], gyroscope bias [rad/s] (default
             :func:`default_init_std`); the initial estimate is
@@ -116,10 +116,10 @@ class EkfEstimator:
         latency_compensation: Delayed fusion (module docstring); ``False``: fuse late
             measurements as if they were current.
         init_error: Draw the initial estimate's error (see ``init_std``).
-        gnss: :class:`~quadsim.sensors.GnssParams` (position and velocity updates; the
+        gnss: :class:`~quadsim.physics.sensors.GnssParams` (position and velocity updates; the
             position noise is its white and correlated errors together, ``σ² = σ_p² +
             σ_gm²``), or ``None``.
-        baro: :class:`~quadsim.sensors.BaroParams` (altitude updates; the filter then also
+        baro: :class:`~quadsim.physics.sensors.BaroParams` (altitude updates; the filter then also
             estimates the barometer's bias, a random walk of the preset's ``bias_walk``), or
             ``None``.
         gyro_bias_noise: The filter's gyroscope-bias process noise [rad/s²/√Hz] (default: the
@@ -130,7 +130,7 @@ class EkfEstimator:
             the last ``L`` true states and solves a 9x9 system each step; ``False`` leaves it
             out, and ``est_nees`` with it).
         cov_interval: The longest interval [s] over which the covariance is predicted in one
-            step (:func:`~quadsim.estimation.eskf.propagate_cov`, with the mean rate and
+            step (:func:`~quadsim.loop.estimation.eskf.propagate_cov`, with the mean rate and
             specific force of the IMU samples in it); it is predicted as well at every sample
             where a measurement is fused. ``0``: at every IMU sample. The nominal state is
             propagated at every sample whatever this is. Logged covariances are those of the
@@ -312,14 +312,14 @@ class EkfEstimator:
 
     def _sample(self, reading: Any, f: Any) -> Any:
         """A buffered IMU reading (gyro, accel, fresh) as a window sample, corrected with the
-        filter's present bias estimates (:func:`~quadsim.estimation.preintegration.sample`)."""  # noqa: D205, D209
+        filter's present bias estimates (:func:`~quadsim.loop.estimation.preintegration.sample`)."""  # noqa: D205, D209
         return preintegration.sample(reading[..., 0:3] - f.gyro_bias,
                                      reading[..., 3:6] - f.accel_bias,
                                      reading[..., 6:7] * self.imu_dt)  # fmt: skip
 
     def _rebuilt(self, k: Any, win: Any, imu_buf: Any, f: Any, xp: Any) -> Any:
         """The window rebuilt from the buffered readings every ``8 L`` steps (``L`` pushes; the
-        compiled loop evaluates them only then, :mod:`~quadsim.estimation.preintegration`)."""  # noqa: D205, D209
+        compiled loop evaluates them only then, :mod:`~quadsim.loop.estimation.preintegration`)."""  # noqa: D205, D209
         from ..brain import _due
 
         fresh = preintegration.empty(win)
@@ -332,7 +332,7 @@ class EkfEstimator:
         """The filter propagated with the IMU sample ``at`` (gyro, accel, fresh): the nominal
         state by one strapdown step, the covariance over the samples accumulated in ``acc``
         (``Σ ω Δt``, ``Σ a Δt``, ``Σ Δt``) where a measurement is fused now (``ticks``) or the
-        interval reaches ``cov_interval`` (:func:`~quadsim.estimation.eskf.propagate_cov`);
+        interval reaches ``cov_interval`` (:func:`~quadsim.loop.estimation.eskf.propagate_cov`);
         returns ``(filter, acc, tick)``: the filter with the predicted covariance, to be kept
         only where ``tick`` (the caller selects after fusing, which happens only there)."""  # noqa: D205, D209
         w, a, fresh = at[..., 0:3] - f.gyro_bias, at[..., 3:6] - f.accel_bias, at[..., 6:7]
@@ -368,20 +368,21 @@ COMPLEMENTARY_OUTPUTS = [("est_pos", 3), ("est_vel", 3), ("est_quat", 4), ("est_
 
 
 class ComplementaryEstimator:
-    """The complementary (Mahony) filter in the loop: :mod:`quadsim.estimation.complementary`
+    """The complementary (Mahony) filter in the loop: :mod:`quadsim.loop.estimation.complementary`
     propagated with every IMU sample, corrected by the motion capture's position and attitude
     when fresh (their latency is not compensated).
 
     Args:
-        imu: :class:`~quadsim.sensors.ImuParams` (the filter runs at its period).
-        mocap: :class:`~quadsim.sensors.MocapParams` or ``None`` (then the accelerometer alone
+        imu: :class:`~quadsim.physics.sensors.ImuParams` (the filter runs at its period).
+        mocap: :class:`~quadsim.physics.sensors.MocapParams` or ``None`` (then the accelerometer
+        alone
             levels the attitude, and position and velocity are dead reckoning).
         g_vec: Gravity ``(3,)`` [m/s²].
         dt: Physics step [s].
-        periods: :class:`~quadsim.brain.Periods` of the loop.
-        gains: :class:`~quadsim.estimation.complementary.ComplementaryGains` (default: its
+        periods: :class:`~quadsim.loop.brain.Periods` of the loop.
+        gains: :class:`~quadsim.loop.estimation.complementary.ComplementaryGains` (default: its
             defaults, with ``meas_period`` the position sensor's period).
-        gnss: :class:`~quadsim.sensors.GnssParams`: its position fixes correct the filter
+        gnss: :class:`~quadsim.physics.sensors.GnssParams`: its position fixes correct the filter
             when there is no motion capture (latency not compensated), or ``None``.
 
     Raises:

@@ -2,7 +2,7 @@ r"""IMU preintegration over a sliding window: the EKF's estimate carried to now 
 
 With a measurement latency of ``L`` IMU samples the filter runs ``L`` samples behind; the
 controller reads the filter's state carried to now through the ``L`` samples that wait in the
-buffer (:class:`~quadsim.estimation.estimators.EkfEstimator`). Re-propagating them costs ``L``
+buffer (:class:`~quadsim.loop.estimation.estimators.EkfEstimator`). Re-propagating them costs ``L``
 strapdown steps per step. Preintegrated over the window, in the body frame at its start
 (Lupton and Sukkarieh 2012; Forster et al. 2017), the samples ``(ω_i, a_i, Δt_i)`` (bias-corrected
 rate [rad/s] and specific force [m/s²]) give
@@ -13,7 +13,7 @@ rate [rad/s] and specific force [m/s²]) give
     Δv = \sum R(Δq_{<i})\, a_i Δt_i,\quad
     Δp = \sum \big(Δv_{<i} Δt_i + ½ R(Δq_{<i})\, a_i Δt_i²\big),
 
-and the strapdown of :func:`~quadsim.estimation.eskf.strapdown` from ``(p, v, q)`` through the
+and the strapdown of :func:`~quadsim.loop.estimation.eskf.strapdown` from ``(p, v, q)`` through the
 window is, exactly,
 
 .. math::

@@ -6,7 +6,7 @@ Python number or an array of shape ``(...)``; vector fields have shape ``(..., 3
 m/s², m/s³, m/s⁴] in the world frame (ENU), yaw fields shape ``(...)`` [rad, rad/s]. Every
 derivative field is the exact analytic derivative of the field above it. ``traj.duration`` [s]
 is the time after which the reference stays constant (``math.inf`` for periodic ones).
-All trajectories in :mod:`quadsim.trajectories` accept NumPy, JAX, PyTorch or any array-API
+All trajectories in :mod:`quadsim.loop.trajectories` accept NumPy, JAX, PyTorch or any array-API
 ``t`` (one code path), so they can be jitted.
 
 **Smoothstep** (shared by the step and the phase ramp): the C⁴ smoothstep on ``[0, 1]``,

@@ -1,7 +1,8 @@
 r"""Component kernels shared by the rigid-body models (rotors, Newton, Euler).
 
 Every function here works on tuples of components (arrays of one batch shape, or CasADi scalars)
-and takes an ``ops`` namespace for the few non-arithmetic functions, see :mod:`quadsim._array`.
+and takes an ``ops`` namespace for the few non-arithmetic functions, see
+:mod:`quadsim.physics._array`.
 
 Rotors (speeds ``Ω_i`` in RPM, ``N`` rotors, seed 000):
 

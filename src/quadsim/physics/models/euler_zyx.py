@@ -3,7 +3,8 @@ r"""Euler-angle (ZYX) quadrotor model of seeds 003 and 004, with RPM rotor state
 State ``(pos, rpy, vel, ang_vel[, rotor_vel])``: world position [m], Euler angles
 ``η = (φ, θ, ψ)`` (roll, pitch, yaw) [rad] with ``R = Rz(ψ) Ry(θ) Rx(φ)``, world velocity [m/s],
 body angular velocity ``ν = (p, q, r)`` [rad/s], rotor speeds [RPM]. Forces and torques are those
-of :mod:`quadsim.models.first_principles` (same parameters); only the attitude kinematics differ:
+of :mod:`quadsim.physics.models.first_principles` (same parameters); only the attitude kinematics
+differ:
 
 .. math::
 
@@ -130,7 +131,7 @@ def dynamics(
         rotor_vel: Actual rotor speeds [RPM] or ``None`` (commands act directly).
         dist_f: World disturbance force [N], shape ``(..., 3)``.
         dist_t: World disturbance torque [N m], shape ``(..., 3)``.
-        mass: Parameters as in :func:`quadsim.models.first_principles.dynamics`.
+        mass: Parameters as in :func:`quadsim.physics.models.first_principles.dynamics`.
         L: Lever arm [m].
         prop_inertia: Propeller inertia [kg m²].
         gravity_vec: Gravity [m/s²].

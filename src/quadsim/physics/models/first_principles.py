@@ -13,7 +13,7 @@ State ``(pos, quat, vel, ang_vel[, rotor_vel])``: world position [m], attitude q
 
 with ``f_i``, ``τ_i`` quadratic in RPM, ``τ_t = L (M_0 f, M_1 f, 0)``, ``τ_d = (0, 0, M_2 τ_p)``,
 rotor momentum ``h_r = -J_p (M_2 Ω) e_z`` and the asymmetric rotor dynamics of
-:mod:`quadsim.models._rigid`.
+:mod:`quadsim.physics.models._rigid`.
 
 ``R = R(q) = I + (2/|q|²)(w [u]× + [u]×²)`` for ``q = (u, w)`` of any nonzero norm, so ``q`` and
 ``c q`` (``c ≠ 0``, negative included) give the same forces and torques: RK4 evaluates the model

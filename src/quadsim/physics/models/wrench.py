@@ -1,7 +1,7 @@
 r"""Wrench-level quadrotor model of seed 002: collective thrust and body torques in.
 
-State ``(pos, quat, vel, ang_vel)`` as in :mod:`quadsim.models.first_principles`; the command is
-``cmd = (F, τ_x, τ_y, τ_z)``: total thrust along body z [N] and body torques [N m].
+State ``(pos, quat, vel, ang_vel)`` as in :mod:`quadsim.physics.models.first_principles`; the
+command is ``cmd = (F, τ_x, τ_y, τ_z)``: total thrust along body z [N] and body torques [N m].
 
 .. math::
 
@@ -12,8 +12,8 @@ State ``(pos, quat, vel, ang_vel)`` as in :mod:`quadsim.models.first_principles`
     J \dot ω = τ - c_ω ω + R^T τ_{dist} - ω × J ω,
 
 with ``R = R(q)`` exact for ``q`` of any nonzero norm (``R(c q) = R(q)``, and
-``q̇(c q) = c q̇(q)``; see :mod:`quadsim.models.first_principles`), quadratic translational drag
-``k_d`` [N s²/m²] (seed 002, eq. 7.28; ``k_d = 0.0425`` for the Skydio 2) and linear rotational
+``q̇(c q) = c q̇(q)``; see :mod:`quadsim.physics.models.first_principles`), quadratic translational
+drag ``k_d`` [N s²/m²] (seed 002, eq. 7.28; ``k_d = 0.0425`` for the Skydio 2) and linear rotational
 drag ``c_ω`` [N m s/rad] (seed 002's simulator uses ``c_ω = 0.1 k_d``).
 
 Deviation from seed 002: its summary equation (7.53) writes ``I ω̇ = τ + ω × I ω``; the correct

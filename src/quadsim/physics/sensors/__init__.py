@@ -4,19 +4,19 @@ Frames: world ENU (z up), body FLU; ``quat`` (xyzw) maps body to world, ``R_wb =
 
 Submodules:
 
-* :mod:`quadsim.sensors.imu`: the IMU noise model (``ImuParams``, ``imu_init``, ``imu_measure``)
-  and its exact discretisation (``imu_discrete_std``);
-* :mod:`quadsim.sensors.loading`: IMU presets and TOML files (``load_imu``, ``list_imu_presets``,
-  units, ``bias_walk_from_instability``);
-* :mod:`quadsim.sensors.mocap`: motion capture with latency (``MocapParams``, ``mocap_init``,
-  ``mocap_measure``);
-* :mod:`quadsim.sensors.baro`: a barometric altimeter with white noise, constant offset, turn-on
-  bias and bias random walk (``BaroParams``, ``baro_init``, ``baro_measure``);
-* :mod:`quadsim.sensors.gnss`: a GNSS position/velocity receiver with latency, white noise and a
-  Gauss-Markov position error (``GnssParams``, ``gnss_init``, ``gnss_measure``);
-* :mod:`quadsim.sensors.loading_aux`: barometer and GNSS presets and TOML files (``load_baro``,
-  ``load_gnss``, ``list_baro_presets``, ``list_gnss_presets``);
-* :mod:`quadsim.sensors.allan`: the overlapping Allan deviation (``allan_deviation``).
+* :mod:`quadsim.physics.sensors.imu`: the IMU noise model (``ImuParams``, ``imu_init``,
+  ``imu_measure``) and its exact discretisation (``imu_discrete_std``);
+* :mod:`quadsim.physics.sensors.loading`: IMU presets and TOML files (``load_imu``,
+  ``list_imu_presets``, units, ``bias_walk_from_instability``);
+* :mod:`quadsim.physics.sensors.mocap`: motion capture with latency (``MocapParams``,
+  ``mocap_init``, ``mocap_measure``);
+* :mod:`quadsim.physics.sensors.baro`: a barometric altimeter with white noise, constant offset,
+  turn-on bias and bias random walk (``BaroParams``, ``baro_init``, ``baro_measure``);
+* :mod:`quadsim.physics.sensors.gnss`: a GNSS position/velocity receiver with latency, white noise
+  and a Gauss-Markov position error (``GnssParams``, ``gnss_init``, ``gnss_measure``);
+* :mod:`quadsim.physics.sensors.loading_aux`: barometer and GNSS presets and TOML files
+  (``load_baro``, ``load_gnss``, ``list_baro_presets``, ``list_gnss_presets``);
+* :mod:`quadsim.physics.sensors.allan`: the overlapping Allan deviation (``allan_deviation``).
 
 Randomness is explicit: every noisy function takes ``noise``: a ``numpy.random.Generator``, a JAX
 PRNG key, a ``torch.Generator``, or an array of standard normal samples ``z`` (the pure core;

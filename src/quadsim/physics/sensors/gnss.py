@@ -7,7 +7,7 @@ r"""GNSS receiver (position and velocity fix): parameters, state, readings and s
     e_{k+1} = a e_k + σ_gm ⊙ √(1 - a²) w_k,  a = exp(-dt/τ),   w ~ N(0, I)
 
 * ``L`` is the latency, an integer number ``m = L/dt`` of fix periods: a delay line of the last
-  ``m`` true ``(p, v)`` (as in :mod:`quadsim.sensors.mocap`); ``valid`` is False while the
+  ``m`` true ``(p, v)`` (as in :mod:`quadsim.physics.sensors.mocap`); ``valid`` is False while the
   delivered value is still the initial fill of the line.
 * ``σ_p = (σ_h, σ_h, σ_v)`` and ``σ_v`` are white-noise stds per fix [m, m/s] (horizontal,
   horizontal, vertical).

@@ -1,7 +1,8 @@
 r"""IMU (gyroscope + accelerometer): parameters, state, readings and the sampling functions.
 
 Frames: world ENU (z up), body FLU; ``quat`` (xyzw) maps body to world, ``R_wb = to_matrix(q)``,
-exact for any nonzero norm (``c q`` is the same attitude as ``q``, see :mod:`quadsim.rotation`).
+exact for any nonzero norm (``c q`` is the same attitude as ``q``, see
+:mod:`quadsim.physics.rotation`).
 
 **IMU model** (per axis; the IEEE-952 / Kalibr noise model)::
 

@@ -2,7 +2,7 @@ r"""IMU presets and TOML files: loading, unit conversion to SI, bias instability
 
 Presets live in ``quadsim/physics/presets/sensors/*.toml`` (found with :mod:`importlib.resources`).
 Values are converted to SI; ``N`` is a noise density and ``K`` a bias random walk density as in
-:mod:`quadsim.sensors.imu`, whose Allan variance is ``σ²(τ) = N²/τ + K² τ/3``.
+:mod:`quadsim.physics.sensors.imu`, whose Allan variance is ``σ²(τ) = N²/τ + K² τ/3``.
 
 **Bias instability.** Data sheets quote the in-run bias stability ``B`` (the minimum of the Allan
 deviation, a flicker-noise floor) rather than ``K``. :func:`load_imu` replaces the flicker floor
@@ -157,9 +157,9 @@ def read_sensor_file(name_or_path: str | os.PathLike[str], what: str, names: lis
     """A sensor preset (by name) or TOML file, parsed, its keys and text fields checked.
 
     The one reader of the preset files with ``{ value, unit, source }`` entries (IMU,
-    barometer, GNSS, and the power chain's, :func:`quadsim.power.load_power`): a name without a
-    path separator or ``.toml`` is a packaged preset among ``names``, in ``root`` (default the
-    sensor presets).
+    barometer, GNSS, and the power chain's, :func:`quadsim.physics.power.load_power`): a name
+    without a path separator or ``.toml`` is a packaged preset among ``names``, in ``root`` (default
+    the sensor presets).
 
     Returns:
         ``(document, stem, is_preset, fail)``; ``fail(key, msg)`` builds the ``ValueError``

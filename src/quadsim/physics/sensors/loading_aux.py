@@ -7,8 +7,8 @@ IMU). Every value is a number in the first listed unit or an inline table
 
 **Pressure units.** A barometer value may be written in pressure units (``Pa``, ``hPa``); it is
 converted to metres of altitude with the sea-level ISA gradient ``|dh/dp| = 1/(ρ_0 g_0) =
-0.0832 m/Pa ≈ 8.3 m/hPa`` (:data:`quadsim.sensors.baro.M_PER_PA`). For stds and drift only the
-magnitude matters; the constant offset ``bias`` changes sign (a pressure reading too high by
+0.0832 m/Pa ≈ 8.3 m/hPa`` (:data:`quadsim.physics.sensors.baro.M_PER_PA`). For stds and drift only
+the magnitude matters; the constant offset ``bias`` changes sign (a pressure reading too high by
 ``Δp`` reads ``Δp |dh/dp|`` too low).
 """
 
