@@ -190,8 +190,8 @@ def test_ctrl_c_on_a_running_flight_keeps_a_valid_log(tmp_path):
     from quadsim.app import io
 
     scen = tmp_path / "long.toml"
-    scen.write_text(SHORT.replace("duration = 0.6", "duration = 600.0")
-                    .replace("chunk_steps = 100", "chunk_steps = 50"))  # fmt: skip
+    long = SHORT.replace("duration = 0.6", "duration = 600.0")
+    scen.write_text(long.replace("chunk_steps = 100", "chunk_steps = 50\npart_seconds = 0"))
     out = tmp_path / "out"
     proc = subprocess.Popen(
         [sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out", str(out), "--quiet"],

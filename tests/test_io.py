@@ -315,12 +315,39 @@ def test_docs_list_the_columns_of_the_code():
     assert describe_columns(4) in doc
 
 
+def test_parts_close_by_wall_time_and_bytes_not_by_chunk(tmp_path, rng, monkeypatch):
+    """Chunks are held until a second has passed or they hold ``flush_bytes``; ``flush`` writes
+    the rest; the merged log is the chunks, bitwise, in order."""
+    from quadsim.app.io import parts
+
+    clock = [100.0]
+    monkeypatch.setattr(parts.time, "monotonic", lambda: clock[0])
+    chunks = [synthetic_chunk(rng, 0.07 * i) for i in range(7)]
+    size = sum(np.asarray(v).nbytes for v in chunks[0].values())
+    w = parts.PartWriter(tmp_path / parts.PARTS, META, durable=False, flush_bytes=3 * size)
+    written = [w.write(c, 0.6 * (i + 1)) for i, c in enumerate(chunks[:2]) if not
+               clock.__setitem__(0, clock[0] + 0.6)]  # 0.6 s apart: the second passes 1 s
+    assert written[0] is None and written[1].name == "part-000000.parquet"
+    for c in chunks[2:5]:  # no time passes: the third chunk held reaches flush_bytes
+        written.append(w.write(c, 1.2))
+    assert written[2:4] == [None, None] and written[4].name == "part-000001.parquet"
+    assert w.write(chunks[5], 1.3) is None and w.write(chunks[6], 1.5) is None
+    assert w.flush().name == "part-000002.parquet"
+    assert w.flush() is None and w.count == 3 and w.chunks == 7  # nothing held: no part
+    merged = parts.merge_parts(tmp_path / parts.PARTS, tmp_path / "trajectory.parquet")
+    log, _ = io.read_log(tmp_path / "trajectory.parquet")
+    assert_bitwise(log, concat(chunks))
+    assert merged.parts == 3 and merged.wall_time == 1.5
+    with pytest.raises(ValueError, match="flush_bytes must be > 0"):
+        parts.PartWriter(tmp_path / "other", META, flush_bytes=0)
+
+
 @pytest.mark.parametrize("keep", [0, 2, 5])
 def test_merge_parts_bitwise_and_the_head_is_the_first_drones(tmp_path, rng, keep):
     from quadsim.app.io.parts import PARTS, PartWriter, merge_parts, remove_parts
 
     chunks = [synthetic_chunk(rng, 0.07 * i) for i in range(3)]
-    parts = PartWriter(tmp_path / PARTS, META, durable=False)
+    parts = PartWriter(tmp_path / PARTS, META, durable=False, flush_seconds=0)
     for i, c in enumerate(chunks):
         parts.write(c, 0.5 * i)
     merged = merge_parts(tmp_path / PARTS, tmp_path / "trajectory.parquet", keep_drones=keep)

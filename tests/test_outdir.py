@@ -163,7 +163,8 @@ def test_a_new_run_replaces_the_earlier_results_whole(tmp_path):
 def test_a_full_disk_names_the_file_and_what_is_kept(tmp_path):
     """Writes past RLIMIT_FSIZE fail with EFBIG as a full disk fails with ENOSPC: same path."""
     out, before = _finished_run(tmp_path)
-    (tmp_path / "big.toml").write_text(LONG.replace("duration = 600.0", "duration = 4.0"))
+    (tmp_path / "big.toml").write_text(LONG.replace("duration = 600.0", "duration = 4.0")
+                                       + "part_seconds = 0\n")
     code = ("import resource, signal, sys\n"
             "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
             "resource.setrlimit(resource.RLIMIT_FSIZE, (60_000, 60_000))\n"
@@ -177,7 +178,7 @@ def test_a_full_disk_names_the_file_and_what_is_kept(tmp_path):
     assert "kept:" in r.stderr and f"quadsim recover {out}" in r.stderr
     assert not list(out.rglob("*.partial")) and not list(out.rglob("*.tmp"))
     parts = sorted((out / "trajectory.parts").glob("part-*.parquet"))
-    assert parts and f"the {len(parts)} complete log chunk" in r.stderr
+    assert parts and f"the {len(parts)} complete log part" in r.stderr
     # the earlier results stay until the new log is recovered
     assert (out / "summary.json").read_bytes() == before["summary.json"]
     rec = _quadsim("recover", out, "--no-plots")
@@ -190,7 +191,8 @@ def test_a_full_disk_names_the_file_and_what_is_kept(tmp_path):
 def _write_parts(folder, count, rng):
     from quadsim.app.io.parts import PartWriter
 
-    w = PartWriter(folder, {"drone": "cf2x_L250", "n": 2, "n_rotors": 4}, durable=False)
+    w = PartWriter(folder, {"drone": "cf2x_L250", "n": 2, "n_rotors": 4}, durable=False,
+                   flush_seconds=0)
     for i in range(count):
         t = 0.01 * (5 * i + np.arange(5))
         w.write({"time": t, "pos": rng.normal(size=(5, 2, 3)),

@@ -29,6 +29,7 @@ speed = 0.5
 [output]
 chunk_steps = 50
 log_every = 2
+part_seconds = 0  # a part per hand-over (the default closes one a second)
 """
 
 

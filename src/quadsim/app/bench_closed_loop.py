@@ -14,6 +14,11 @@ include all compilation.
   (``compiled=False``: JAX-compiled float64 brain, native plant), ``fly`` is the default path
   (the compiled loop when eligible, logging every step). Chunks are timed through ``progress``;
   the first (compilation) is dropped.
+* quadsim, ``fly-cmd``: the ``quadsim fly`` command itself, a process per run on a scenario of
+  the same workload (:func:`fly_command_rate`: native float32, ``log_every = 50``, 4 s of flight
+  for N <= 64 and 2 s above), with its durable log as users get it; the rate is ``N * steps``
+  over the ``wall_time_s`` of its own ``summary.json`` (the flight, its log's parts included),
+  the median of ``repeats`` runs after one warm-up run (which fills the compiled-loop cache).
 * crazyflow: ``Sim(control=state)`` with its Mellinger cascade at 500 Hz, measured three ways
   (:func:`quadsim.app.bench_peers.crazyflow_closed_loop`): the per-step public API (``loop``), one
   jitted scan with the moving reference (``scan``) and one jitted ``step(T)`` with the setpoint
@@ -37,6 +42,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -48,6 +54,7 @@ import numpy as np
 __all__ = [
     "compiled_rate",
     "env_rate",
+    "fly_command_rate",
     "fly_rate",
     "machine",
     "main",
@@ -138,6 +145,70 @@ def fly_rate(gains: Any, traj: Any, n: int, *, python: bool, chunk: int,
     runs = [n * chunk / d for d in np.diff(stamps)[1:]]
     return {"drone_steps_per_s": statistics.median(runs), "runs": runs, "steps": chunk,
             "loop": res.meta.get("loop", "?")}  # fmt: skip
+
+
+FLY_SCENARIO = """name = "bench fly N={n}"
+duration = {duration}
+n = {n}
+[drone]
+preset = "{drone}"
+[sim]
+dt = {dt}
+integrator = "rk4"
+backend = "native"
+dtype = "float32"
+[controller]
+kind = "geometric"
+[trajectory]
+kind = "circle"
+radius = 1.0
+speed = 1.0
+center = [0.0, 0.0, 1.0]
+[output]
+log_every = 50
+plots = false
+"""
+"""The scenario :func:`fly_command_rate` flies: the benchmark's workload as a user writes it."""
+
+
+def fly_command_rate(n: int, repeats: int = 5, duration: float | None = None) -> dict:
+    """Drone-steps/s of the ``quadsim fly`` command: a process per run, timed by its summary.
+
+    Args:
+        n: Drones.
+        repeats: Timed runs (after one warm-up run).
+        duration: Seconds of flight (default 4 s for ``n <= 64``, else 2 s).
+
+    Returns:
+        ``{"drone_steps_per_s", "runs", "steps", "loop", "process_s"}``: ``process_s`` holds each
+        timed run's whole process time [s] (start to exit), for what the summary does not see.
+    """
+    import tempfile
+    from pathlib import Path
+
+    duration = (4.0 if n <= 64 else 2.0) if duration is None else float(duration)
+    steps = round(duration / DT)
+    runs, process, loop = [], [], "?"
+    with tempfile.TemporaryDirectory(prefix="quadsim-bench-") as tmp:
+        scen = Path(tmp) / "fly.toml"
+        scen.write_text(FLY_SCENARIO.format(n=n, duration=duration, drone=DRONE, dt=DT))
+        for i in range(max(1, repeats) + 1):
+            out = Path(tmp) / f"run{i}"
+            t = time.perf_counter()
+            r = subprocess.run([sys.executable, "-m", "quadsim.app.cli", "fly", str(scen),
+                                "--out", str(out), "--quiet"], capture_output=True,
+                               text=True)  # fmt: skip
+            wall = time.perf_counter() - t
+            if r.returncode != 0:
+                raise RuntimeError(f"quadsim fly exited {r.returncode}: "
+                                   f"{r.stderr.strip()[-300:]}")  # fmt: skip
+            summary = json.loads((out / "summary.json").read_text())
+            loop = summary.get("loop", loop)
+            if i:  # the first run is the warm-up
+                runs.append(n * steps / summary["wall_time_s"])
+                process.append(wall)
+    return {"drone_steps_per_s": statistics.median(runs), "runs": runs, "steps": steps,
+            "loop": loop, "process_s": process}  # fmt: skip
 
 
 def env_rate(level: str, num_envs: int = 1024, steps: int = 200, repeats: int = 5, *,
@@ -344,6 +415,17 @@ def _closed_loop(
                 records.append(rec)
                 echo(f"  quadsim   {path:13s} N={n:>6d} {rec['drone_steps_per_s']:>15,.0f} "
                      f"drone-steps/s ({rec['loop']} loop)")  # fmt: skip
+        for n in sizes:
+            try:
+                rec = {"system": "quadsim", "path": "fly-cmd", "n": n,
+                       **fly_command_rate(n, repeats=min(repeats, 3) if quick else repeats)}
+            except (RuntimeError, OSError) as e:
+                echo(f"  quadsim   fly-cmd: not measured ({e})")
+                continue
+            records.append(rec)
+            echo(f"  quadsim   fly-cmd       N={n:>6d} {rec['drone_steps_per_s']:>15,.0f} "
+                 f"drone-steps/s (quadsim fly, {rec['loop']} loop, process "
+                 f"{statistics.median(rec['process_s']):.2f} s)")  # fmt: skip
     if measure_peer:
         from .bench_peers import crazyflow_closed_loop
 
@@ -444,12 +526,14 @@ def table(result: dict) -> str:
     if recs:
         rate = {(r["system"], r["path"], r["n"]): r["drone_steps_per_s"] for r in recs}
         cols = [("quadsim", "compiled"), ("quadsim", "fly-python"), ("quadsim", "fly"),
-                ("crazyflow", "loop"), ("crazyflow", "scan"), ("crazyflow", "held")]  # fmt: skip
+                ("quadsim", "fly-cmd"), ("crazyflow", "loop"), ("crazyflow", "scan"),
+                ("crazyflow", "held")]  # fmt: skip
         cols = [c for c in cols if any(k[:2] == c for k in rate)]
         head = ["N", *(f"{sys_} {p}" for sys_, p in cols)]
         has_peer = any(sys_ == "crazyflow" for sys_, _ in cols)
+        through = any(k[1] == "fly-cmd" for k in rate)
         if has_peer:
-            head += ["ratio vs best", "vs moving ref"]
+            head += ["ratio vs best", "vs moving ref"] + (["fly-cmd vs best"] if through else [])
         rows = []
         for n in s["sizes"]:
             row = [str(n), *(_fmt(rate.get((sys_, p, n))) for sys_, p in cols)]
@@ -458,12 +542,18 @@ def table(result: dict) -> str:
                 peer_rates = [rate.get(("crazyflow", p, n)) for p in CRAZYFLOW_MODES]
                 best = max((r for r in peer_rates if r), default=None)
                 moving = max((r for r in peer_rates[:2] if r), default=None)
+                cmd = rate.get(("quadsim", "fly-cmd", n))
                 row += [_ratio(ours, best), _ratio(ours, moving)]
+                row += [_ratio(cmd, best)] if through else []
                 if ours and best and (n in (1, 64) or n >= 1024):  # the issue's sizes
                     want = 10.0 if n >= 1024 else 5.0
                     targets.append((f"closed loop N={n}: quadsim / crazyflow best = "
                                     f"{ours / best:.1f}x (target >= {want:g}x)",
                                     ours / best >= want))  # fmt: skip
+                    if cmd:
+                        targets.append((f"quadsim fly N={n} (its summary's wall_time_s) / "
+                                        f"crazyflow best = {cmd / best:.1f}x (target >= "
+                                        f"{want:g}x)", cmd / best >= want))  # fmt: skip
             rows.append(row)
         lines += ["", "closed loop (cf2x_L250, first principles + rotor dynamics, RK4 500 Hz, "
                   "position controller 500 Hz, circle reference, float32): drone-steps/s"]
@@ -472,6 +562,10 @@ def table(result: dict) -> str:
             lines.append("crazyflow loop: sim.state_control + sim.step() per step; scan: moving "
                          "reference in one jitted lax.scan; held: step(T) with the setpoint held "
                          "(no moving reference, an upper bound)")  # fmt: skip
+        if through:
+            lines.append("quadsim fly-cmd: the quadsim fly command, a process per run, rate from "
+                         "the wall_time_s of its summary.json (durable log included; log_every "
+                         "50; 4 s of flight for N <= 64, 2 s above)")  # fmt: skip
         if any("passes" in r for r in recs):
             lines.append("quadsim compiled: the median of the timed runs of two passes, before "
                          "and after crazyflow's")  # fmt: skip

@@ -2,11 +2,11 @@
 
 Before anything is built, :mod:`quadsim.app.preflight` checks the output directory and what each
 requested output needs, refuses a run that would not fit in memory, and says when a run will be
-long or its step unsuited to the drone. During the flight every chunk of the log becomes a
-durable part file (:mod:`quadsim.app.io.parts`); at the end, or on SIGINT, SIGTERM or SIGHUP, the
-parts are merged into ``trajectory.parquet`` (and ``trajectory.csv``) while the summary is
-computed, ``summary.json`` is written, then the figures and the animation. After a hard kill the
-parts stay on disk and :func:`recover` does the same merge.
+long or its step unsuited to the drone. During the flight the log's chunks become durable part
+files (:mod:`quadsim.app.io.parts`: one a second, or every 64 MB); at the end, or on SIGINT,
+SIGTERM or SIGHUP, the parts are merged into ``trajectory.parquet`` (and ``trajectory.csv``)
+while the summary is computed, ``summary.json`` is written, then the figures and the animation.
+After a hard kill the parts stay on disk and :func:`recover` does the same merge.
 """
 
 from __future__ import annotations
@@ -126,7 +126,8 @@ def fly_scenario(
                 "rates_hz": rates_hz(sim.dt, periods, objs.imu, objs.mocap, objs.baro,
                                      objs.gnss)}  # fmt: skip
         run_meta = objs.meta | {"output": objs.meta["output"] | opts} | loop
-        parts = PartWriter(out / PARTS, run_meta)
+        parts = PartWriter(out / PARTS, run_meta, flush_bytes=int(o["part_mb"] * 2**20),
+                           flush_seconds=o["part_seconds"])  # fmt: skip
         bar, update = _progress_bar(total, progress)
         on_chunk = chunk_writer(out, parts)
         with kept_on_failure(out):
@@ -137,6 +138,7 @@ def fly_scenario(
             finally:
                 if bar is not None:
                     bar.close()
+                parts.flush()  # what the loop handed over is on disk before anything else
             summary = _finish(out, result.meta, result.wall_time, result.interrupted,
                               result.signal)  # fmt: skip
             if rosbag and (out / "trajectory.parquet").exists():
@@ -151,7 +153,7 @@ def chunk_writer(out: Path, parts: Any) -> Any:
     t0 = time.perf_counter()
 
     def write(chunk: dict) -> None:
-        if parts.count == 0:
+        if parts.chunks == 0:
             outdir.set_aside(out, OUTPUTS)
         parts.write(chunk, time.perf_counter() - t0)
 
@@ -174,7 +176,7 @@ def kept_on_failure(out: Path) -> Any:
         if isinstance(e, OSError):
             n = len(part_files(out / PARTS))
             if n:
-                e.add_note(f"kept: the {n} complete log chunk{'s' * (n != 1)} of this run in "
+                e.add_note(f"kept: the {n} complete log part{'s' * (n != 1)} of this run in "
                            f"{out / PARTS}; `quadsim recover {out}` merges them (free some "
                            "space first if the disk is full)")  # fmt: skip
             elif finished:

@@ -301,7 +301,16 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "output": {
         "log_every": Key("int", 1, "Record every k-th step.", positive=True),
         "chunk_steps": Key(
-            "int", 500, "Steps per Parquet row group (what Ctrl-C keeps).", positive=True
+            "int", 500, "Steps the loop runs between hand-overs to the log (progress, Ctrl-C).",
+            positive=True,
+        ),
+        "part_seconds": Key(
+            "float", 1.0, "Close a durable log part after this much wall time [s] (what a hard "
+            "kill loses); 0: a part per hand-over.", nonneg=True,
+        ),
+        "part_mb": Key(
+            "float", 64.0, "... or once the log held in memory reaches this size [MB].",
+            positive=True,
         ),
         "csv": Key("bool", False, "Also write trajectory.csv."),
         "plots": Key("bool", True, "Write the PNG figures."),

@@ -1,11 +1,17 @@
 """Crash-safe flight logs: every chunk is a whole Parquet file on disk as soon as it is written.
 
 During a run the log lives in a folder of part files, ``trajectory.parts/part-000000.parquet``,
-``part-000001.parquet``, ... Each part is written under a temporary name, flushed to the disk
-(``fsync``) and renamed, so a part exists whole or not at all: a hard kill (SIGKILL, the OOM
-killer, power loss) loses at most the chunk in flight. Each part's schema carries the run
-metadata (as in :mod:`quadsim.app.io.log`) and its own record ``{"index", "wall_time_s"}``
-(the wall-clock time of the flight when the chunk was handed over).
+``part-000001.parquet``, ... The loop hands its chunks over every ``chunk_steps`` steps; the
+writer keeps them in memory and closes a part when it holds :data:`FLUSH_BYTES` or when
+:data:`FLUSH_SECONDS` of wall time have passed since the last part, whichever comes first, and
+at the end of the run (:meth:`PartWriter.flush`). So a short flight of one drone writes one part,
+not one per chunk, and a long one writes about one a second. Each part is written under a
+temporary name, flushed to the disk (``fsync``) and renamed, so a part exists whole or not at
+all: a hard kill (SIGKILL, the OOM killer, power loss) loses at most what was handed over since
+the last part, one second of the flight's wall time or 64 MB of log, and the chunk in flight.
+Each part's schema carries the run metadata (as in :mod:`quadsim.app.io.log`) and its own record
+``{"index", "wall_time_s"}`` (the wall-clock time of the flight when its last chunk was handed
+over).
 
 :func:`merge_parts` turns the folder into the single ``trajectory.parquet`` (and CSV), one part
 at a time (memory bounded by a chunk, not the flight), computing the summary on the way and
@@ -19,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -31,6 +38,10 @@ from .summary import SummaryAccumulator
 
 PARTS = "trajectory.parts"
 _PART_KEY = b"quadsim_part"
+FLUSH_BYTES = 64 * 2**20
+"""A part is closed once the chunks handed over since the last one hold this many bytes."""
+FLUSH_SECONDS = 1.0
+"""... or once this much wall time [s] has passed since the last part (what a hard kill loses)."""
 
 
 def _fsync_dir(path: Path) -> None:
@@ -47,13 +58,20 @@ def _fsync_dir(path: Path) -> None:
 
 
 class PartWriter:
-    """Write each log chunk as its own durable Parquet file in ``folder``.
+    """Write a run's log chunks as durable Parquet part files in ``folder``.
+
+    Chunks are kept in memory until they hold ``flush_bytes`` or ``flush_seconds`` have passed
+    since the last part (checked as each chunk arrives); then they become one part. Call
+    :meth:`flush` at the end of the run (and before anything reads the folder).
 
     Args:
         folder: The parts folder (created; must not hold parts of another run).
         meta: Run metadata stored in every part.
         compression: Parquet codec.
         durable: ``fsync`` each part before it counts (off only for throwaway logs).
+        flush_bytes: Close a part when the chunks held reach this many bytes (> 0).
+        flush_seconds: ... or when this much wall time [s] has passed since the last part
+            (``0``: every chunk is a part).
     """
 
     def __init__(
@@ -62,27 +80,57 @@ class PartWriter:
         meta: Mapping[str, Any],
         compression: str = "zstd",
         durable: bool = True,
+        flush_bytes: int = FLUSH_BYTES,
+        flush_seconds: float = FLUSH_SECONDS,
     ):
         import pyarrow  # noqa: F401  (fail early with ImportError when missing)
 
+        if not flush_bytes > 0 or not flush_seconds >= 0:
+            raise ValueError(f"flush_bytes must be > 0 and flush_seconds >= 0; got "
+                             f"{flush_bytes!r}, {flush_seconds!r}")  # fmt: skip
         self.folder = Path(folder)
         self.meta = dict(meta)
         self.compression = compression
         self.durable = durable
+        self.flush_bytes = flush_bytes
+        self.flush_seconds = float(flush_seconds)
         self.count = 0
+        self.chunks = 0
         self._schema: Any = None
+        self._held: list[Mapping[str, Any]] = []
+        self._held_bytes = 0
+        self._wall = 0.0
+        self._since = time.monotonic()
         self.folder.mkdir(parents=True, exist_ok=True)
         if any(self.folder.glob("part-*.parquet")):
             raise ValueError(f"{self.folder}: holds the parts of another run")
 
-    def write(self, chunk: Mapping[str, Any], wall_time: float) -> Path:
-        """Write one chunk (a log dict) as the next part; returns its path once it is durable."""
+    def write(self, chunk: Mapping[str, Any], wall_time: float) -> Path | None:
+        """Hand over one chunk (a log dict) at ``wall_time`` [s] of the flight; returns the part
+        written when this chunk closed one, else ``None``."""  # noqa: D205, D209
+        self._held.append(chunk)
+        self._held_bytes += sum(np.asarray(v).nbytes for v in chunk.values())
+        self._wall = float(wall_time)
+        self.chunks += 1
+        if (self._held_bytes >= self.flush_bytes
+                or time.monotonic() - self._since >= self.flush_seconds):  # fmt: skip
+            return self.flush()
+        return None
+
+    def flush(self) -> Path | None:
+        """Write the chunks held as the next part; returns its path once it is durable (``None``
+        when nothing was held)."""  # noqa: D205, D209
         import pyarrow.parquet as pq
 
+        if not self._held:
+            return None
+        held = self._held
+        chunk = held[0] if len(held) == 1 else {
+            key: np.concatenate([np.asarray(c[key]) for c in held]) for key in held[0]}  # fmt: skip
         table = chunk_table(chunk, self.meta, self._schema)
         if self._schema is None:
             self._schema = table.schema
-        record = {"index": self.count, "wall_time_s": float(wall_time)}
+        record = {"index": self.count, "wall_time_s": self._wall}
         md = dict(table.schema.metadata)
         md[_PART_KEY] = json.dumps(record).encode()
         table = table.replace_schema_metadata(md)
@@ -99,6 +147,8 @@ class PartWriter:
         if self.durable:
             _fsync_dir(self.folder)
         self.count += 1
+        self._held, self._held_bytes = [], 0
+        self._since = time.monotonic()
         return path
 
 

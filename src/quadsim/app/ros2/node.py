@@ -620,7 +620,9 @@ def main(args: Any) -> int:
             "loop_reason": None,
             "output": objs.meta["output"] | {"plots": False, "csv": False},
         }
-        parts = PartWriter(out / PARTS, meta)
+        o = objs.output
+        parts = PartWriter(out / PARTS, meta, flush_bytes=int(o["part_mb"] * 2**20),
+                           flush_seconds=o["part_seconds"])  # fmt: skip
         where = f"network interface {args.network}" if args.network else "loopback only"
         node.log(
             f"{node.n} drone{'s' if node.n > 1 else ''} on DDS domain {args.domain_id} "
@@ -635,9 +637,12 @@ def main(args: Any) -> int:
                 f"ROS_DOMAIN_ID={args.domain_id}"
             )
         with kept_on_failure(out):
-            with _Background(chunk_writer(out, parts)) as background:
-                rep = node.run(args.duration, on_chunk=background,
-                               log_every=int(objs.output["log_every"]))  # fmt: skip
+            try:
+                with _Background(chunk_writer(out, parts)) as background:
+                    rep = node.run(args.duration, on_chunk=background,
+                                   log_every=int(objs.output["log_every"]))  # fmt: skip
+            finally:
+                parts.flush()
             summary = _finish(out, meta, rep["wall_s"], rep["signal"] is not None, rep["signal"])
             summary["ros2"] = {k: v for k, v in rep.items() if k != "signal"}
             io.write_summary(out / "summary.json", summary)
