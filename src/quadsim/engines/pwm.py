@@ -31,8 +31,7 @@ class PwmDrive:
 
     Args:
         sim: A :class:`~quadsim.engines.sim.Simulator` of a rotor-level model with rotor dynamics
-        (its
-            command is rotor speeds [RPM]).
+            (its command is rotor speeds [RPM]).
         power: :class:`~quadsim.physics.power.PowerParams` or a preset name (default
             ``"cf21_stock"``).
         charge: The batteries' charge at the start, 0..1 (a number or ``(n,)``).

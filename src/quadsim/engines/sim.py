@@ -85,8 +85,7 @@ class Wind(NamedTuple):
     Attributes:
         mean: World-frame mean wind [m/s], shape ``(3,)`` or ``(n, 3)`` (per drone).
         turbulence: :class:`~quadsim.physics.wind.DrydenParams` or ``None``. Gusts are generated in
-        the
-            turbulence axes (``u`` along the horizontal mean wind, or +x when calm) with the
+            the turbulence axes (``u`` along the horizontal mean wind, or +x when calm) with the
             counter-based normals of the simulator's seed (:mod:`quadsim.physics.noise`), and added
             to the mean.
     """
@@ -158,8 +157,7 @@ def make_step(
     Args:
         system: The model's :class:`~quadsim.physics.systems.System`.
         params: Model parameters by name (e.g. from :class:`~quadsim.physics.params.Params`); each
-        may
-            carry a leading batch shape (per-drone values). Or a namespace of parameters already
+            may carry a leading batch shape (per-drone values). Or a namespace of parameters already
             in kernel form (what :func:`quadsim.physics.models._rigid.numeric_params` returns;
             Python floats or CasADi symbols for the native engine), used as it is.
         dt: Step [s].

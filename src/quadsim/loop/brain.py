@@ -123,8 +123,7 @@ def loop_periods(dt: float, gains: Any = None, imu: Any = None, mocap: Any = Non
         gains: The controller's gains; its ``dt`` [s] (when it has one) is the control period,
             a whole number of physics steps (the gains are designed for it).
         imu: :class:`~quadsim.physics.sensors.ImuParams` or ``None``; its period ``1/rate`` is a
-        whole
-            number of steps, or a whole fraction of one (a faster IMU is read once per step,
+            whole number of steps, or a whole fraction of one (a faster IMU is read once per step,
             its samples averaged: the noise is discretised at ``dt``).
         mocap: :class:`~quadsim.physics.sensors.MocapParams` or ``None``; the same rule as the IMU.
         control_dt: The control period [s] when there are no gains yet (a scenario's
@@ -465,8 +464,7 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
         gnss: :class:`~quadsim.physics.sensors.GnssParams` or ``None`` (readings ``gnss_pos``,
             ``gnss_vel``, ``gnss_fresh``).
         power: :class:`~quadsim.physics.power.PowerParams` or ``None``: the rotor command goes
-        through
-            the battery's PWM chain (:func:`_powered`; state :attr:`BrainState.battery`,
+            through the battery's PWM chain (:func:`_powered`; state :attr:`BrainState.battery`,
             outputs ``battery_*``, :func:`brain_outputs`).
         dt: Physics step [s].
         command: What the controller's command is (:func:`command_kind`).

@@ -163,8 +163,7 @@ def closed_loop_step(
         imu: :class:`~quadsim.physics.sensors.ImuParams` to read an IMU (needs ``sample``): outputs
             ``gyro`` [rad/s] and ``accel`` [m/s²].
         mocap: :class:`~quadsim.physics.sensors.MocapParams` (needs ``sample``): output
-        ``mocap_pos``
-            [m], the position ``latency`` old plus noise.
+            ``mocap_pos`` [m], the position ``latency`` old plus noise.
         gravity_vec: Gravity [m/s²] for the accelerometer.
         ctrl_state: The controller state of one drone, as a template of its structure and
             shapes (values unused; :func:`ctrl_leaves`); ``None`` for a stateless controller;
@@ -174,8 +173,7 @@ def closed_loop_step(
             :func:`~quadsim.loop.brain.brain_init`.
         command: What the controller's command is (:func:`quadsim.loop.brain.command_kind`).
         periods: :class:`~quadsim.loop.brain.Periods`; default
-        :func:`~quadsim.loop.brain.loop_periods`
-            of ``dt``, the gains and the sensors.
+            :func:`~quadsim.loop.brain.loop_periods` of ``dt``, the gains and the sensors.
         dryden: :class:`~quadsim.physics.wind.DrydenDiscrete` at ``dt`` for Dryden turbulence in the
             step: the state ``gust_state`` (5) advances by :func:`quadsim.physics.wind.dryden_step`
             on the normals ``(plant seed, "dryden", s, drone)`` (noise group key 1) and the gust,
@@ -188,8 +186,7 @@ def closed_loop_step(
         gnss: :class:`~quadsim.physics.sensors.GnssParams` (needs ``sample``): outputs ``gnss_pos``,
             ``gnss_vel``.
         power: :class:`~quadsim.physics.power.PowerParams` (needs ``sample``): the command through
-        the
-            battery's PWM chain, outputs ``battery_*``.
+            the battery's PWM chain, outputs ``battery_*``.
 
     Returns:
         ``(F, rows, template)``: ``F(x, u, p[, z]) -> x_next`` (``z`` with a sensor, its groups

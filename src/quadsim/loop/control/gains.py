@@ -248,8 +248,7 @@ def load_gains(
             :func:`list_gains`) or a TOML path (ends in ``.toml``, has a path separator, or is an
             ``os.PathLike``).
         drone: The drone flown: :class:`~quadsim.physics.params.Params`, preset name or path;
-        ``None``
-            uses the file's ``drone`` key.
+            ``None`` uses the file's ``drone`` key.
         dt: Control period [s]; ``None`` uses the file's ``dt``.
 
     Returns:

@@ -194,8 +194,7 @@ def control(
 
     Args:
         state: :class:`~quadsim.engines.sim.State` (reads ``pos``, ``quat``, ``vel``, ``ang_vel``),
-        batch
-            shape ``...``.
+            batch shape ``...``.
         ref: :class:`~quadsim.loop.trajectories.Reference` (``pos vel acc jerk snap`` ``(..., 3)``,
             ``yaw yaw_rate`` ``(...)``); broadcast against the state.
         gains: :class:`~quadsim.loop.control.gains.GeometricGains`.

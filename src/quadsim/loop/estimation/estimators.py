@@ -375,8 +375,7 @@ class ComplementaryEstimator:
     Args:
         imu: :class:`~quadsim.physics.sensors.ImuParams` (the filter runs at its period).
         mocap: :class:`~quadsim.physics.sensors.MocapParams` or ``None`` (then the accelerometer
-        alone
-            levels the attitude, and position and velocity are dead reckoning).
+            alone levels the attitude, and position and velocity are dead reckoning).
         g_vec: Gravity ``(3,)`` [m/s²].
         dt: Physics step [s].
         periods: :class:`~quadsim.loop.brain.Periods` of the loop.
