@@ -11,7 +11,8 @@ batched simulator, 500 Hz physics, 100 Hz control: 5 physics steps per env step)
 env steps with uniformly random actions (drawn beforehand), timed ``repeats`` times; prints the
 median env-steps per second (``num_envs * steps / seconds``) and physics drone-steps per second.
 The measurement is :func:`quadsim.app.bench_closed_loop.env_rate`; ``quadsim bench --envs`` runs it
-in float32 next to crazyflow's ``DroneReachPos-v0``.
+in float32, and ``python benchmarks/closed_loop.py --envs`` next to crazyflow's
+``DroneReachPos-v0``.
 """
 
 from __future__ import annotations

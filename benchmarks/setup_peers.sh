@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv-bench: quadsim plus the peer simulators crazyflow 0.4.0 and RotorPy 3.0.0,
-# so that `.venv-bench/bin/quadsim bench` measures all three in one process.
+# so that `.venv-bench/bin/python benchmarks/closed_loop.py` (closed loop, vector envs) and
+# `.venv-bench/bin/python benchmarks/plant.py` (plant) measure quadsim and the peers in one run.
 #
 # A separate virtualenv because crazyflow 0.4.0 requires jax != 0.10.2 (our main pin).
 # torch is installed FIRST and exactly as 2.13.0: that pin resolves to the local CPU
@@ -37,7 +38,5 @@ import torch
 
 assert torch.__version__.startswith("2.13.0"), torch.__version__
 assert torch.version.cuda is None, f"CUDA torch installed: {torch.version.cuda}"
-from quadsim.app import bench_peers
-
-print("peers:", bench_peers.available())
 PY
+"$VENV/bin/python" benchmarks/peers.py   # prints the peers' versions (None: not installed)

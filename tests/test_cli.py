@@ -43,22 +43,27 @@ def test_bench_table_and_json(tmp_path, monkeypatch, capsys):
         "records": [
             dict(system="quadsim", backend="native", dtype="float32", n=4096,
                  drone_steps_per_s=9e7),
-            dict(system="crazyflow", backend="jax", dtype="float32", n=4096,
-                 drone_steps_per_s=3e6),
+            dict(system="quadsim", backend="jax", dtype="float32", n=4096,
+                 drone_steps_per_s=1e7),
         ],
-        "latency": {"native": 6e4, "rotorpy": 300.0},
+        "latency": {"native": 6e4},
         "memory": {"native": (400.0, 150.0)},
     }  # fmt: skip
     monkeypatch.setattr(bench, "run", lambda quick, echo: fake)
     path = tmp_path / "bench.json"
     assert cli.main(["bench", "--quick", "--json", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "quadsim / crazyflow at N=4096 float32: 30.0x" in out
-    assert "quadsim / rotorpy single-drone step: 200x" in out
     assert "best float32: 90,000,000 drone-steps/s" in out
+    assert "single-drone step, native: 60,000 steps/s" in out
+    assert "10^6 drones float32 on native: peak RSS 400 MB (150 MB beyond the imports)" in out
+    assert "quadsim / " not in out  # no ratios: the peers are compared in benchmarks/
+    assert out.splitlines()[-1] == bench.PEERS_NOTE
+    assert "benchmarks/closed_loop.py" in bench.PEERS_NOTE
+    assert "benchmarks/plant.py" in bench.PEERS_NOTE
     records = json.loads(path.read_text())
     assert records == fake["records"]
     assert set(records[0]) == {"system", "backend", "dtype", "n", "drone_steps_per_s"}
+    assert bench.best_rates(records) == {("float32", 4096): 9e7}
 
 
 SHORT = """

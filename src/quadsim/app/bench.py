@@ -1,12 +1,15 @@
-"""``quadsim bench``: drone-steps per second of quadsim and its peers, measured in one run.
+"""``quadsim bench``: drone-steps per second of quadsim's plant on every backend, one run.
 
-Workload (the same for every system): the first-principles model with rotor dynamics
-(``cf2x_L250``), RK4 at ``dt = 1/500`` s, ``N`` drones holding a constant command, no world
-checks, no recording; throughput is ``N * steps / seconds``, the median of ``repeats`` timed runs
-after a warm-up run (compilation excluded). The single-drone latency is ``Simulator.step`` called
-from a Python loop. Peers (crazyflow, RotorPy) are measured in the same process when importable
-(``benchmarks/setup_peers.sh``). Machines here are shared and noisy: compare medians and ratios
-from one run, not numbers across runs.
+Workload: the first-principles model with rotor dynamics (``cf2x_L250``), RK4 at
+``dt = 1/500`` s, ``N`` drones holding a constant command, no world checks, no recording;
+throughput is ``N * steps / seconds``, the median of ``repeats`` timed runs after a warm-up run
+(compilation excluded). The single-drone latency is ``Simulator.step`` called from a Python loop.
+Machines here are shared and noisy: compare medians and ratios from one run, not numbers across
+runs.
+
+Only quadsim is measured here. The peers (crazyflow, RotorPy) run the same workload in
+``benchmarks/plant.py`` of a source checkout (after ``bash benchmarks/setup_peers.sh``), which
+calls :func:`run` and adds their rows and the ratios.
 """
 
 from __future__ import annotations
@@ -21,9 +24,31 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["main", "memory_1e6", "rollout_rate", "run", "step_rate"]
+__all__ = [
+    "PEERS_NOTE",
+    "QUICK_SIZES",
+    "SIZES",
+    "best_rates",
+    "main",
+    "memory_1e6",
+    "rollout_rate",
+    "run",
+    "step_rate",
+    "table",
+]
 
 DRONE, DT = "cf2x_L250", 1 / 500
+SIZES = (1, 64, 4096, 65536, 1_000_000)
+"""Drone counts of a full run."""
+QUICK_SIZES = (1, 4096, 65536)
+"""Drone counts of a ``--quick`` run."""
+PEERS_NOTE = (
+    "peers: quadsim alone here; crazyflow and RotorPy are compared by python benchmarks/plant.py "
+    "(this plant) and python benchmarks/closed_loop.py [--envs] (the closed loop, the vector "
+    "envs) (a source checkout, after bash benchmarks/setup_peers.sh; run them with "
+    ".venv-bench/bin/python)"
+)
+"""The line ``quadsim bench`` ends with: where the comparisons with the peers are."""
 
 
 def _median_time(fn: Callable[[], Any], repeats: int) -> float:
@@ -124,8 +149,19 @@ def _backends() -> list[str]:
 
 
 def run(quick: bool = False, echo: Callable[[str], None] = print) -> dict:
-    """Measure everything; returns ``{"records": [...], "latency": {...}, "memory": {...}}``."""
-    sizes = [1, 4096, 65536] if quick else [1, 64, 4096, 65536, 1_000_000]
+    """Measure quadsim on every available backend.
+
+    Args:
+        quick: A smoke run: :data:`QUICK_SIZES`, shorter timed runs, no memory measurement.
+        echo: Progress lines, one per point as it is measured.
+
+    Returns:
+        ``{"records": [...], "latency": {...}, "memory": {...}}``: records
+        ``{"system", "backend", "dtype", "n", "drone_steps_per_s"}``, the single-drone
+        ``Simulator.step`` rate per backend [steps/s], and per backend the ``(peak,
+        beyond imports)`` resident memory [MB] of 10^6 drones.
+    """
+    sizes = list(QUICK_SIZES if quick else SIZES)
     seconds, repeats = (0.15, 3) if quick else (0.4, 3)
     records, latency, memory = [], {}, {}
     for backend in _backends():
@@ -141,7 +177,6 @@ def run(quick: bool = False, echo: Callable[[str], None] = print) -> dict:
                 echo(f"  quadsim  {backend:7s} {dtype}  N={n:>8d}  {rate:14,.0f} drone-steps/s")
         latency[backend] = step_rate(backend, steps=500 if quick else 3000)
         echo(f"  quadsim  {backend:7s} Simulator.step, 1 drone: {latency[backend]:12,.0f} steps/s")
-    records += _peers(sizes, quick, latency, echo)
     if not quick:
         for backend in [b for b in ("native", "jax") if b in _backends()]:
             memory[backend] = memory_1e6(backend)
@@ -149,50 +184,37 @@ def run(quick: bool = False, echo: Callable[[str], None] = print) -> dict:
     return {"records": records, "latency": latency, "memory": memory}
 
 
-def _peers(sizes: list[int], quick: bool, latency: dict, echo: Callable[[str], None]) -> list:
-    try:
-        from . import bench_peers
-    except ImportError:
-        return []
-    found = bench_peers.available()
-    records = []
-    if found.get("crazyflow"):
-        for n in sizes if not quick else [n for n in sizes if n <= 4096]:
-            rate = bench_peers.crazyflow_rollout(n, steps=max(10, min(2000, 2_000_000 // n)))
-            records.append(dict(system="crazyflow", backend="jax", dtype="float32", n=n,
-                                drone_steps_per_s=rate))  # fmt: skip
-            echo(f"  crazyflow jax    float32  N={n:>8d}  {rate:14,.0f} drone-steps/s")
-    if found.get("rotorpy"):
-        latency["rotorpy"] = bench_peers.rotorpy_single_step(steps=200 if quick else 1000)
-        echo(f"  rotorpy  Multirotor.step, 1 drone, one RK45 step: {latency['rotorpy']:12,.0f} /s")
-        latency["rotorpy-adaptive"] = bench_peers.rotorpy_single_step(
-            steps=100 if quick else 300, adaptive=True)  # fmt: skip
-        echo(f"  rotorpy  Multirotor.step, default adaptive RK45: "
-             f"{latency['rotorpy-adaptive']:12,.0f} /s")  # fmt: skip
-        for n in [n for n in sizes if 1 < n <= 4096]:
-            rate = bench_peers.rotorpy_batched(n, steps=max(5, min(500, 200_000 // n)))
-            if rate:
-                records.append(dict(system="rotorpy", backend="torch", dtype="float64", n=n,
-                                    drone_steps_per_s=rate))  # fmt: skip
-                echo(f"  rotorpy  torch   float64  N={n:>8d}  {rate:14,.0f} drone-steps/s")
-    return records
+def best_rates(records: list[dict]) -> dict[tuple[str, int], float]:
+    """The best rate of quadsim over its backends per ``(dtype, n)`` [drone-steps/s].
+
+    Args:
+        records: Records of :func:`run` (other systems' records are ignored).
+
+    Returns:
+        ``{(dtype, n): drone-steps/s}``.
+    """
+    best: dict[tuple[str, int], float] = {}
+    for r in records:
+        if r["system"] == "quadsim":
+            key = (r["dtype"], r["n"])
+            best[key] = max(best.get(key, 0.0), r["drone_steps_per_s"])
+    return best
 
 
 def table(result: dict) -> str:
-    """The results as a text table with ratios to the peers and the bandwidth bound."""
+    """The results as text: every record, the best float32 rate, latencies and memory.
+
+    Args:
+        result: What :func:`run` returns (other systems' records, if added, are listed too).
+
+    Returns:
+        The table, one line per record, then the summary lines.
+    """
     recs = result["records"]
     lines = [f"{'system':10s} {'backend':8s} {'dtype':8s} {'N':>9s} {'drone-steps/s':>16s}"]
     lines += [f"{r['system']:10s} {r['backend']:8s} {r['dtype']:8s} {r['n']:>9d} "
               f"{r['drone_steps_per_s']:>16,.0f}" for r in recs]  # fmt: skip
-    best = {}
-    for r in recs:
-        if r["system"] == "quadsim":
-            key = (r["dtype"], r["n"])
-            best[key] = max(best.get(key, 0.0), r["drone_steps_per_s"])
-    for r in recs:
-        if r["system"] != "quadsim" and (r["dtype"], r["n"]) in best:
-            ratio = best[(r["dtype"], r["n"])] / r["drone_steps_per_s"]
-            lines.append(f"quadsim / {r['system']} at N={r['n']} {r['dtype']}: {ratio:,.1f}x")
+    best = best_rates(recs)
     f32 = [v for (d, _), v in best.items() if d == "float32"]
     if f32:
         top = max(f32)
@@ -201,10 +223,6 @@ def table(result: dict) -> str:
     lat = result["latency"]
     for k, v in lat.items():
         lines.append(f"single-drone step, {k}: {v:,.0f} steps/s")
-    ours = max((v for k, v in lat.items() if not k.startswith("rotorpy")), default=0.0)
-    for k in ("rotorpy", "rotorpy-adaptive"):
-        if k in lat:
-            lines.append(f"quadsim / {k} single-drone step: {ours / lat[k]:,.0f}x")
     for k, (peak, extra) in result["memory"].items():
         lines.append(f"10^6 drones float32 on {k}: peak RSS {peak:,.0f} MB ({extra:,.0f} MB "
                      f"beyond the imports)")  # fmt: skip
@@ -212,7 +230,15 @@ def table(result: dict) -> str:
 
 
 def main(quick: bool = False, json_path: str | None = None) -> int:
-    """Run the benchmark, print the table, optionally write JSON records; returns an exit code."""
+    """Run the benchmark, print the table, optionally write JSON records; returns an exit code.
+
+    Args:
+        quick: See :func:`run`.
+        json_path: Also write the records to this JSON file.
+
+    Returns:
+        0.
+    """
     print(f"quadsim bench{' --quick' if quick else ''}: {DRONE}, first-principles + rotor "
           f"dynamics, RK4, dt = {DT:g} s, held command")  # fmt: skip
     result = run(quick=quick, echo=lambda s: print(s, flush=True))
@@ -222,4 +248,5 @@ def main(quick: bool = False, json_path: str | None = None) -> int:
         with open(json_path, "w") as f:
             json.dump(result["records"], f, indent=1)
         print(f"wrote {len(result['records'])} records to {json_path}")
+    print(f"\n{PEERS_NOTE}")
     return 0

@@ -1,4 +1,4 @@
-"""``quadsim bench --closed-loop``: the closed loop of quadsim against crazyflow 0.4.0, one run.
+"""``quadsim bench --closed-loop`` and ``--envs``: quadsim's closed loop and vector envs, one run.
 
 Workload (issue 10): Crazyflie ``cf2x_L250``, first-principles model with rotor dynamics, RK4 at
 500 Hz, a position controller at 500 Hz on a moving reference (a 1 m circle at 1 m/s, 1 m up),
@@ -19,21 +19,16 @@ include all compilation.
   for N <= 64 and 2 s above), with its durable log as users get it; the rate is ``N * steps``
   over the ``wall_time_s`` of its own ``summary.json`` (the flight, its log's parts included),
   the median of ``repeats`` runs after one warm-up run (which fills the compiled-loop cache).
-* crazyflow: ``Sim(control=state)`` with its Mellinger cascade at 500 Hz, measured three ways
-  (:func:`quadsim.app.bench_peers.crazyflow_closed_loop`): the per-step public API (``loop``), one
-  jitted scan with the moving reference (``scan``) and one jitted ``step(T)`` with the setpoint
-  held (``held``, no moving reference: an upper bound). The ratio uses crazyflow's best.
 
 ``--envs``: the Gymnasium vector environments, 1024 envs, a 100 Hz agent over 500 Hz physics (5
 physics steps per env step), random actions, autoreset: quadsim's ``HoverVectorEnv`` (native,
-float32) at the action levels ``thrust_attitude``, ``thrust_rates`` and ``rotor_speeds``, and
-crazyflow's ``DroneReachPos-v0`` (attitude actions) with first-principles dynamics and RK4 (the
-like-for-like configuration), with its default Euler integrator, and with its registered default
-``so_rpy`` model (:func:`quadsim.app.bench_peers.crazyflow_env`).
+float32) at the action levels ``thrust_attitude``, ``thrust_rates`` and ``rotor_speeds``.
 
-crazyflow runs in child interpreters of the same virtualenv (``benchmarks/setup_peers.sh``); when
-it is not installed the command says so and measures quadsim alone. The machine is often shared:
-the load average is recorded at the start and the end; compare ratios from one run.
+Only quadsim is measured here. ``benchmarks/closed_loop.py`` of a source checkout (after ``bash
+benchmarks/setup_peers.sh``) runs :func:`run`, measures crazyflow 0.4.0 on the same workload
+(its Mellinger state controller, its ``DroneReachPos-v0`` env) and prints the comparison with the
+ratios and targets; it builds its table from :func:`header`, :func:`grid` and the titles here.
+The machine is often shared: the load average is recorded at the start and the end.
 """
 
 from __future__ import annotations
@@ -52,27 +47,46 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "CLOSED_LOOP_TITLE",
+    "ENV_TITLE",
+    "FLY_CMD_NOTE",
+    "PATHS",
+    "PEERS_NOTE",
     "compiled_rate",
     "env_rate",
     "fly_command_rate",
     "fly_rate",
+    "format_rate",
+    "grid",
+    "header",
     "machine",
     "main",
     "parse_options",
     "run",
     "table",
+    "versions",
     "workload",
 ]
 
 DRONE, DT = "cf2x_L250", 1 / 500
 SIZES, QUICK_SIZES = (1, 64, 1024, 16384), (1, 64)
 LEVELS = ("thrust_attitude", "thrust_rates", "rotor_speeds")
-CRAZYFLOW_ENV_CONFIGS = ("first_principles+rk4", "first_principles", "so_rpy")
-LIKE_FOR_LIKE_ENV = "first_principles+rk4"
-CRAZYFLOW_MODES = ("loop", "scan", "held")
-CRAZYFLOW_VERSION = "0.4.0"
+PATHS = ("compiled", "fly-python", "fly", "fly-cmd")
+"""quadsim's closed-loop rows, in the table's column order."""
 FLY_MAX_N = 1024
 """Largest N of the ``fly`` rows (the Python loop takes seconds per point beyond)."""
+CLOSED_LOOP_TITLE = ("closed loop (cf2x_L250, first principles + rotor dynamics, RK4 500 Hz, "
+                     "position controller 500 Hz, circle reference, float32): drone-steps/s")
+ENV_TITLE = ("vector env: 100 Hz agent, {substeps} physics steps of 2 ms, random actions, "
+             "autoreset")
+"""Title of the env table (``.format(substeps=...)``)."""
+FLY_CMD_NOTE = ("quadsim fly-cmd: the quadsim fly command, a process per run, rate from the "
+                "wall_time_s of its summary.json (durable log included; log_every 50; 4 s of "
+                "flight for N <= 64, 2 s above)")  # fmt: skip
+PEERS_NOTE = ("peers: quadsim alone here; crazyflow is compared by python "
+              "benchmarks/closed_loop.py [--envs] (a source checkout, after bash "
+              "benchmarks/setup_peers.sh; run it with .venv-bench/bin/python)")
+"""The line ``quadsim bench --closed-loop`` / ``--envs`` ends with."""
 
 
 def workload() -> tuple[Any, Any, Any]:
@@ -259,10 +273,17 @@ def machine() -> dict:
             "omp_num_threads": os.environ.get("OMP_NUM_THREADS"), "load_avg": load}  # fmt: skip
 
 
-def versions() -> dict:
-    """Versions of Python and the packages in the measurement (``None``: not installed)."""
+def versions(extra: tuple[str, ...] = ()) -> dict:
+    """Versions of Python and the packages in the measurement (``None``: not installed).
+
+    Args:
+        extra: More distributions to report (e.g. a peer simulator's).
+
+    Returns:
+        ``{"python": version, name: version or None, ...}``.
+    """
     out = {"python": platform.python_version()}
-    for name in ("quadsim", "numpy", "casadi", "jax", "gymnasium", "crazyflow"):
+    for name in ("quadsim", "numpy", "casadi", "jax", "gymnasium", *extra):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -270,71 +291,62 @@ def versions() -> dict:
     return out
 
 
-def _positive_ints(flag: str, values: Any) -> list[int]:
+def _positive_ints(flag: str, values: Any, prog: str) -> list[int]:
     out = []
     for v in values if isinstance(values, list | tuple) else [values]:
         try:
             i = int(v)
         except (TypeError, ValueError):
-            raise ValueError(f"bench: {flag} takes positive integers; got {v!r}") from None
+            raise ValueError(f"{prog}: {flag} takes positive integers; got {v!r}") from None
         if i < 1:
-            raise ValueError(f"bench: {flag} takes positive integers; got {v!r}")
+            raise ValueError(f"{prog}: {flag} takes positive integers; got {v!r}")
         out.append(i)
     return out
 
 
 def parse_options(closed_loop: bool, envs: bool, sizes: Any = None, num_envs: Any = None,
-                  repeats: Any = None, no_peers: bool = False,
-                  no_fly: bool = False) -> dict:  # fmt: skip
-    """Check the ``bench`` flags of this benchmark; raises ``ValueError`` (one line) when bad.
+                  repeats: Any = None, no_fly: bool = False, *,
+                  prog: str = "bench") -> dict:  # fmt: skip
+    """Check the flags of this benchmark; raises ``ValueError`` (one line) when bad.
+
+    Args:
+        closed_loop: ``--closed-loop`` given.
+        envs: ``--envs`` given.
+        sizes: ``--sizes`` values (strings or integers), or ``None``.
+        num_envs: ``--num-envs`` value, or ``None``.
+        repeats: ``--repeats`` value, or ``None``.
+        no_fly: ``--no-fly`` given.
+        prog: The command named at the start of a message (``bench: --sizes ...``).
 
     Returns:
-        Keyword arguments of :func:`run` (``sizes``, ``num_envs``, ``repeats`` may be ``None``).
+        Keyword arguments of :func:`run` (``sizes``, ``num_envs``, ``repeats`` may be ``None``);
+        empty when neither ``closed_loop`` nor ``envs`` is set.
     """
     if not (closed_loop or envs):
         used = [f for f, v in (("--sizes", sizes), ("--num-envs", num_envs),
-                               ("--repeats", repeats), ("--no-peers", no_peers),
-                               ("--no-fly", no_fly)) if v]  # fmt: skip
+                               ("--repeats", repeats), ("--no-fly", no_fly)) if v]  # fmt: skip
         if used:
-            raise ValueError(f"bench: {used[0]} needs --closed-loop or --envs")
+            raise ValueError(f"{prog}: {used[0]} needs --closed-loop or --envs")
         return {}
     if sizes and not closed_loop:
-        raise ValueError("bench: --sizes needs --closed-loop")
+        raise ValueError(f"{prog}: --sizes needs --closed-loop")
     if num_envs is not None and not envs:
-        raise ValueError("bench: --num-envs needs --envs")
+        raise ValueError(f"{prog}: --num-envs needs --envs")
+    one = None if num_envs is None else _positive_ints("--num-envs", num_envs, prog)[0]
     return {
         "closed_loop": closed_loop,
         "envs": envs,
-        "sizes": _positive_ints("--sizes", sizes) if sizes else None,
-        "num_envs": _positive_ints("--num-envs", num_envs)[0] if num_envs is not None else None,
-        "repeats": _positive_ints("--repeats", repeats)[0] if repeats is not None else None,
-        "peers": not no_peers,
+        "sizes": _positive_ints("--sizes", sizes, prog) if sizes else None,
+        "num_envs": one,
+        "repeats": _positive_ints("--repeats", repeats, prog)[0] if repeats is not None else None,
         "fly": not no_fly,
     }
 
 
-def _peer_status(peers: bool) -> tuple[bool, str | None]:
-    """Whether to measure crazyflow, and the line saying why not (or warning about it)."""
-    if not peers:
-        return False, "crazyflow: skipped (--no-peers); quadsim only"
-    from .bench_peers import available
-
-    found = available().get("crazyflow")
-    if found is None:
-        return False, (
-            f"crazyflow: not installed, quadsim only (install crazyflow=={CRAZYFLOW_VERSION} in "
-            "its own virtualenv: bash benchmarks/setup_peers.sh, then run .venv-bench/bin/quadsim)"
-        )
-    if found != CRAZYFLOW_VERSION:
-        return True, f"crazyflow: {found} installed; this benchmark is for {CRAZYFLOW_VERSION}"
-    return True, None
-
-
 def run(closed_loop: bool = True, envs: bool = False, quick: bool = False, *,
         sizes: list[int] | None = None, num_envs: int | None = None, repeats: int | None = None,
-        peers: bool = True, fly: bool = True,
-        echo: Callable[[str], None] = print) -> dict:  # fmt: skip
-    """Measure; returns the result dict that :func:`table` prints and ``--json`` writes.
+        fly: bool = True, echo: Callable[[str], None] = print) -> dict:  # fmt: skip
+    """Measure quadsim; returns the result dict that :func:`table` prints and ``--json`` writes.
 
     Args:
         closed_loop: Measure the closed loop at ``sizes``.
@@ -343,22 +355,21 @@ def run(closed_loop: bool = True, envs: bool = False, quick: bool = False, *,
         sizes: Drone counts (default :data:`SIZES`, quick :data:`QUICK_SIZES`).
         num_envs: Environments (default 1024, quick 64).
         repeats: Timed runs per point (default 5, quick 3).
-        peers: Measure crazyflow when it is installed.
         fly: Also time :func:`quadsim.loop.flight.fly` (N <= :data:`FLY_MAX_N`).
         echo: Progress lines (``main`` sends them to stderr).
 
     Returns:
-        ``{"machine", "versions", "workload", "settings", "peer", "closed_loop", "envs",
-        "load_end"}``: ``closed_loop`` and ``envs`` are lists of records.
+        ``{"machine", "versions", "workload", "settings", "closed_loop", "envs", "load_end"}``:
+        ``closed_loop`` and ``envs`` are lists of records (``closed_loop``: ``{"system", "path",
+        "n", "drone_steps_per_s", "runs", "steps", ...}``; ``envs``: ``{"system", "action",
+        "config", "num_envs", "env_steps_per_s", "drone_steps_per_s", "substeps", ...}``);
+        ``settings`` holds the sizes, repeats and run lengths used.
     """
     sizes = list(sizes or (QUICK_SIZES if quick else SIZES))
     num_envs = num_envs or (64 if quick else 1024)
     repeats = repeats or (3 if quick else 5)
     seconds = 0.05 if quick else 0.4
     env_steps = 20 if quick else 200
-    measure_peer, peer_note = _peer_status(peers)
-    if peer_note:
-        echo(peer_note)
     result: dict = {
         "machine": machine(), "versions": versions(),
         "workload": {"drone": DRONE, "model": "first_principles + rotor dynamics",
@@ -367,24 +378,18 @@ def run(closed_loop: bool = True, envs: bool = False, quick: bool = False, *,
         "settings": {"quick": quick, "sizes": sizes if closed_loop else [],
                      "num_envs": num_envs if envs else None, "repeats": repeats,
                      "seconds_per_run": seconds, "env_steps_per_run": env_steps},
-        "peer": {"crazyflow": versions()["crazyflow"] if measure_peer else None,
-                 "note": peer_note},
         "closed_loop": [], "envs": [],
     }  # fmt: skip
     if closed_loop:
-        result["closed_loop"] = _closed_loop(sizes, seconds, repeats, quick, fly, measure_peer,
-                                             result["peer"], echo)  # fmt: skip
+        result["closed_loop"] = _closed_loop(sizes, seconds, repeats, quick, fly, echo)
     if envs:
-        result["envs"] = _envs(num_envs, env_steps, repeats, quick, measure_peer, result["peer"],
-                               echo)  # fmt: skip
+        result["envs"] = _envs(num_envs, env_steps, repeats, echo)
     result["load_end"] = machine()["load_avg"]
     return result
 
 
-def _closed_loop(
-    sizes: list[int], seconds: float, repeats: int, quick: bool, fly: bool, measure_peer: bool,
-    peer: dict, echo: Callable[[str], None],
-) -> list[dict]:  # fmt: skip
+def _closed_loop(sizes: list[int], seconds: float, repeats: int, quick: bool, fly: bool,
+                 echo: Callable[[str], None]) -> list[dict]:  # fmt: skip
     from ..loop.closed_loop import compile_closed_loop
 
     drone, gains, traj = workload()
@@ -426,39 +431,10 @@ def _closed_loop(
             echo(f"  quadsim   fly-cmd       N={n:>6d} {rec['drone_steps_per_s']:>15,.0f} "
                  f"drone-steps/s (quadsim fly, {rec['loop']} loop, process "
                  f"{statistics.median(rec['process_s']):.2f} s)")  # fmt: skip
-    if measure_peer:
-        from .bench_peers import crazyflow_closed_loop
-
-        echo(f"  crazyflow: child interpreter, N = {', '.join(map(str, sizes))}, modes "
-             f"{', '.join(CRAZYFLOW_MODES)} (building and compiling take ~10 s per N); "
-             f"load average {_load()}")  # fmt: skip
-
-        def show(r: dict) -> None:
-            echo(f"  crazyflow {r['mode']:13s} N={r['n']:>6d} {r['drone_steps_per_s']:>15,.0f} "
-                 f"drone-steps/s (T = {r['steps']})")  # fmt: skip
-
-        try:
-            got = crazyflow_closed_loop(sizes, seconds, repeats, CRAZYFLOW_MODES, on_record=show)
-        except (RuntimeError, OSError) as e:
-            peer["note"] = f"crazyflow: closed loop not measured: {str(e).splitlines()[0]}"
-            echo(peer["note"])
-            got = []
-        records += [{"system": "crazyflow", "path": r.pop("mode"), **r} for r in got]
-        if got and not quick:  # bracket crazyflow in time: the machine's load drifts
-            echo("  quadsim   compiled, second pass (the rate is the median of both passes' runs)")
-            for rec in [r for r in records if r["path"] == "compiled"]:
-                again = compiled_rate(loop, traj, rec["n"], seconds, repeats)
-                rec["passes"] = [rec["drone_steps_per_s"], again["drone_steps_per_s"]]
-                rec["runs"] += again["runs"]
-                rec["drone_steps_per_s"] = statistics.median(rec["runs"])
-                echo(f"  quadsim   compiled      N={rec['n']:>6d} "
-                     f"{again['drone_steps_per_s']:>15,.0f} drone-steps/s (pooled "
-                     f"{rec['drone_steps_per_s']:,.0f})")  # fmt: skip
     return records
 
 
-def _envs(num_envs: int, steps: int, repeats: int, quick: bool, measure_peer: bool, peer: dict,
-          echo: Callable[[str], None]) -> list[dict]:  # fmt: skip
+def _envs(num_envs: int, steps: int, repeats: int, echo: Callable[[str], None]) -> list[dict]:
     records = []
     echo(f"  vector envs: load average {_load()}")
     for level in LEVELS:
@@ -472,24 +448,6 @@ def _envs(num_envs: int, steps: int, repeats: int, quick: bool, measure_peer: bo
         records.append(rec)
         echo(f"  quadsim   {level:20s} {num_envs} envs {rec['env_steps_per_s']:>12,.0f} "
              f"env-steps/s")  # fmt: skip
-    if measure_peer:
-        from .bench_peers import crazyflow_env
-
-        configs = (LIKE_FOR_LIKE_ENV,) if quick else CRAZYFLOW_ENV_CONFIGS
-
-        def show(r: dict) -> None:
-            echo(f"  crazyflow attitude {r['config']:21s} {r['num_envs']} envs "
-                 f"{r['env_steps_per_s']:>12,.0f} env-steps/s")  # fmt: skip
-
-        try:
-            got = crazyflow_env(num_envs, steps, repeats, configs, on_record=show)
-        except (RuntimeError, OSError) as e:
-            peer["note"] = f"crazyflow: env not measured: {str(e).splitlines()[0]}"
-            echo(peer["note"])
-            got = []
-        for r in got:
-            r["drone_steps_per_s"] = r["env_steps_per_s"] * r["substeps"]
-            records.append({"system": "crazyflow", "action": "attitude", **r})
     return records
 
 
@@ -498,20 +456,24 @@ def _load() -> str:
     return "?" if not load else f"{load[0]:.2f}"
 
 
-def _fmt(v: float | None) -> str:
+def format_rate(v: float | None) -> str:
+    """A rate as the tables print it: ``12,345,678``, or ``-`` when not measured."""
     return "-" if v is None else f"{v:,.0f}"
 
 
-def _ratio(a: float | None, b: float | None) -> str:
-    return "-" if not a or not b else f"{a / b:,.1f}x"
+def header(result: dict) -> list[str]:
+    """The table's first lines: the machine and its load, the versions, how rates were taken.
 
+    Args:
+        result: What :func:`run` returns.
 
-def table(result: dict) -> str:
-    """The result as text: header (machine, versions), the two tables, ratios and the targets."""
+    Returns:
+        Three lines of text.
+    """
     m, v, s = result["machine"], result["versions"], result["settings"]
     load0 = "?" if not m["load_avg"] else f"{m['load_avg'][0]:.2f}"
     load1 = "?" if not result.get("load_end") else f"{result['load_end'][0]:.2f}"
-    lines = [
+    return [
         f"machine: {m['cpu']}, {m['cores']} cores ({m['usable_cores']} usable), {m['platform']}"
         f"; load average {load0} at the start, {load1} at the end"
         + (f"; OMP_NUM_THREADS={m['omp_num_threads']}" if m["omp_num_threads"] else ""),
@@ -519,89 +481,47 @@ def table(result: dict) -> str:
         f"medians of {s['repeats']} timed runs after warm-up (compilation excluded)"
         + (" [--quick: short runs, not for quoting]" if s["quick"] else ""),
     ]
-    if result["peer"]["note"]:
-        lines.append(result["peer"]["note"])
-    targets = []
-    recs = result["closed_loop"]
+
+
+def table(result: dict) -> str:
+    """The result as text: :func:`header`, the closed-loop table and the vector-env table.
+
+    Args:
+        result: What :func:`run` returns.
+
+    Returns:
+        The table (rates in drone-steps/s and env-steps/s).
+    """
+    lines = header(result)
+    recs = [r for r in result["closed_loop"] if r["system"] == "quadsim"]
     if recs:
-        rate = {(r["system"], r["path"], r["n"]): r["drone_steps_per_s"] for r in recs}
-        cols = [("quadsim", "compiled"), ("quadsim", "fly-python"), ("quadsim", "fly"),
-                ("quadsim", "fly-cmd"), ("crazyflow", "loop"), ("crazyflow", "scan"),
-                ("crazyflow", "held")]  # fmt: skip
-        cols = [c for c in cols if any(k[:2] == c for k in rate)]
-        head = ["N", *(f"{sys_} {p}" for sys_, p in cols)]
-        has_peer = any(sys_ == "crazyflow" for sys_, _ in cols)
-        through = any(k[1] == "fly-cmd" for k in rate)
-        if has_peer:
-            head += ["ratio vs best", "vs moving ref"] + (["fly-cmd vs best"] if through else [])
-        rows = []
-        for n in s["sizes"]:
-            row = [str(n), *(_fmt(rate.get((sys_, p, n))) for sys_, p in cols)]
-            ours = rate.get(("quadsim", "compiled", n))
-            if has_peer:
-                peer_rates = [rate.get(("crazyflow", p, n)) for p in CRAZYFLOW_MODES]
-                best = max((r for r in peer_rates if r), default=None)
-                moving = max((r for r in peer_rates[:2] if r), default=None)
-                cmd = rate.get(("quadsim", "fly-cmd", n))
-                row += [_ratio(ours, best), _ratio(ours, moving)]
-                row += [_ratio(cmd, best)] if through else []
-                if ours and best and (n in (1, 64) or n >= 1024):  # the issue's sizes
-                    want = 10.0 if n >= 1024 else 5.0
-                    targets.append((f"closed loop N={n}: quadsim / crazyflow best = "
-                                    f"{ours / best:.1f}x (target >= {want:g}x)",
-                                    ours / best >= want))  # fmt: skip
-                    if cmd:
-                        targets.append((f"quadsim fly N={n} (its summary's wall_time_s) / "
-                                        f"crazyflow best = {cmd / best:.1f}x (target >= "
-                                        f"{want:g}x)", cmd / best >= want))  # fmt: skip
-            rows.append(row)
-        lines += ["", "closed loop (cf2x_L250, first principles + rotor dynamics, RK4 500 Hz, "
-                  "position controller 500 Hz, circle reference, float32): drone-steps/s"]
-        lines += _grid(head, rows)
-        if has_peer:
-            lines.append("crazyflow loop: sim.state_control + sim.step() per step; scan: moving "
-                         "reference in one jitted lax.scan; held: step(T) with the setpoint held "
-                         "(no moving reference, an upper bound)")  # fmt: skip
-        if through:
-            lines.append("quadsim fly-cmd: the quadsim fly command, a process per run, rate from "
-                         "the wall_time_s of its summary.json (durable log included; log_every "
-                         "50; 4 s of flight for N <= 64, 2 s above)")  # fmt: skip
-        if any("passes" in r for r in recs):
-            lines.append("quadsim compiled: the median of the timed runs of two passes, before "
-                         "and after crazyflow's")  # fmt: skip
-    envs = result["envs"]
+        rate = {(r["path"], r["n"]): r["drone_steps_per_s"] for r in recs}
+        cols = [p for p in PATHS if any(k[0] == p for k in rate)]
+        rows = [[str(n), *(format_rate(rate.get((p, n))) for p in cols)]
+                for n in result["settings"]["sizes"]]  # fmt: skip
+        lines += ["", CLOSED_LOOP_TITLE, *grid(["N", *(f"quadsim {p}" for p in cols)], rows)]
+        if "fly-cmd" in cols:
+            lines.append(FLY_CMD_NOTE)
+    envs = [r for r in result["envs"] if r["system"] == "quadsim"]
     if envs:
-        cf = {r["config"]: r["env_steps_per_s"] for r in envs if r["system"] == "crazyflow"}
         head = ["system", "action", "configuration", "envs", "env-steps/s", "drone-steps/s"]
-        if cf:
-            head += [f"vs cf {LIKE_FOR_LIKE_ENV}", "vs cf fastest"]
-        rows = []
-        fastest = max(cf.values(), default=None)
-        for r in envs:
-            row = [r["system"], r["action"], r["config"], str(r["num_envs"]),
-                   _fmt(r["env_steps_per_s"]), _fmt(r["drone_steps_per_s"])]  # fmt: skip
-            if cf:
-                ours = r["env_steps_per_s"] if r["system"] == "quadsim" else None
-                row += [_ratio(ours, cf.get(LIKE_FOR_LIKE_ENV)), _ratio(ours, fastest)]
-                like = cf.get(LIKE_FOR_LIKE_ENV)
-                if (ours and like and r["action"] in ("thrust_attitude", "thrust_rates")
-                        and r["num_envs"] == 1024):  # the issue's size
-                    targets.append((f"env {r['action']}: quadsim / crazyflow attitude env "
-                                    f"({LIKE_FOR_LIKE_ENV}) = {ours / like:.1f}x, vs its fastest "
-                                    f"configuration {ours / fastest:.1f}x (target >= 10x)",
-                                    ours / like >= 10.0))  # fmt: skip
-            rows.append(row)
-        lines += ["", f"vector env: 100 Hz agent, {envs[0]['substeps']} physics steps of 2 ms, "
-                      "random actions, autoreset"]  # fmt: skip
-        lines += _grid(head, rows)
-    if targets:
-        quick = " (--quick: indicative only)" if s["quick"] else ""
-        lines += ["", f"issue 10 targets{quick}:"]
-        lines += [f"  {'met    ' if ok else 'NOT MET'}  {text}" for text, ok in targets]
+        rows = [[r["system"], r["action"], r["config"], str(r["num_envs"]),
+                 format_rate(r["env_steps_per_s"]), format_rate(r["drone_steps_per_s"])]
+                for r in envs]  # fmt: skip
+        lines += ["", ENV_TITLE.format(substeps=envs[0]["substeps"]), *grid(head, rows)]
     return "\n".join(lines)
 
 
-def _grid(head: list[str], rows: list[list[str]]) -> list[str]:
+def grid(head: list[str], rows: list[list[str]]) -> list[str]:
+    """Columns aligned: ``system``, ``action`` and ``configuration`` left, the others right.
+
+    Args:
+        head: Column titles.
+        rows: Cells, one list per row, as many as ``head``.
+
+    Returns:
+        The title line and one line per row.
+    """
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     left = {"system", "action", "configuration"}
 
@@ -614,7 +534,18 @@ def _grid(head: list[str], rows: list[list[str]]) -> list[str]:
 
 def main(closed_loop: bool = True, envs: bool = False, quick: bool = False,
          json_path: str | None = None, **options: Any) -> int:  # fmt: skip
-    """Run, print the table on stdout (progress on stderr), optionally write JSON; exit code."""
+    """Run, print the table on stdout (progress on stderr), optionally write JSON; exit code.
+
+    Args:
+        closed_loop: Measure the closed loop.
+        envs: Measure the vector envs.
+        quick: A smoke run (see :func:`run`).
+        json_path: Also write the whole result to this JSON file.
+        **options: More keyword arguments of :func:`run` (``sizes``, ``num_envs``, ...).
+
+    Returns:
+        0.
+    """
 
     def echo(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
@@ -627,4 +558,5 @@ def main(closed_loop: bool = True, envs: bool = False, quick: bool = False,
         with open(json_path, "w") as f:
             json.dump(result, f, indent=1)
         print(f"wrote {json_path}")
+    print(f"\n{PEERS_NOTE}")
     return 0

@@ -6,9 +6,9 @@ MCAP); ``quadsim ros2 SCENARIO [--rate real|max] [--domain-id N] [--namespace NS
 IFACE] [--timeout S] [--on-timeout hover|land|cut] [--duration S] [--out DIR]`` runs it as a
 ROS 2 node over DDS (docs/ros2.md); ``quadsim recover DIR`` rebuilds the results of a killed
 run; ``quadsim info PRESET [--plot FILE]`` prints the flight envelope; ``quadsim presets`` lists
-the drones; ``quadsim bench`` measures speed; ``quadsim replay LOG [...] [--format nanobench]
-[--preset NAME] [--json FILE] [--out DIR]`` replays a real flight's motor commands through the
-model (docs/validation.md).
+the drones; ``quadsim bench`` measures quadsim's speed (the scripts in ``benchmarks/`` compare
+the peers); ``quadsim replay LOG [...] [--format nanobench] [--preset NAME] [--json FILE] [--out
+DIR]`` replays a real flight's motor commands through the model (docs/validation.md).
 
 Exit codes: 0 success, 1 simulation failure (a drone diverged or crashed), 2 bad input (one line
 ``quadsim: FILE: KEY (line N): what is wrong``, or ``quadsim: what is wrong``), 128 + the signal
@@ -85,29 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("--preset", default="cf2x_L250", help="drone preset (default cf2x_L250)")
     rp.add_argument("--json", metavar="FILE", help="also write the metrics as JSON")
     rp.add_argument("--out", metavar="DIR", help="folder for the predicted-against-measured plots")
-    ros = sub.add_parser("ros2", help="run a scenario's drones as a ROS 2 node over DDS "
-                         "(docs/ros2.md)")  # fmt: skip
-    ros.add_argument("scenario", help="scenario TOML file (see docs/scenarios.md)")
-    ros.add_argument("--rate", choices=("real", "max"), default="real",
-                     help="real: paced at the scenario's dt; max: as fast as possible, with "
-                          "/clock (default real)")  # fmt: skip
-    ros.add_argument("--domain-id", type=_domain_id, default=0, metavar="N",
-                     help="DDS domain (ROS_DOMAIN_ID), 0..232 (default 0)")
-    ros.add_argument("--namespace", default="quadsim", metavar="NS",
-                     help="ROS 2 namespace of the topics (default quadsim)")
-    ros.add_argument("--network", metavar="IFACE", default=None,
-                     help="put DDS on this network interface (default: loopback only; anyone "
-                          "on the domain can command the drones)")  # fmt: skip
-    ros.add_argument("--timeout", type=_positive, default=0.5, metavar="S",
-                     help="seconds without rotor-speed or attitude commands before the "
-                          "fallback (default 0.5)")  # fmt: skip
-    ros.add_argument("--on-timeout", choices=("hover", "land", "cut"), default="hover",
-                     help="what a drone does on a command timeout (default hover)")
-    ros.add_argument("--duration", type=_positive, default=None, metavar="S",
-                     help="stop after S seconds of simulated time (default: run until Ctrl-C "
-                          "or SIGTERM)")  # fmt: skip
-    ros.add_argument("--out", metavar="DIR",
-                     help="log directory (default runs/<scenario name>_ros2)")
+    _ros2_args(sub)
     sw = sub.add_parser("sweep", help="fly a sweep or Monte-Carlo campaign of a scenario "
                         "(docs/sweeps.md)")
     sw.add_argument("sweep", help="sweep TOML file")
@@ -153,21 +131,54 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--seed", type=int, default=0, metavar="K", help="seed (default 0)")
     ev.add_argument("--json", metavar="FILE", help="also write the metrics as JSON")
     _wind_args(ev, "evaluate in")
-    b = sub.add_parser("bench", help="measure drone-steps per second (and the peers, if installed)")
+    _bench_args(sub)
+    return p
+
+
+def _ros2_args(sub: Any) -> None:
+    """The ``quadsim ros2`` subcommand and its flags (``sub``: the subparsers)."""
+    ros = sub.add_parser("ros2", help="run a scenario's drones as a ROS 2 node over DDS "
+                         "(docs/ros2.md)")  # fmt: skip
+    ros.add_argument("scenario", help="scenario TOML file (see docs/scenarios.md)")
+    ros.add_argument("--rate", choices=("real", "max"), default="real",
+                     help="real: paced at the scenario's dt; max: as fast as possible, with "
+                          "/clock (default real)")  # fmt: skip
+    ros.add_argument("--domain-id", type=_domain_id, default=0, metavar="N",
+                     help="DDS domain (ROS_DOMAIN_ID), 0..232 (default 0)")
+    ros.add_argument("--namespace", default="quadsim", metavar="NS",
+                     help="ROS 2 namespace of the topics (default quadsim)")
+    ros.add_argument("--network", metavar="IFACE", default=None,
+                     help="put DDS on this network interface (default: loopback only; anyone "
+                          "on the domain can command the drones)")  # fmt: skip
+    ros.add_argument("--timeout", type=_positive, default=0.5, metavar="S",
+                     help="seconds without rotor-speed or attitude commands before the "
+                          "fallback (default 0.5)")  # fmt: skip
+    ros.add_argument("--on-timeout", choices=("hover", "land", "cut"), default="hover",
+                     help="what a drone does on a command timeout (default hover)")
+    ros.add_argument("--duration", type=_positive, default=None, metavar="S",
+                     help="stop after S seconds of simulated time (default: run until Ctrl-C "
+                          "or SIGTERM)")  # fmt: skip
+    ros.add_argument("--out", metavar="DIR",
+                     help="log directory (default runs/<scenario name>_ros2)")
+
+
+def _bench_args(sub: Any) -> None:
+    """The ``quadsim bench`` subcommand and its flags (quadsim alone; peers: benchmarks/)."""
+    b = sub.add_parser("bench", help="measure quadsim's drone-steps per second (the peers: "
+                                     "python benchmarks/closed_loop.py, a source checkout)")
     b.add_argument("--quick", action="store_true", help="a short smoke run")
     b.add_argument("--json", metavar="FILE", help="also write the results as JSON")
     b.add_argument("--closed-loop", action="store_true",
-                   help="the closed loop (controller + plant) against crazyflow, not the plant")
+                   help="the closed loop (controller + plant; compiled, fly, the quadsim fly "
+                        "command), not the plant alone")
     b.add_argument("--envs", action="store_true",
-                   help="the Gymnasium vector envs against crazyflow's (with or without "
-                        "--closed-loop)")
+                   help="the Gymnasium vector envs (with or without --closed-loop)")
     b.add_argument("--sizes", nargs="+", metavar="N",
                    help="drone counts of --closed-loop (default 1 64 1024 16384)")
     b.add_argument("--num-envs", metavar="N", help="environments of --envs (default 1024)")
     b.add_argument("--repeats", metavar="K", help="timed runs per point (default 5)")
-    b.add_argument("--no-peers", action="store_true", help="skip crazyflow even when installed")
-    b.add_argument("--no-fly", action="store_true", help="skip the quadsim fly rows")
-    return p
+    b.add_argument("--no-fly", action="store_true",
+                   help="skip the fly, fly-python and fly-cmd rows")
 
 
 def _positive_in(unit: str) -> Any:
@@ -464,7 +475,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             from .bench_closed_loop import parse_options
 
             opts = parse_options(args.closed_loop, args.envs, args.sizes, args.num_envs,
-                                 args.repeats, args.no_peers, args.no_fly)  # fmt: skip
+                                 args.repeats, args.no_fly)  # fmt: skip
             if opts:
                 return closed_loop_main(quick=args.quick, json_path=args.json, **opts)
             from .bench import main as bench_main

@@ -308,11 +308,11 @@ def damaged_warning(summary: dict) -> str | None:
 
 def _relative_error(head: dict, t_from: float) -> dict:
     """``rte_1m_m``: the mean translation error [m] over 1 m of travel (Zhang and Scaramuzza's
-    relative error, :func:`quadsim.loop.estimation.metrics.rte`) of the drones in ``head`` from
+    relative error, :func:`quadsim.app.analysis.rte`) of the drones in ``head`` from
     ``t_from`` on, and ``rte_drones``; ``None`` when no drone travelled 1 m."""  # noqa: D205, D209
     import numpy as np
 
-    from ..loop.estimation.metrics import rte
+    from .analysis import rte
 
     if "est_quat" not in head:
         return {"rte_1m_m": None, "rte_drones": 0}

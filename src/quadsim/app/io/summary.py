@@ -20,7 +20,7 @@ samples before a drone's first crash counted ("flying" samples):
   mean NEES with its degrees of freedom (9; the EKF's), and ``ate_m``, the absolute
   trajectory error of Zhang and Scaramuzza (the position RMSE after each drone's estimate is
   aligned to its truth by Umeyama's SE(3) least squares,
-  :func:`quadsim.loop.estimation.metrics.ate_from_moments`; pooled over the drones); ``None``
+  :func:`quadsim.app.analysis.ate_from_moments`; pooled over the drones); ``None``
   without an estimator. ``rte_1m_m`` (the relative trajectory error over 1 m of travel) is added by
   the run from the drones it keeps for the figures;
 * with a battery in the loop (``battery_*`` columns), ``power``: ``energy_j`` (the electrical
@@ -187,14 +187,14 @@ class SummaryAccumulator:
 
     def _add_estimate(self, chunk: Mapping[str, Any], use: np.ndarray) -> None:
         """Fold in the squared errors of the estimate (``est_*``) on the samples ``use``."""
-        from ...loop.estimation.metrics import attitude_angle
+        from ..analysis import attitude_angle
 
         f = lambda k: np.asarray(chunk[k], dtype=np.float64)  # noqa: E731
         acc = self._est if self._est is not None else dict.fromkeys(
             ("pos", "vel", "att", "n", "nees", "n_nees"), 0.0)  # fmt: skip
         est_pos, pos = f("est_pos"), f("pos")
         acc["pos"] += float(np.where(use, ((est_pos - pos) ** 2).sum(-1), 0.0).sum())
-        # the moments of the aligned trajectory error (metrics.ate_from_moments), per drone,
+        # the moments of the aligned trajectory error (analysis.ate_from_moments), per drone,
         # about each drone's first true position (for rounding)
         if "ref" not in acc:
             n = pos.shape[1]
@@ -233,7 +233,7 @@ class SummaryAccumulator:
             return None
         n = a["n"]
         rms = lambda s: float(np.sqrt(s / n)) if n else math.nan  # noqa: E731
-        from ...loop.estimation.metrics import ate_from_moments
+        from ..analysis import ate_from_moments
 
         ate_d = ate_from_moments(a["m_n"], a["m_x"], a["m_y"], a["m_yx"], a["m_xx"], a["m_yy"])
         good = np.isfinite(ate_d)

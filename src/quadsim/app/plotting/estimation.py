@@ -1,10 +1,10 @@
 r"""State-estimate figure: the estimator's error against the truth, its ±3σ bands and NEES.
 
-The error is *true minus estimate*, as in :mod:`quadsim.loop.estimation.metrics`::
+The error is *true minus estimate*, as in :mod:`quadsim.app.analysis`::
 
     δp = p - p̂ [m],   δv = v - v̂ [m/s],   δθ = Log(q̂⁻¹ ⊗ q) [rad] (estimated body frame)
 
-(:func:`~quadsim.loop.estimation.metrics.attitude_error_vector`). The RMSE of a row pools the
+(:func:`~quadsim.app.analysis.attitude_error_vector`). The RMSE of a row pools the
 samples of the drones drawn with ``time >= t_from``, before each drone's first crash and with a
 finite error: position and velocity ``sqrt(mean |e|²)``, attitude ``sqrt(mean θ²)`` with the
 rotation angle ``θ = |δθ|``; the mean NEES pools the same samples. These are the definitions of
@@ -12,7 +12,7 @@ the ``estimation`` entry of ``summary.json`` (:mod:`quadsim.app.io.summary`), so
 drone drawn and finite data the figure and the summary give the same numbers.
 
 The NEES band is the two-sided 95 % region of one run, ``χ²⁻¹_9(0.025)`` to ``χ²⁻¹_9(0.975)``
-(2.70 to 19.02, :func:`~quadsim.loop.estimation.metrics.nees_band` with ``n_runs = 1``): the
+(2.70 to 19.02, :func:`~quadsim.app.analysis.nees_band` with ``n_runs = 1``): the
 NEES of a consistent filter lies inside it at about 95 % of the samples.
 """
 
@@ -60,14 +60,14 @@ class EstimationErrors(NamedTuple):
 
 
 def _nees_band_one_run() -> tuple[float, float]:
-    from ...loop.estimation.metrics import nees_band
+    from ..analysis import nees_band
 
     return nees_band(NEES_DOF, 1, 0.95)
 
 
 def _attitude_error(q_est: np.ndarray, q_true: np.ndarray) -> np.ndarray:
     """``Log(q_est⁻¹ ⊗ q_true)`` [rad] (..., 3); NaN where either quaternion is unusable."""
-    from ...loop.estimation.metrics import attitude_error_vector
+    from ..analysis import attitude_error_vector
 
     a = _fin(q_est)
     b = _fin(q_true)

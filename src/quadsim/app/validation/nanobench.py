@@ -13,7 +13,7 @@ Vicon clock at 100 Hz (``data/nanobench/README.md``). This module
 * runs :func:`quadsim.loop.estimation.eskf.eskf_predict` on the real IMU at 100 Hz and fuses the
   Vicon pose sub-sampled to a motion-capture stream with added noise (:func:`run_ekf`);
 * compares the absolute trajectory error (position RMSE after SE(3) alignment,
-  :func:`quadsim.loop.estimation.metrics.ate`) of that filter and of the onboard EKF on the same
+  :func:`quadsim.app.analysis.ate`) of that filter and of the onboard EKF on the same
   samples (:func:`evaluate`).
 
 ``python -m quadsim.app.validation.nanobench [--files ...]`` prints the table for the flights
@@ -31,9 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from ...loop.estimation import eskf, metrics
+from ...loop.estimation import eskf
 from ...physics import rotation
 from ...physics.sensors import load_imu
+from .. import analysis
 from ..sysid.csvlog import read_columns
 
 __all__ = [
@@ -397,7 +398,7 @@ def _best_shift_ate(
     best = (0.0, math.inf)
     for tau in np.arange(-max_shift, max_shift + step / 2, step):
         e = np.stack([np.interp(t[sel] + tau, t, est[:, k]) for k in range(3)], axis=-1)
-        r = metrics.ate(e, true[sel]).rmse
+        r = analysis.ate(e, true[sel]).rmse
         if r < best[1]:
             best = (float(tau), float(r))
     return best
@@ -407,7 +408,7 @@ def evaluate(flight: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     """ATE and attitude RMSE of quadsim's EKF and of the onboard EKF against Vicon.
 
     Over the same samples: those in flight (``flight["flying"]``, NanoBench's mask). The ATE is
-    the position RMSE after the SE(3) alignment of :func:`quadsim.loop.estimation.metrics.ate`;
+    the position RMSE after the SE(3) alignment of :func:`quadsim.app.analysis.ate`;
     the attitude RMSE is that of the attitude errors after the same alignment's rotation.
 
     Returns:
@@ -421,8 +422,8 @@ def evaluate(flight: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     if len(sel) < 10:
         raise ValueError(f"{flight['name']}: fewer than 10 samples in flight")
     true_p, true_q = flight["pos"][sel], flight["quat"][sel]
-    ours = metrics.ate(result["pos"][sel], true_p, est_quat=result["quat"][sel], true_quat=true_q)
-    onb = metrics.ate(
+    ours = analysis.ate(result["pos"][sel], true_p, est_quat=result["quat"][sel], true_quat=true_q)
+    onb = analysis.ate(
         flight["est_pos"][sel], true_p, est_quat=flight["est_quat"][sel], true_quat=true_q
     )
     shift, shifted = _best_shift_ate(flight["t"], flight["est_pos"], flight["pos"], sel)

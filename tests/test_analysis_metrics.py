@@ -1,4 +1,4 @@
-"""Tests for quadsim.loop.estimation.metrics against independent oracles.
+"""Tests for quadsim.app.analysis (RMSE, NEES, ATE, RTE) against independent oracles.
 
 Oracles: transforms applied by hand (with scipy's Rotation for the quaternions), scipy's Kabsch
 solver (``Rotation.align_vectors``), sampling statistics of seeded noise, explicit matrix inverses,
@@ -15,7 +15,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 from scipy.stats import chi2
 
-from quadsim.loop.estimation import metrics as m
+from quadsim.app import analysis as m
 
 
 def trajectory(rng: np.random.Generator, T: int = 400) -> np.ndarray:
@@ -562,3 +562,15 @@ def test_ate_from_streamed_moments_equals_ate_of_the_whole_trajectory():
     got = float(m.ate_from_moments(*sums))
     assert got == pytest.approx(m.ate(x, y, align="se3").rmse, rel=1e-9)
     assert np.isnan(m.ate_from_moments(2, *[np.asarray(s) * 0 for s in sums[1:]]))
+
+
+def test_the_analysis_has_one_name():
+    """It lives in the application layer only: the loop layer's old path does not import."""
+    import importlib
+
+    import quadsim.loop.estimation as estimation
+
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("quadsim.loop.estimation.metrics")
+    assert not hasattr(estimation, "metrics")
+    assert m.__name__ == "quadsim.app.analysis" and set(m.__all__) >= {"ate", "rte", "nees"}

@@ -4,7 +4,13 @@ Workload: N quadrotors (rigid body plus first-order rotor dynamics), a constant 
 dt = 1/500 s, T steps; no controller, rendering or contacts. Rates are drone-steps per second
 (N*T / seconds), the median of ``repeats`` timed runs after an untimed warm-up that includes any
 compilation. Peers are imported lazily, so this module imports without them; install them with
-``benchmarks/setup_peers.sh`` (they need their own virtualenv, see ``benchmarks/README.md``).
+``bash benchmarks/setup_peers.sh`` (they need their own virtualenv, see ``benchmarks/README.md``).
+
+Used by ``benchmarks/closed_loop.py`` and ``benchmarks/plant.py`` (which import it as ``peers``
+from this folder). Every crazyflow measurement runs in a child interpreter that runs this file::
+
+    python benchmarks/peers.py JOB KWARGS_JSON   # a child: prints one record per line
+    python benchmarks/peers.py                   # prints the installed peer versions
 """
 
 from __future__ import annotations
@@ -16,8 +22,9 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -32,8 +39,8 @@ __all__ = [
 DT = 1.0 / 500.0
 """Step [s] of every peer measurement (crazyflow's ``freq=500``)."""
 
-_CHILD = "import json,sys;from quadsim.app.bench_peers import _crazyflow_here as f;print(json.dumps(f(*map(int,sys.argv[1:]))))"  # noqa: E501
-_JOB = "import json,sys;from quadsim.app.bench_peers import _child_main as f;f(sys.argv[1],json.loads(sys.argv[2]))"  # noqa: E501
+_SCRIPT = str(Path(__file__).resolve())
+"""This file, which a child interpreter runs (``python peers.py JOB KWARGS_JSON``)."""
 _MARK = "QUADSIM-BENCH-RECORD "
 """Prefix of the result lines a child prints (crazyflow's imports print to stdout too)."""
 
@@ -84,8 +91,8 @@ def crazyflow_rollout(n: int, steps: int, repeats: int = 3, *, isolate: bool = T
     Global state: ``import crazyflow`` sets ``SCIPY_ARRAY_API=1`` and refuses to import if SciPy
     was already imported without it; the flag switches SciPy into array-API mode for the whole
     process. With ``isolate=True`` (default) the measurement therefore runs in a fresh child
-    interpreter (``sys.executable``, same virtualenv, ``JAX_ENABLE_X64=0``), which also keeps
-    crazyflow's compiled programs and buffers out of the caller's JAX runtime.
+    interpreter (``sys.executable`` running this file, same virtualenv, ``JAX_ENABLE_X64=0``),
+    which also keeps crazyflow's compiled programs and buffers out of the caller's JAX runtime.
 
     Args:
         n: Number of drones (worlds).
@@ -101,12 +108,8 @@ def crazyflow_rollout(n: int, steps: int, repeats: int = 3, *, isolate: bool = T
     """
     if not isolate:
         return _crazyflow_here(n, steps, repeats)
-    env = {**os.environ, "SCIPY_ARRAY_API": "1", "JAX_ENABLE_X64": "0"}
-    cmd = [sys.executable, "-c", _CHILD, str(n), str(steps), str(repeats)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
-    if proc.returncode != 0:
-        raise RuntimeError(f"crazyflow benchmark failed:\n{proc.stderr[-2000:]}")
-    return float(json.loads(proc.stdout.strip().splitlines()[-1]))
+    got = _run_child("rollout", dict(n=n, steps=steps, repeats=repeats))
+    return float(got[-1]["drone_steps_per_s"])
 
 
 def _crazyflow_here(n: int, steps: int, repeats: int) -> float:
@@ -244,7 +247,7 @@ def rotorpy_batched(n: int, steps: int, repeats: int = 3, *, aero: bool = True) 
     return _median_rate(run, n * steps, repeats)
 
 
-# -- crazyflow's closed loop and Gymnasium environment (quadsim bench --closed-loop) -------------
+# -- the child interpreter; crazyflow's closed loop and Gymnasium environment (closed_loop.py) ----
 
 
 def _child_env() -> dict[str, str]:
@@ -265,7 +268,7 @@ def _run_child(job: str, kwargs: dict, on_record: Callable[[dict], None] | None 
 
     records = []
     with tempfile.TemporaryFile("w+") as err:
-        cmd = [sys.executable, "-c", _JOB, job, json.dumps(kwargs)]
+        cmd = [sys.executable, _SCRIPT, job, json.dumps(kwargs)]
         with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
                               env=_child_env()) as proc:  # fmt: skip
             assert proc.stdout is not None
@@ -285,9 +288,15 @@ def _run_child(job: str, kwargs: dict, on_record: Callable[[dict], None] | None 
 
 def _child_main(job: str, kwargs: dict) -> None:
     """Body of the child interpreter: run a job and print its records as they come."""
-    fn = {"closed_loop": _crazyflow_closed_loop_here, "env": _crazyflow_env_here}[job]
+    fn = {"rollout": _crazyflow_rollout_here, "closed_loop": _crazyflow_closed_loop_here,
+          "env": _crazyflow_env_here}[job]  # fmt: skip
     for rec in fn(**kwargs):
         print(_MARK + json.dumps(rec), flush=True)
+
+
+def _crazyflow_rollout_here(n: int, steps: int, repeats: int) -> Iterator[dict]:
+    """The record of :func:`crazyflow_rollout` (a generator, as the child's jobs are)."""
+    yield {"n": n, "steps": steps, "drone_steps_per_s": _crazyflow_here(n, steps, repeats)}
 
 
 def crazyflow_closed_loop(
@@ -342,7 +351,7 @@ def _circle_commands(steps: int) -> Any:
     """State commands of crazyflow, ``(steps, 16)`` float32 of the benchmark circle at 500 Hz."""
     import numpy as np
 
-    from ..loop.trajectories import Circle
+    from quadsim.loop.trajectories import Circle
 
     ref = Circle(radius=1.0, speed=1.0, center=(0.0, 0.0, 1.0))(np.arange(steps) * DT)
     out = np.zeros((steps, 16), np.float32)
@@ -541,3 +550,10 @@ def _crazyflow_env_here(num_envs: int, steps: int, repeats: int, configs: list[s
                "env_steps_per_s": num_envs * steps / statistics.median(times),
                "runs": [num_envs * steps / t for t in times]}  # fmt: skip
         env.close()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3:  # a child interpreter of _run_child
+        _child_main(sys.argv[1], json.loads(sys.argv[2]))
+    else:
+        print("peers:", available())
