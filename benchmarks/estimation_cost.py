@@ -27,7 +27,7 @@ def main(argv: list[str] | None = None) -> None:
     import numpy as np
 
     from quadsim.engines.sim import Simulator
-    from quadsim.loop.brain import loop_periods
+    from quadsim.loop.brain import Sensors, loop_periods
     from quadsim.loop.closed_loop import compile_for_simulator
     from quadsim.loop.control import control, load_gains
     from quadsim.loop.estimation.estimators import EkfEstimator
@@ -49,13 +49,13 @@ def main(argv: list[str] | None = None) -> None:
     imu = sensors.load_imu("bmi088")
     mocap = sensors.MocapParams(pos_std=1e-3, att_std=math.radians(0.5), latency=args.latency,
                                 rate=100.0)  # fmt: skip
-    periods = loop_periods(sim.dt, gains, imu, mocap)
+    periods = loop_periods(sim.dt, gains, Sensors(imu, mocap))
     loops = {}
     g = sim.drone.gravity_vec
     for name, est in (("truth", None),
                       ("ekf", EkfEstimator(imu, mocap, g, sim.dt, periods, nees=False)),
                       ("ekf+nees", EkfEstimator(imu, mocap, g, sim.dt, periods, nees=True))):
-        loop = compile_for_simulator(sim, control, gains, traj, imu=imu, mocap=mocap,
+        loop = compile_for_simulator(sim, control, gains, traj, sens=Sensors(imu, mocap),
                                      periods=periods, estimator=est)  # fmt: skip
         x0 = loop.initial_state(args.n, pos=sim.state.pos, quat=sim.state.quat,
                                 vel=sim.state.vel, ang_vel=sim.state.ang_vel)  # fmt: skip

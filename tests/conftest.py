@@ -8,6 +8,8 @@ CI can never pass by skipping.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import importlib
 import os
 import signal
@@ -92,6 +94,8 @@ _SIGNALS = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SI
                  if hasattr(signal, n))  # fmt: skip
 
 
+STOP = tuple(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, n))
+
 _OURS = ("QUADSIM_", "OMP_", "CC", "CI", "JAX_", "XLA_", "CUDA_", "CYCLONEDDS_", "ROS_")
 """A variable with one of these prefixes that appears during a test is the test's doing (quadsim
 and the tests read them); others that appear come from a library's first import (Ray's
@@ -99,11 +103,26 @@ and the tests read them); others that appear come from a library's first import 
 A variable that was there before and changed or vanished is always the test's doing."""
 
 
+_LIBC = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+
+
+def _os_handler(sig: int) -> int | None:
+    """The handler address the kernel has for ``sig`` (``sigaction``'s first field), or ``None``
+    where it cannot be read. A C library that installs its own handler (behind Python's back) shows
+    here while ``signal.getsignal`` still reports Python's."""
+    buf = ctypes.create_string_buffer(512)  # larger than any platform's struct sigaction
+    if _LIBC.sigaction(int(sig), None, buf) != 0:
+        return None
+    return ctypes.c_void_p.from_buffer(buf).value or 0
+
+
 def _process_state() -> dict:
     """What a test may change for every later test of its worker: signal dispositions and the
     blocked set, the working directory, the environment, NumPy's error handling, the thread
     switch interval, JAX's x64 flag, PyTorch's thread count and default dtype."""
     state = {f"signal {signal.Signals(s).name}": signal.getsignal(s) for s in _SIGNALS}
+    for s in STOP:  # the kernel's disposition too: what a raised signal really reaches
+        state[f"kernel handler {signal.Signals(s).name}"] = _os_handler(s)
     state["blocked signals"] = signal.pthread_sigmask(signal.SIG_BLOCK, [])
     state["working directory"] = os.getcwd()
     state["environment"] = {k: v for k, v in os.environ.items() if k != "PYTEST_CURRENT_TEST"}
@@ -120,6 +139,9 @@ def _process_state() -> dict:
 def _restore(name: str, value: Any) -> None:
     if name.startswith("signal "):
         signal.signal(getattr(signal, name.split()[1]), value)
+    elif name.startswith("kernel handler "):  # Python's own handler back in the kernel
+        s = getattr(signal, name.split()[2])
+        signal.signal(s, signal.getsignal(s))
     elif name == "blocked signals":
         signal.pthread_sigmask(signal.SIG_SETMASK, value)
     elif name == "working directory":

@@ -8,7 +8,7 @@ import pytest
 
 from quadsim.engines import native
 from quadsim.engines.sim import Simulator
-from quadsim.loop.brain import Periods, loop_periods
+from quadsim.loop.brain import Periods, Sensors, loop_periods
 from quadsim.loop.control import control, load_gains
 from quadsim.loop.flight import fly
 from quadsim.loop.trajectories import Circle, Hover
@@ -23,17 +23,17 @@ def test_periods_are_whole_numbers_of_steps():
     g250 = load_gains("cf2x_L250_geometric", dt=2 * DT)
     imu = load_imu("bmi088")  # 1000 Hz: two samples per 500 Hz step, averaged
     mocap = MocapParams(pos_std=1e-3, att_std=0.0, latency=0.0, rate=100.0)
-    p = loop_periods(DT, g250, imu, mocap)
+    p = loop_periods(DT, g250, Sensors(imu, mocap))
     assert p == Periods(control=2, imu=1, mocap=5, imu_dt=DT)
-    assert loop_periods(DT, None, imu._replace(rate=250.0)).imu_dt == pytest.approx(2 * DT)
+    assert loop_periods(DT, None, Sensors(imu._replace(rate=250.0))).imu_dt == pytest.approx(2 * DT)
     with pytest.raises(ValueError, match=r"controller .* not a whole number of physics steps"):
         loop_periods(DT, load_gains("cf2x_L250_geometric", dt=1.5 * DT))
     with pytest.raises(ValueError, match="controller"):  # faster than the physics: no
         loop_periods(DT, load_gains("cf2x_L250_geometric", dt=DT / 2))
     with pytest.raises(ValueError, match=r"IMU \(400 Hz\)"):
-        loop_periods(DT, None, imu._replace(rate=400.0))
+        loop_periods(DT, None, Sensors(imu._replace(rate=400.0)))
     with pytest.raises(ValueError, match="motion capture"):
-        loop_periods(DT, None, None, mocap._replace(rate=300.0))
+        loop_periods(DT, None, Sensors(mocap=mocap._replace(rate=300.0)))
 
 
 def test_fly_validates_the_rates_once_and_says_them():
@@ -140,10 +140,10 @@ def test_the_estimator_slot_feeds_the_controller():
         return truth._replace(pos=truth.pos + 0.1), est
 
     def run(estimator, p):
-        brain = make_brain(hover, control, gains, alloc, imu, None, np.array([0, 0, -9.81]), DT,
-                           estimator=estimator)  # fmt: skip
+        brain = make_brain(hover, control, gains, alloc, Sensors(imu), np.array([0, 0, -9.81]),
+                           DT, estimator=estimator)  # fmt: skip
         bs = brain_init(n, _pid_zero(gains, n), p, quat, vel,
-                        imu=imu, dt=DT, periods=Periods())  # fmt: skip
+                        sens=Sensors(imu), dt=DT, periods=Periods())  # fmt: skip
         return brain(0, p, quat, vel, w, np.zeros((n, 3)), bs, np.zeros((n, 12)))[0]
 
     truth, est = run(None, pos), run(biased, pos)

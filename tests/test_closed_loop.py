@@ -13,6 +13,7 @@ import pytest
 
 from quadsim.engines import native
 from quadsim.engines.sim import Simulator
+from quadsim.loop.brain import Sensors
 from quadsim.loop.control import control, load_gains
 from quadsim.loop.flight import fly
 from quadsim.loop.trajectories import Circle, Hover, Lemniscate, MinSnap, Step
@@ -280,10 +281,10 @@ def test_sensor_rows_need_the_sample(drone, gains):
     imu = load_imu("bmi088")
     mocap = MocapParams(0.001, 0.01, 2 * DT, 1 / DT)  # two steps late
     with pytest.raises(ValueError, match="need sample=True"):
-        closed_loop_step(*args, imu=imu)
+        closed_loop_step(*args, sens=Sensors(imu))
     with pytest.raises(ValueError, match="need sample=True"):
-        closed_loop_step(*args, mocap=mocap)
-    F, rows, _ = closed_loop_step(*args, sample=True, imu=imu, mocap=mocap)
+        closed_loop_step(*args, sens=Sensors(mocap=mocap))
+    F, rows, _ = closed_loop_step(*args, sample=True, sens=Sensors(imu, mocap))
     # the brain's state (quadsim.loop.brain.BrainState) sits before the step counter, then outputs
     assert rows["mocap_pos_buf"].stop - rows["mocap_pos_buf"].start == 6  # two positions
     assert rows["mocap_quat_buf"].stop - rows["mocap_quat_buf"].start == 8

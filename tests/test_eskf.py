@@ -268,12 +268,12 @@ def test_covariance_over_an_interval_approaches_the_per_sample_prediction():
 
 
 def test_ekf_rejects_a_negative_covariance_interval():
-    from quadsim.loop.brain import loop_periods
+    from quadsim.loop.brain import Sensors, loop_periods
     from quadsim.loop.estimation.estimators import EkfEstimator
 
     imu = sensors.load_imu("bmi088")
     mocap = sensors.MocapParams(pos_std=1e-3, att_std=0.01, latency=0.0, rate=100.0)
-    per = loop_periods(0.002, None, imu, mocap)
+    per = loop_periods(0.002, None, Sensors(imu, mocap))
     with pytest.raises(ValueError, match="cov_interval"):
         EkfEstimator(imu, mocap, (0, 0, -9.81), 0.002, per, cov_interval=-0.01)
     with pytest.raises(ValueError, match="cov_interval"):

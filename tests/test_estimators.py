@@ -10,7 +10,7 @@ import pytest
 
 from quadsim.engines import native
 from quadsim.engines.sim import Simulator
-from quadsim.loop.brain import loop_periods
+from quadsim.loop.brain import Sensors, loop_periods
 from quadsim.loop.control import control, load_gains
 from quadsim.loop.estimation.estimators import EkfEstimator
 from quadsim.loop.flight import fly
@@ -34,7 +34,7 @@ def flight(estimate, *, n=2, duration=12.0, latency=0.01, backend=BACKEND, compi
     est = None
     if estimate:
         est = EkfEstimator(imu, mocap, sim.drone.gravity_vec, sim.dt,
-                           loop_periods(sim.dt, gains, imu, mocap),
+                           loop_periods(sim.dt, gains, Sensors(imu, mocap)),
                            latency_compensation=compensate)  # fmt: skip
     return fly(sim, TRAJ, control, gains, duration=duration, imu=imu, mocap=mocap, estimator=est,
                compiled=compiled)  # fmt: skip
@@ -124,7 +124,7 @@ def test_the_complementary_filter_flies_the_loop():
     imu = sensors.load_imu("bmi088")
     mocap = sensors.MocapParams(pos_std=1e-3, att_std=math.radians(0.5), latency=0.0, rate=100.0)
     est = ComplementaryEstimator(imu, mocap, sim.drone.gravity_vec, sim.dt,
-                                 loop_periods(sim.dt, gains, imu, mocap))  # fmt: skip
+                                 loop_periods(sim.dt, gains, Sensors(imu, mocap)))  # fmt: skip
     res = fly(sim, TRAJ, control, gains, duration=12.0, imu=imu, mocap=mocap, estimator=est)
     track, pos, att, _ = errors(res.log | {"est_nees": np.zeros(res.log["pos"].shape[:2])})
     t_track = errors(flight(False, latency=0.0).log)[0]
@@ -168,7 +168,7 @@ def outdoor(n=4, duration=30.0, backend=BACKEND, compiled=None, gnss_latency=0.0
     gnss = sensors.GnssParams(pos_std_h=0.5, pos_std_v=0.5, vel_std_h=0.05, vel_std_v=0.05,
                               rate=10.0, latency=gnss_latency)  # fmt: skip
     baro = sensors.load_baro("bmp388")
-    per = loop_periods(sim.dt, gains, imu, None, baro=baro, gnss=gnss)
+    per = loop_periods(sim.dt, gains, Sensors(imu, None, baro, gnss))
     std = np.r_[[0.5] * 3, [0.1] * 3, [math.radians(2.0)] * 3, [0.05] * 3,
                 [math.radians(0.2)] * 3]  # fmt: skip
     ekf = EkfEstimator(imu, None, sim.drone.gravity_vec, sim.dt, per, gnss=gnss, baro=baro,
@@ -219,7 +219,7 @@ def test_the_ekf_with_an_imu_slower_than_the_physics():
         imu = sensors.load_imu("bmi088")._replace(rate=250.0)
         mocap = sensors.MocapParams(pos_std=1e-3, att_std=math.radians(0.5), latency=0.01,
                                     rate=100.0)  # fmt: skip
-        per = loop_periods(sim.dt, gains, imu, mocap)
+        per = loop_periods(sim.dt, gains, Sensors(imu, mocap))
         assert per.imu == 2
         ekf = est_mod.EkfEstimator(imu, mocap, sim.drone.gravity_vec, sim.dt, per)
         return fly(sim, TRAJ, control, gains, duration=3.0, imu=imu, mocap=mocap, estimator=ekf,
@@ -269,7 +269,7 @@ def test_the_ekf_through_dropouts_on_every_loop():
         mocap = sensors.MocapParams(pos_std=1e-3, att_std=math.radians(0.5), latency=0.01,
                                     rate=100.0, dropout=0.2, gap=5.0)  # fmt: skip
         ekf = EkfEstimator(imu, mocap, sim.drone.gravity_vec, sim.dt,
-                           loop_periods(sim.dt, gains, imu, mocap))  # fmt: skip
+                           loop_periods(sim.dt, gains, Sensors(imu, mocap)))  # fmt: skip
         return fly(sim, TRAJ, control, gains, duration=6.0, imu=imu, mocap=mocap, estimator=ekf,
                    compiled=compiled)  # fmt: skip
 
@@ -299,7 +299,7 @@ def test_the_nees_of_64_drones_in_the_loop_is_consistent_and_a_mistuned_filter_i
                                     rate=100.0)  # fmt: skip
         told = mocap._replace(pos_std=mocap.pos_std * scale, att_std=mocap.att_std * scale)
         ekf = EkfEstimator(imu, told, sim.drone.gravity_vec, sim.dt,
-                           loop_periods(sim.dt, gains, imu, mocap))  # fmt: skip
+                           loop_periods(sim.dt, gains, Sensors(imu, mocap)))  # fmt: skip
         log = fly(sim, TRAJ, control, gains, duration=8.0, imu=imu, mocap=mocap, estimator=ekf,
                   log_every=5).log  # fmt: skip
         return log["est_nees"][log["time"] > 2.0].mean(axis=1)  # the 64-drone mean per sample

@@ -96,14 +96,14 @@ def test_estimator_carry_equals_the_repropagation():
     rounding after many steps (slides and rebuilds), the bias estimates being unchanged (with
     fusion the window holds each sample's bias of its own time: the module docstring)."""
     from quadsim.engines.sim import State
-    from quadsim.loop.brain import loop_periods
+    from quadsim.loop.brain import Sensors, loop_periods
     from quadsim.loop.estimation.estimators import EkfEstimator
     from quadsim.physics import sensors
 
     imu = sensors.load_imu("bmi088")
     mocap = sensors.MocapParams(pos_std=1e-3, att_std=math.radians(0.5), latency=0.03, rate=100)
     dt = 0.002
-    est = EkfEstimator(imu, mocap, G, dt, loop_periods(dt, None, imu, mocap), nees=False,
+    est = EkfEstimator(imu, mocap, G, dt, loop_periods(dt, None, Sensors(imu, mocap)), nees=False,
                        init_error=False)  # fmt: skip
     n = 4
     rng = np.random.default_rng(5)

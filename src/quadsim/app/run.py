@@ -92,8 +92,9 @@ def fly_scenario(
         ValueError: Bad input: the scenario, the output directory, a missing prerequisite of a
             requested output, or a run that would not fit in memory.
     """
-    from ..loop.brain import loop_periods, rates_hz
+    from ..loop.brain import Sensors, loop_periods, rates_hz
     from ..loop.flight import flight_loop
+    from ..loop.parts import log_columns
     from . import preflight
     from .io.parts import PARTS, PartWriter
     from .scenario import build, fly_assembly, load_scenario
@@ -120,13 +121,15 @@ def fly_scenario(
         # the end if tracing fell back to the per-step loop)
         name, reason = flight_loop(sim, objs.control, objs.gains, imu=objs.imu, mocap=objs.mocap,
                                    seed=objs.seed)  # fmt: skip
-        periods = loop_periods(sim.dt, objs.gains, objs.imu, objs.mocap, baro=objs.baro,
-                               gnss=objs.gnss)  # fmt: skip
+        sens = Sensors(objs.imu, objs.mocap, objs.baro, objs.gnss, objs.power,
+                       objs.battery_charge, tuple(getattr(objs, "parts", ())))  # fmt: skip
+        periods = loop_periods(sim.dt, objs.gains, sens)
         loop = {"loop": name, "loop_reason": reason,
-                "rates_hz": rates_hz(sim.dt, periods, objs.imu, objs.mocap, objs.baro,
-                                     objs.gnss)}  # fmt: skip
+                "rates_hz": rates_hz(sim.dt, periods, sens)}  # fmt: skip
+        if sens.parts:
+            loop["columns"] = log_columns(sens.parts)
         run_meta = objs.meta | {"output": objs.meta["output"] | opts} | loop
-        parts = PartWriter(out / PARTS, run_meta, flush_bytes=int(o["part_mb"] * 2**20),
+        parts = PartWriter(out / PARTS, run_meta, flush_bytes=max(1, round(o["part_mb"] * 2**20)),
                            flush_seconds=o["part_seconds"])  # fmt: skip
         bar, update = _progress_bar(total, progress)
         on_chunk = chunk_writer(out, parts)

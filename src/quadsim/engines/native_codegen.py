@@ -76,7 +76,7 @@ def generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int =
     """C source of ``quadsim_roll`` for the SX Function ``F`` (see :func:`compile_rollout`)."""
     import casadi as cs
 
-    from ..physics.noise import STREAMS, c_source
+    from ..physics.noise import c_source, stream_id
 
     T, Ti, one, absb, sfx = C_TYPES[dtype]
     lanes = vbytes // dtype.itemsize
@@ -112,7 +112,7 @@ def generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int =
     if nz:  # the block's drones' normals at this step (quadsim.physics.noise), then as vectors
         calls, at = [], 0
         for stream, count, key in noise:
-            calls.append(f"quadsim_normals_w({('seed', 'seed2')[key]}, {STREAMS[stream]}u, "
+            calls.append(f"quadsim_normals_w({('seed', 'seed2')[key]}, {stream_id(stream)}u, "
                          f"step0 + s, j, {count}, zb + {at});")
             at += count
         draw = (f"{{ double zb[{nz}][W]; {' '.join(calls)} for (int k = 0; k < {nz}; ++k) "

@@ -16,6 +16,9 @@ periods ``m_c, m_i, m_m`` [steps] of :class:`Periods`:
     p_m &= \mathrm{mocap}(\text{delay line} \leftarrow x_k, z) && \text{if }
         j \equiv 0 \pmod{m_m}\text{, else held (the delay line moves every step)}
 
+and so on for the barometer, GNSS and every sensor part (:mod:`quadsim.loop.sensing`, which
+holds the sensors' step; the parts: :mod:`quadsim.loop.parts`).
+
 The command ``Ω^{cmd}`` is held between controller updates (zero-order hold) and the plant is
 stepped with it every step. ``v_{last}`` is the velocity at the previous IMU sample, so the
 accelerometer reads the mean acceleration over its own period (exact at rest and for constant
@@ -39,6 +42,10 @@ import numpy as np
 
 from ..physics._array import namespace
 from ..physics.commands import COMMANDS, command_allocation, command_kind
+from ..physics.noise import normals
+from ..physics.sensors import baro_init, gnss_init, imu_init, mocap_init
+from .parts import Context
+from .sensing import dropping, due, make_sense, pick
 
 __all__ = [
     "COMMANDS",
@@ -62,10 +69,19 @@ __all__ = [
 
 
 class Sensors(NamedTuple):
-    """The loop's sensors, ``None`` where absent (the order of :func:`noise_groups`), and the
-    battery (``power``, :class:`~quadsim.physics.power.PowerParams`: the rotors get their command
-    through its PWM chain and its voltage is read, as the Crazyflie's firmware reads ``vbat``)
-    with its charge at the start (``charge``, 0..1)."""  # noqa: D205, D209
+    """The loop's sensors: the one record that carries them through the loop and its runners.
+
+    Attributes:
+        imu: :class:`~quadsim.physics.sensors.ImuParams` or ``None`` (and likewise below).
+        mocap: :class:`~quadsim.physics.sensors.MocapParams`.
+        baro: :class:`~quadsim.physics.sensors.BaroParams`.
+        gnss: :class:`~quadsim.physics.sensors.GnssParams`.
+        power: :class:`~quadsim.physics.power.PowerParams`: the rotors get their command through
+            the battery's PWM chain and its voltage is read, as the Crazyflie's firmware reads
+            ``vbat``.
+        charge: The battery's charge at the start, 0..1 (a number or ``(n,)``).
+        parts: Sensor parts (:mod:`quadsim.loop.parts`), in the order they are read.
+    """
 
     imu: Any = None
     mocap: Any = None
@@ -73,6 +89,7 @@ class Sensors(NamedTuple):
     gnss: Any = None
     power: Any = None
     charge: Any = 1.0
+    parts: tuple = ()
 
 
 class Periods(NamedTuple):
@@ -86,6 +103,7 @@ class Periods(NamedTuple):
             or ``dt`` for an IMU faster than the physics (its samples averaged over a step).
         baro: Steps per barometer sample.
         gnss: Steps per GNSS fix.
+        parts: Steps per sample of each sensor part (in :attr:`Sensors.parts` order).
     """
 
     control: int = 1
@@ -94,6 +112,7 @@ class Periods(NamedTuple):
     imu_dt: float | None = None
     baro: int = 1
     gnss: int = 1
+    parts: tuple = ()
 
 
 def _steps_per(period: float, dt: float, what: str, faster_ok: bool) -> int:
@@ -113,29 +132,28 @@ def _steps_per(period: float, dt: float, what: str, faster_ok: bool) -> int:
                      f"(dt = {dt:.9g} s)")  # fmt: skip
 
 
-def loop_periods(dt: float, gains: Any = None, imu: Any = None, mocap: Any = None, *,
-                 control_dt: float | None = None, baro: Any = None,
-                 gnss: Any = None) -> Periods:  # fmt: skip
+def loop_periods(dt: float, gains: Any = None, sens: Sensors | None = None, *,
+                 control_dt: float | None = None) -> Periods:  # fmt: skip
     """The loop's periods, validated once (issue 10: rates are integer multiples of ``dt``).
 
     Args:
         dt: Physics step [s].
         gains: The controller's gains; its ``dt`` [s] (when it has one) is the control period,
             a whole number of physics steps (the gains are designed for it).
-        imu: :class:`~quadsim.physics.sensors.ImuParams` or ``None``; its period ``1/rate`` is a
-            whole number of steps, or a whole fraction of one (a faster IMU is read once per step,
-            its samples averaged: the noise is discretised at ``dt``).
-        mocap: :class:`~quadsim.physics.sensors.MocapParams` or ``None``; the same rule as the IMU.
+        sens: The :class:`Sensors`. The IMU's period ``1/rate`` is a whole number of steps, or
+            a whole fraction of one (a faster IMU is read once per step, its samples averaged:
+            its noise is discretised at ``dt``); motion capture follows the same rule; the
+            barometer's, GNSS's and every part's period is a whole number of physics steps (a
+            part without a ``rate`` reads every step).
         control_dt: The control period [s] when there are no gains yet (a scenario's
             ``controller.rate``); ``gains.dt`` otherwise.
-        baro: :class:`~quadsim.physics.sensors.BaroParams` or ``None``; its period is a whole number
-            of physics steps.
-        gnss: :class:`~quadsim.physics.sensors.GnssParams` or ``None``; likewise.
 
     Raises:
         ValueError: A period that fits neither rule, naming it and ``dt``.
     """
     dt = float(dt)
+    sens = Sensors() if sens is None else sens
+    imu, mocap, baro, gnss = sens.imu, sens.mocap, sens.baro, sens.gnss
     control = 1
     g_dt = getattr(gains, "dt", control_dt)
     if g_dt is not None:
@@ -154,25 +172,30 @@ def loop_periods(dt: float, gains: Any = None, imu: Any = None, mocap: Any = Non
         m_b = _steps_per(1.0 / float(baro.rate), dt, f"the barometer ({baro.rate:g} Hz)", False)
     if gnss is not None:
         m_g = _steps_per(1.0 / float(gnss.rate), dt, f"GNSS ({gnss.rate:g} Hz)", False)
-    return Periods(control, m_i, m_m, imu_dt, m_b, m_g)
+    parts = tuple(1 if p.rate is None else
+                  _steps_per(1.0 / p.rate, dt, f"sensor {p.name} ({p.rate:g} Hz)", False)
+                  for p in sens.parts)  # fmt: skip
+    return Periods(control, m_i, m_m, imu_dt, m_b, m_g, parts)
 
 
-def rates_hz(dt: float, periods: Periods, imu: Any = None, mocap: Any = None,
-             baro: Any = None, gnss: Any = None) -> dict:  # fmt: skip
+def rates_hz(dt: float, periods: Periods, sens: Sensors | None = None) -> dict:
     """The loop's rates [Hz] as a run reports them (``meta`` and ``summary.json``).
 
     ``physics``, ``control``, and ``imu`` (its sample rate: the physics rate for an IMU averaged
-    over each step), ``mocap``, ``baro`` and ``gnss`` when present.
+    over each step), ``mocap``, ``baro``, ``gnss`` and each sensor part by name when present.
     """
+    sens = Sensors() if sens is None else sens
     rates = {"physics": 1.0 / dt, "control": 1.0 / (periods.control * dt)}
-    if imu is not None:
+    if sens.imu is not None:
         rates["imu"] = 1.0 / (periods.imu_dt or dt)
-    if mocap is not None:
+    if sens.mocap is not None:
         rates["mocap"] = 1.0 / (periods.mocap * dt)
-    if baro is not None:
+    if sens.baro is not None:
         rates["baro"] = 1.0 / (periods.baro * dt)
-    if gnss is not None:
+    if sens.gnss is not None:
         rates["gnss"] = 1.0 / (periods.gnss * dt)
+    for part, m in zip(sens.parts, periods.parts, strict=True):
+        rates[part.name] = 1.0 / (m * dt)
     return rates
 
 
@@ -264,6 +287,8 @@ class BrainState(NamedTuple):
         mocap_gap: Whether motion capture is in a dropout gap ``(n,)`` (0/1), or ``None``
             without dropouts.
         battery: The battery's charge ``(n,)`` (0..1), or ``None`` without a power chain.
+        parts: One ``(state, held)`` per sensor part (``held``: its outputs between samples, or
+            ``None`` when it reads every step), or ``()``.
     """
 
     j: Any
@@ -277,57 +302,44 @@ class BrainState(NamedTuple):
     gnss: Any = None
     mocap_gap: Any = None
     battery: Any = None
+    parts: tuple = ()
 
 
-def _dropping(mocap: Any) -> bool:
-    """Whether the motion capture loses samples (``dropout > 0``)."""
-    return mocap is not None and float(getattr(mocap, "dropout", 0.0)) > 0.0
-
-
-def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, imu: Any = None,
-               mocap: Any = None, dt: float, periods: Periods, seed: int = 0, k0: int = 0,
-               n_rotors: int = 4, xp: Any = np, estimator: Any = None, baro: Any = None,
-               gnss: Any = None, power: Any = None, battery_charge: Any = 1.0,
-               ) -> BrainState:  # fmt: skip
+def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, sens: Sensors | None = None,
+               dt: float, periods: Periods, seed: int = 0, k0: int = 0, n_rotors: int = 4,
+               xp: Any = np, estimator: Any = None, world: Any = None) -> BrainState:  # fmt: skip
     """The brain state at a flight's start (step ``k0``): float64 arrays of ``xp``.
 
     The IMU's turn-on biases are :func:`quadsim.physics.sensors.imu_init` of the normals
     ``(seed, "imu_init", k0, drone)``; the motion-capture delay line holds the start pose
     (:func:`quadsim.physics.sensors.mocap_init`), the GNSS's the start position and velocity
     (:func:`quadsim.physics.sensors.gnss_init`, its correlated error and the barometer's turn-on
-    bias from the normals ``(seed, "gnss_init" | "baro_init", k0, drone)``); the held outputs start
-    at zero (every update runs at ``j = 0``); an estimator with an ``init`` method starts from
-    ``estimator.init(n, pos, vel, quat, seed=, k0=, xp=)``; with a power chain the battery starts at
-    ``battery_charge`` (0..1, a number or ``(n,)``).
+    bias from the normals ``(seed, "gnss_init" | "baro_init", k0, drone)``); every sensor part
+    starts from its ``init``; the held outputs start at zero (every update runs at ``j = 0``); an
+    estimator with an ``init`` method starts from ``estimator.init(n, pos, vel, quat, seed=,
+    k0=, xp=)``; with a power chain the battery starts at ``sens.charge`` (0..1, a number or
+    ``(n,)``).
     """
-    from ..physics.noise import normals
-
+    sens = Sensors() if sens is None else sens
+    imu, mocap, baro, gnss = sens.imu, sens.mocap, sens.baro, sens.gnss
     f64 = xp.float64
     pos, quat, vel = (xp.asarray(np.asarray(a, np.float64)) for a in (pos, quat, vel))
     imu_s = imu_vel = mocap_s = held = None
     if imu is not None:
-        from ..physics.sensors import imu_init
-
         z = normals(seed, "imu_init", k0, np.arange(n), 6)
         imu_s = imu_init(imu, (n,), z, xp=xp, dtype=f64)
         imu_vel = vel
     if mocap is not None:
-        from ..physics.sensors import mocap_init
-
         mocap_s = mocap_init(pos, quat, mocap, dt)  # a delay line of physics steps
     baro_s = gnss_s = None
     if baro is not None:
-        from ..physics.sensors import baro_init
-
         baro_s = baro_init(baro, (n,), normals(seed, "baro_init", k0, np.arange(n), 1), xp=xp,
                            dtype=f64)  # fmt: skip
     if gnss is not None:
-        from ..physics.sensors import gnss_init
-
         g_s = gnss_init(np.asarray(pos), np.asarray(vel), gnss,
                         normals(seed, "gnss_init", k0, np.arange(n), 3), dt)  # fmt: skip
         gnss_s = type(g_s)(*(xp.asarray(np.asarray(a, np.float64)) for a in g_s))
-    gap = xp.zeros((n,), dtype=f64) if _dropping(mocap) else None
+    gap = xp.zeros((n,), dtype=f64) if dropping(mocap) else None
     if (max(periods.control, periods.imu, periods.mocap, periods.baro, periods.gnss) > 1
             or gap is not None):  # fmt: skip
         z = lambda k, on: None if on is None else xp.zeros((n, k) if k else (n,), dtype=f64)  # noqa: E731
@@ -340,43 +352,67 @@ def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, imu: Any = N
         est = estimator.init(n, np.asarray(pos), np.asarray(vel), np.asarray(quat), seed=seed,
                              k0=k0, xp=xp)  # fmt: skip
     battery = None
-    if power is not None:
-        q = np.broadcast_to(np.asarray(battery_charge, np.float64), (n,))
+    if sens.power is not None:
+        q = np.broadcast_to(np.asarray(sens.charge, np.float64), (n,))
         if not np.all((q >= 0) & (q <= 1)):
-            raise ValueError(f"battery_charge must be in 0..1; got {battery_charge!r}")
+            raise ValueError(f"battery_charge must be in 0..1; got {sens.charge!r}")
         battery = xp.asarray(q.copy())
+    parts = _parts_init(sens, periods, n, pos, quat, vel, dt, seed, k0, xp, world)
     return BrainState(xp.zeros((n,), dtype=f64), ctrl, imu_s, imu_vel, mocap_s, held, est,
-                      baro_s, gnss_s, gap, battery)  # fmt: skip
+                      baro_s, gnss_s, gap, battery, parts)  # fmt: skip
 
 
-def brain_outputs(imu: Any, mocap: Any, estimator: Any = None, baro: Any = None,
-                  gnss: Any = None, power: Any = None) -> list[tuple[str, int]]:  # fmt: skip
+def _parts_init(sens: Sensors, periods: Periods, n: int, pos: Any, quat: Any, vel: Any,
+                dt: float, seed: int, k0: int, xp: Any, world: Any) -> tuple:  # fmt: skip
+    """``(state, held)`` of every sensor part at the start: its ``init``, zeros held."""
+    from ..engines.sim import State
+
+    ctx = Context(dt, xp, seed, k0, world)
+    truth = State(pos, quat, vel, xp.zeros((n, 3), dtype=xp.float64), None)
+    out = []
+    for part, m in zip(sens.parts, periods.parts, strict=True):
+        held = None
+        if m > 1:
+            held = tuple(xp.zeros((n, o.size) if o.size > 1 else (n,), dtype=xp.float64)
+                         for o in part.outputs)  # fmt: skip
+        out.append((part.init(n, truth, ctx), held))
+    return tuple(out)
+
+
+def brain_outputs(sens: Sensors | None = None, estimator: Any = None) -> list[tuple[str, int]]:
     """``(name, size)`` of the brain's outputs besides the reference and the command, in the
     order every loop logs them: the sensor readings (``gyro``, ``accel`` with an IMU,
     ``mocap_pos`` and its time stamp ``mocap_stamp`` with motion capture, ``baro_alt`` with a
     barometer, ``gnss_pos``, ``gnss_vel`` and ``gnss_stamp`` with GNSS), then the estimator's
     ``outputs``. A time stamp [s] is when the delivered reading was taken (its latency before
     the sample that delivered it). With a power chain: ``battery_v`` [V], ``battery_i`` [A],
-    ``battery_p`` [W] and ``battery_charge`` (0..1), before the estimator's."""  # noqa: D205, D209
-    out = [("gyro", 3), ("accel", 3)] if imu is not None else []
-    if mocap is not None:
+    ``battery_p`` [W] and ``battery_charge`` (0..1), then every sensor part's
+    ``<name>_<output>`` (:func:`quadsim.loop.parts.part_outputs`), before the estimator's."""  # noqa: D205, D209
+    from .parts import part_outputs
+
+    sens = Sensors() if sens is None else sens
+    out = [("gyro", 3), ("accel", 3)] if sens.imu is not None else []
+    if sens.mocap is not None:
         out += [("mocap_pos", 3), ("mocap_stamp", 1)]
-    if baro is not None:
+    if sens.baro is not None:
         out.append(("baro_alt", 1))
-    if gnss is not None:
+    if sens.gnss is not None:
         out += [("gnss_pos", 3), ("gnss_vel", 3), ("gnss_stamp", 1)]
-    if power is not None:
+    if sens.power is not None:
         out += [("battery_v", 1), ("battery_i", 1), ("battery_p", 1), ("battery_charge", 1)]
+    out += part_outputs(sens.parts)
     return out + list(getattr(estimator, "outputs", None) or [])
 
 
-def noise_groups(imu: Any, mocap: Any, baro: Any = None,
-                 gnss: Any = None) -> tuple[tuple[str, int], ...]:  # fmt: skip
-    """The ``(stream, count)`` groups of the brain's normals (:mod:`quadsim.physics.noise`)."""
-    return (*((("imu", 12),) if imu is not None else ()),
-            *((("mocap", 7 if _dropping(mocap) else 6),) if mocap is not None else ()),
-            *((("baro", 2),) if baro is not None else ()),
-            *((("gnss", 9),) if gnss is not None else ()))  # fmt: skip
+def noise_groups(sens: Sensors | None = None) -> tuple[tuple[str, int], ...]:
+    """The ``(stream, count)`` groups of the brain's normals (:mod:`quadsim.physics.noise`): the
+    IMU's, motion capture's, the barometer's, GNSS's, then every part's ``streams``."""  # noqa: D205, D209
+    sens = Sensors() if sens is None else sens
+    return (*((("imu", 12),) if sens.imu is not None else ()),
+            *((("mocap", 7 if dropping(sens.mocap) else 6),) if sens.mocap is not None else ()),
+            *((("baro", 2),) if sens.baro is not None else ()),
+            *((("gnss", 9),) if sens.gnss is not None else ()),
+            *(g for part in sens.parts for g in part.streams))  # fmt: skip
 
 
 def first_drone(tree: Any) -> Any:
@@ -398,23 +434,6 @@ def state_leaves(bstate: BrainState) -> list[tuple[str, Any]]:
     """
     return [leaf for name in BrainState._fields
             for leaf in ctrl_leaves(getattr(bstate, name), name)]  # fmt: skip
-
-
-def _due(j: Any, m: int, xp: Any) -> Any:
-    """``j ≡ 0 (mod m)`` for float step counts ``j`` (exact for integers below 2^24 / 2^53)."""
-    return (j - m * xp.floor(j / m)) == 0
-
-
-def _pick(due: Any, new: Any, old: Any, xp: Any) -> Any:
-    """``new`` where ``due`` (per drone, ``(n,)``), else ``old``; over trees of arrays."""
-    if new is None:
-        return None
-    if isinstance(new, tuple):
-        items = [_pick(due, a, b, xp) for a, b in zip(new, old, strict=True)]
-        return type(new)(*items) if hasattr(new, "_fields") else tuple(items)
-    extra = len(np.shape(new)) - len(np.shape(due))
-    d = xp.reshape(due, (*np.shape(due), *([1] * extra))) if extra > 0 else due
-    return xp.where(d, new, old)
 
 
 def _powered(out: dict, charge: Any, power: Any, dt: float, xp: Any) -> tuple[dict, Any]:
@@ -441,10 +460,10 @@ def _powered(out: dict, charge: Any, power: Any, dt: float, xp: Any) -> tuple[di
     return out, out["battery_charge"]
 
 
-def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: Any, imu: Any,
-               mocap: Any, g_vec: Any, dt: float, command: str | None = None,
+def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: Any,
+               sens: Sensors | None, g_vec: Any, dt: float, command: str | None = None,
                periods: Periods | None = None, estimator: Callable | None = None, *,
-               baro: Any = None, gnss: Any = None, power: Any = None) -> Callable:  # fmt: skip
+               world: Any = None) -> Callable:  # fmt: skip
     """The per-step function ``brain(k, pos, quat, vel, ang_vel, offset, bstate, z, ref=None)``.
 
     It returns ``(out, bstate)`` (module docstring).
@@ -453,125 +472,70 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
         trajectory: ``t -> Reference``; or ``None``: the controller's reference is the
             function's ``ref`` argument, a set point given each step (the Gymnasium action
             levels give the agent's action to their inner loop), and ``out`` has no ``ref_*``.
-        control: ``(state, ref, gains, cstate) -> (command, cstate)``.
+        control: ``(state, ref, gains, cstate) -> (command, cstate)``. A controller with a
+            ``reads`` attribute (names of readings, e.g. ``("tof_range", "tof_valid")``) is
+            called ``control(state, ref, gains, cstate, readings)`` with those readings.
         gains: Its gains.
         allocator: :class:`~quadsim.physics.rotors.Allocator`.
-        imu: :class:`~quadsim.physics.sensors.ImuParams` or ``None``.
-        mocap: :class:`~quadsim.physics.sensors.MocapParams` or ``None``.
+        sens: The :class:`Sensors` read at every step (:mod:`quadsim.loop.sensing`); their
+            readings join ``out`` (:func:`brain_outputs`). With a power chain (``sens.power``)
+            the rotor command goes through the battery's PWM chain (:func:`_powered`; state
+            :attr:`BrainState.battery`, outputs ``battery_*``). ``None``: no sensors.
         g_vec: Gravity [m/s²] ``(3,)``.
-        baro: :class:`~quadsim.physics.sensors.BaroParams` or ``None`` (readings ``baro_alt``,
-            ``baro_fresh``).
-        gnss: :class:`~quadsim.physics.sensors.GnssParams` or ``None`` (readings ``gnss_pos``,
-            ``gnss_vel``, ``gnss_fresh``).
-        power: :class:`~quadsim.physics.power.PowerParams` or ``None``: the rotor command goes
-            through the battery's PWM chain (:func:`_powered`; state :attr:`BrainState.battery`,
-            outputs ``battery_*``, :func:`brain_outputs`).
         dt: Physics step [s].
         command: What the controller's command is (:func:`command_kind`).
         periods: :func:`loop_periods` (default: every period one step).
         estimator: The estimator slot: ``(k, truth, readings, est_state) -> (state, est_state)``
             gives the state the controller reads, from the true state (a
             :class:`~quadsim.engines.sim.State`), this step's ``readings`` (``gyro``, ``accel``,
-            ``mocap_pos``, ``mocap_quat`` as present, and ``imu_fresh``, ``mocap_fresh``:
-            whether the reading was taken at this step) and its own state
-            (:attr:`BrainState.est`). ``None``: the truth (the controller reads the true state;
-            no estimator state). An estimator with a ``log(est)`` method adds what it returns
-            to ``out`` (its ``outputs``, :func:`brain_outputs`); one with ``init`` gets its
-            state from :func:`brain_init`.
+            ``mocap_pos``, ``mocap_quat``, the parts' ``<name>_<output>`` as present, and
+            ``imu_fresh``, ``mocap_fresh``, ``<name>_fresh``: whether the reading was taken at
+            this step) and its own state (:attr:`BrainState.est`). ``None``: the truth (the
+            controller reads the true state; no estimator state). An estimator with a
+            ``log(est)`` method adds what it returns to ``out`` (its ``outputs``,
+            :func:`brain_outputs`); one with ``init`` gets its state from :func:`brain_init`.
+        world: The :class:`~quadsim.physics.world.World` the sensor parts see, or ``None``.
 
     The function's ``out`` holds ``ref_pos``, ``ref_vel``, ``ref_yaw``, ``cmd_rpm`` (what the
-    plant gets), ``cmd_wrench``, ``lost_wrench``, ``saturated`` and, with sensors, ``gyro``,
-    ``accel``, ``mocap_pos``; ``k`` is the simulator's step (``t = k dt``), ``pos ... ang_vel``
-    the true state ``(n, .)``, ``offset`` the reference offsets ``(n, 3)``, ``z`` the normals
-    ``(n, n_z)`` (IMU 12, then motion capture 6; :func:`noise_groups`). Without a trajectory
-    and sensors, ``pos``, ``vel`` and ``offset`` may be ``None`` (a controller that reads only
-    the attitude and the body rates).
+    plant gets), ``cmd_wrench``, ``lost_wrench``, ``saturated`` and the sensors' readings; ``k``
+    is the simulator's step (``t = k dt``), ``pos ... ang_vel`` the true state ``(n, .)``,
+    ``offset`` the reference offsets ``(n, 3)``, ``z`` the normals ``(n, n_z)`` of
+    :func:`noise_groups`. Without a trajectory and sensors, ``pos``, ``vel`` and ``offset`` may be
+    ``None`` (a controller that reads only the attitude and the body rates).
+
+    Raises:
+        ValueError: A controller that reads readings no sensor gives.
     """
     from ..engines.sim import State
 
-    periods = Periods() if periods is None else periods
-    m_c, m_i, m_m = periods.control, periods.imu, periods.mocap
-    m_b, m_g = periods.baro, periods.gnss
-    if _dropping(mocap):
-        from ..physics.sensors import dropout_thresholds
-
-        c_start, c_stay = dropout_thresholds(mocap)
+    sens = Sensors() if sens is None else sens
+    periods = Periods(parts=(1,) * len(sens.parts)) if periods is None else periods
+    m_c = periods.control
     offsets, o = {}, 0  # where each sensor's normals start in z
-    for stream, count in noise_groups(imu, mocap, baro, gnss):
-        offsets[stream], o = o, o + count
-    imu_dt = periods.imu_dt or dt
+    for stream, count in noise_groups(sens):
+        offsets.setdefault(stream, o)
+        o += count
+    part_at, o = {}, sum(c for s, c in noise_groups(sens._replace(parts=())))
+    for part in sens.parts:
+        part_at[part.name] = o
+        o += sum(c for _, c in part.streams)
+    sense = make_sense(sens, periods, g_vec, dt, offsets, part_at, world)
+    reads = tuple(getattr(control, "reads", None) or ())
+    given = {name for name, _ in brain_outputs(sens)}
+    missing = [r for r in reads if r not in given and not r.endswith("_fresh")]
+    if missing:
+        raise ValueError(f"the controller reads {missing}, which no sensor gives (readings: "
+                         f"{sorted(given)})")  # fmt: skip
+    power = sens.power
 
     def brain(k, pos, quat, vel, ang_vel, offset, bs, z, ref=None):
         xp = namespace(quat)
-        out, readings = {}, {}
-        held, j, gap = bs.held, bs.j, bs.mocap_gap
+        held, j = bs.held, bs.j
         # 1. sensors, each at its period (they read the true state x_k)
-        imu_s, imu_vel, mocap_s = bs.imu, bs.imu_vel, bs.mocap
-        if imu is not None:
-            from ..physics.sensors import imu_measure
-
-            acc = (vel - bs.imu_vel) / imu_dt
-            reading, imu_new = imu_measure(quat, ang_vel, acc, g_vec, imu, bs.imu, imu_dt,
-                                           z[..., offsets["imu"]:offsets["imu"] + 12])  # fmt: skip
-            gyro, accel, imu_s, imu_vel = reading.gyro, reading.accel, imu_new, vel
-            fresh = True
-            if m_i > 1:
-                fresh = _due(j, m_i, xp)
-                gyro = _pick(fresh, gyro, held.gyro, xp)
-                accel = _pick(fresh, accel, held.accel, xp)
-                imu_s = _pick(fresh, imu_new, bs.imu, xp)
-                imu_vel = _pick(fresh, vel, bs.imu_vel, xp)
-            out["gyro"], out["accel"] = gyro, accel
-            readings |= {"gyro": gyro, "accel": accel, "imu_fresh": fresh}
-        if mocap is not None:
-            from ..physics.sensors import mocap_measure
-
-            at = offsets["mocap"]
-            reading, mocap_s = mocap_measure(pos, quat, mocap, bs.mocap, z[..., at:at + 6])
-            p_m, q_m, fresh = reading.pos, reading.quat, True
-            stamp = k * dt - float(mocap.latency) + 0.0 * pos[..., 0]
-            due = True if m_m == 1 else _due(j, m_m, xp)
-            if gap is not None:  # a sample due may be lost (module docstring of the mocap)
-                zd = z[..., at + 6]
-                lost = xp.where(gap > 0.5, zd < c_stay, zd > c_start)
-                gap = xp.where(due, xp.where(lost, 1.0, 0.0), gap) if m_m > 1 else \
-                    xp.where(lost, 1.0, 0.0)  # fmt: skip
-                fresh = gap < 0.5 if m_m == 1 else xp.logical_and(due, gap < 0.5)
-            else:
-                fresh = due
-            if m_m > 1 or gap is not None:
-                p_m = _pick(fresh, p_m, held.mocap_pos, xp)  # (the held attitude is not used)
-                stamp = _pick(fresh, stamp, held.mocap_stamp, xp)
-            out["mocap_pos"], out["mocap_stamp"] = p_m, stamp
-            readings |= {"mocap_pos": p_m, "mocap_quat": q_m, "mocap_fresh": fresh}
-        baro_s, gnss_s = bs.baro, bs.gnss
-        if baro is not None:  # the bias walks every step; a sample every m_b steps, held
-            from ..physics.sensors import baro_measure
-
-            at = offsets["baro"]
-            alt, baro_s = baro_measure(pos, baro, bs.baro, dt, z[..., at:at + 2])
-            fresh = True
-            if m_b > 1:
-                fresh = _due(j, m_b, xp)
-                alt = _pick(fresh, alt, held.baro_alt, xp)
-            out["baro_alt"] = alt
-            readings |= {"baro_alt": alt, "baro_fresh": fresh}
-        if gnss is not None:  # the delay line and the correlated error move every step
-            from ..physics.sensors import gnss_measure
-
-            at = offsets["gnss"]
-            fix, gnss_s = gnss_measure(pos, vel, gnss, bs.gnss, z[..., at:at + 9], dt)
-            g_p, g_v, fresh = fix.pos, fix.vel, True
-            g_t = k * dt - float(gnss.latency) + 0.0 * pos[..., 0]
-            if m_g > 1:
-                fresh = _due(j, m_g, xp)
-                g_p = _pick(fresh, g_p, held.gnss_pos, xp)
-                g_v = _pick(fresh, g_v, held.gnss_vel, xp)
-                g_t = _pick(fresh, g_t, held.gnss_stamp, xp)
-            out["gnss_pos"], out["gnss_vel"], out["gnss_stamp"] = g_p, g_v, g_t
-            readings |= {"gnss_pos": g_p, "gnss_vel": g_v, "gnss_fresh": fresh}
+        truth = State(pos, quat, vel, ang_vel, None)
+        out, readings, new = sense(k, truth, bs, z)
         # 2. the estimator slot: the state the controller reads
-        state, est = State(pos, quat, vel, ang_vel, None), bs.est
+        state, est = truth, bs.est
         if estimator is not None:
             state, est = estimator(k, state, readings, est)
             if hasattr(estimator, "log"):
@@ -584,22 +548,26 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
             out["ref_pos"] = ref_pos
             out["ref_vel"] = xp.broadcast_to(xp.asarray(ref.vel), pos.shape)
             out["ref_yaw"] = xp.broadcast_to(xp.asarray(ref.yaw), pos.shape[:-1])
-        output, cstate = control(state, ref, gains, bs.ctrl)
+        if reads:
+            output, cstate = control(state, ref, gains, bs.ctrl, {r: readings[r] for r in reads})
+        else:
+            output, cstate = control(state, ref, gains, bs.ctrl)
         wrench, alloc = command_allocation(output, allocator, command)
         out |= {"cmd_rpm": alloc.rpm, "cmd_wrench": wrench, "lost_wrench": alloc.lost,
                 "saturated": alloc.saturated}  # fmt: skip
         if m_c > 1:
-            due = _due(j, m_c, xp)
-            cstate = _pick(due, cstate, bs.ctrl, xp)
+            now = due(j, m_c, xp)
+            cstate = pick(now, cstate, bs.ctrl, xp)
             for key in ("cmd_rpm", "cmd_wrench", "lost_wrench", "saturated"):
-                out[key] = _pick(due, out[key], getattr(held, key), xp)
+                out[key] = pick(now, out[key], getattr(held, key), xp)
         if held is not None:
             held = Held(**{key: (out.get(key) if getattr(held, key) is not None else None)
                            for key in Held._fields})  # fmt: skip
         battery = bs.battery
         if power is not None:  # 4. the command through the battery's PWM chain
             out, battery = _powered(out, battery, power, dt, xp)
-        return out, BrainState(j + 1, cstate, imu_s, imu_vel, mocap_s, held, est, baro_s, gnss_s,
-                               gap, battery)  # fmt: skip
+        return out, BrainState(j + 1, cstate, new["imu"], new["imu_vel"], new["mocap"], held,
+                               est, new["baro"], new["gnss"], new["mocap_gap"], battery,
+                               new["parts"])  # fmt: skip
 
     return brain

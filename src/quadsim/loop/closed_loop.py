@@ -132,10 +132,9 @@ def per_drone_params(system: Any, params: dict) -> tuple[list[tuple], np.ndarray
 def closed_loop_step(
     system: Any, params: dict, control: Callable, gains: Any, trajectory: Callable,
     allocator: Any, dt: float, integrator: Callable, dtype: Any = np.float64,
-    world: Any = None, sample: bool = False, *, imu: Any = None, mocap: Any = None,
+    world: Any = None, sample: bool = False, *, sens: Any = None,
     gravity_vec: Any = (0.0, 0.0, -9.81), ctrl_state: Any = _INIT, brain_state: Any = None,
     command: str | None = None, periods: Any = None, dryden: Any = None, estimator: Any = None,
-    baro: Any = None, gnss: Any = None, power: Any = None,
 ) -> tuple[Any, dict[str, slice], Any]:  # fmt: skip
     """The one-drone closed-loop step as a CasADi ``SX`` Function (see the module docstring).
 
@@ -160,10 +159,10 @@ def closed_loop_step(
             the reference (``ref_pos``, ``ref_vel``, ``ref_yaw``) and the allocation's
             ``lost_wrench``. A record taken after step ``s`` then holds the log sample of
             ``t_{s-1}`` (:attr:`ClosedLoop.sample`).
-        imu: :class:`~quadsim.physics.sensors.ImuParams` to read an IMU (needs ``sample``): outputs
-            ``gyro`` [rad/s] and ``accel`` [m/s²].
-        mocap: :class:`~quadsim.physics.sensors.MocapParams` (needs ``sample``): output
-            ``mocap_pos`` [m], the position ``latency`` old plus noise.
+        sens: The :class:`~quadsim.loop.brain.Sensors` read in the loop (needs ``sample``):
+            their readings (:func:`quadsim.loop.brain.brain_outputs`: ``gyro`` [rad/s],
+            ``accel`` [m/s²], ``mocap_pos`` [m], ``baro_alt``, ``gnss_*``, ``battery_*`` with a
+            power chain, each part's ``<name>_<output>``) are outputs; ``None``: no sensors.
         gravity_vec: Gravity [m/s²] for the accelerometer.
         ctrl_state: The controller state of one drone, as a template of its structure and
             shapes (values unused; :func:`ctrl_leaves`); ``None`` for a stateless controller;
@@ -182,11 +181,6 @@ def closed_loop_step(
         estimator: The brain's estimator (:func:`quadsim.loop.brain.make_brain`), traced too: its
             state joins the brain state's rows (``est_*``) and its outputs follow the
             sensors' (needs ``sample``).
-        baro: :class:`~quadsim.physics.sensors.BaroParams` (needs ``sample``): output ``baro_alt``.
-        gnss: :class:`~quadsim.physics.sensors.GnssParams` (needs ``sample``): outputs ``gnss_pos``,
-            ``gnss_vel``.
-        power: :class:`~quadsim.physics.power.PowerParams` (needs ``sample``): the command through
-            the battery's PWM chain, outputs ``battery_*``.
 
     Returns:
         ``(F, rows, template)``: ``F(x, u, p[, z]) -> x_next`` (``z`` with a sensor, its groups
@@ -205,6 +199,7 @@ def closed_loop_step(
     from ..physics.world import Status
     from ..physics.world import apply as world_apply
     from .brain import (
+        Sensors,
         brain_init,
         brain_outputs,
         first_drone,
@@ -215,11 +210,13 @@ def closed_loop_step(
     )
     from .control import init_state
 
-    if any(x is not None for x in (imu, mocap, baro, gnss, estimator, power)) and not sample:
+    sens = Sensors() if sens is None else sens
+    sensing = [sens.imu, sens.mocap, sens.baro, sens.gnss, sens.power, *sens.parts, estimator]
+    if any(x is not None for x in sensing) and not sample:
         raise ValueError("sensors and an estimator need sample=True (they read the sample's "
                          "rows)")  # fmt: skip
     if periods is None:
-        periods = loop_periods(dt, gains, imu, mocap, baro=baro, gnss=gnss)
+        periods = loop_periods(dt, gains, sens)
     nx, nc = system.size, system.n_cmd
     if brain_state is None:
         cstate0 = init_state(gains, ()) if ctrl_state is _INIT else ctrl_state
@@ -227,8 +224,8 @@ def closed_loop_step(
         ctrl = tree_rebuild(cstate0, iter(lead))
         brain_state = first_drone(brain_init(
             1, ctrl, np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]), np.zeros((1, 3)),
-            imu=imu, mocap=mocap, dt=dt, periods=periods, n_rotors=nc,
-            estimator=estimator, baro=baro, gnss=gnss, power=power))  # fmt: skip
+            sens=sens, dt=dt, periods=periods, n_rotors=nc, estimator=estimator,
+            world=world))  # fmt: skip
     bfields = [(name, tuple(np.shape(v))) for name, v in state_leaves(brain_state)]
     rows: dict[str, slice] = {}
     at = 0
@@ -249,7 +246,7 @@ def closed_loop_step(
         outputs += [("ref_pos", 3), ("ref_vel", 3), ("ref_yaw", 1), ("lost_wrench", 4)]
         if dryden is not None:
             outputs.append(("prev_gust_state", 5))
-    sensed = brain_outputs(imu, mocap, estimator, baro, gnss, power)
+    sensed = brain_outputs(sens, estimator)
     outputs += sensed
     for name, size in outputs:
         rows[name], at = slice(at, at + size), at + size
@@ -258,7 +255,7 @@ def closed_loop_step(
     varying, _ = per_drone_params(system, params)
     X, U = cs.SX.sym("x", n_x), cs.SX.sym("u", 3)
     P = cs.SX.sym("p", 3 + len(varying))
-    n_s = sum(count for _, count in noise_groups(imu, mocap, baro, gnss))
+    n_s = sum(count for _, count in noise_groups(sens))
     n_z = n_s + (5 if dryden is not None else 0)
     Z = cs.SX.sym("z", n_z)
     xs = [X[i] for i in range(n_x)]
@@ -269,9 +266,9 @@ def closed_loop_step(
 
     k = xs[rows["step"].start]
     bs = tree_rebuild(brain_state, iter([sym(name, shape) for name, shape in bfields]))
-    brain = make_brain(trajectory, control, gains, allocator, imu, mocap,
-                       np.asarray(gravity_vec, np.float64), dt, command, periods,
-                       estimator, baro=baro, gnss=gnss, power=power)  # fmt: skip
+    brain = make_brain(trajectory, control, gains, allocator, sens,
+                       np.asarray(gravity_vec, np.float64), dt, command, periods, estimator,
+                       world=world)  # fmt: skip
     out, bs1 = brain(SymArray(k, dtype), sym("pos"), sym("quat"), sym("vel"), sym("ang_vel"),
                      symbolic([P[0], P[1], P[2]], dtype), bs,
                      symbolic([Z[i] for i in range(n_s)], dtype))  # fmt: skip
@@ -357,17 +354,17 @@ class ClosedLoop:
     """
 
     def __init__(self, rollout: Any, rows: dict, template: Any, system: Any, dt: float,
-                 hover_rpm: float, params: np.ndarray | None = None, imu: Any = None,
-                 mocap: Any = None, periods: Any = None,
-                 estimator: Any = None, baro: Any = None, gnss: Any = None,
-                 power: Any = None) -> None:  # fmt: skip
-        from .brain import Periods
+                 hover_rpm: float, params: np.ndarray | None = None, sens: Any = None,
+                 periods: Any = None, estimator: Any = None,
+                 world: Any = None) -> None:  # fmt: skip
+        from .brain import Periods, Sensors
 
         self.rollout, self.rows, self.system, self.dt = rollout, rows, system, dt
         self.dtype, self.n_x = rollout.dtype, rollout.n_state
         self._template, self._hover = template, hover_rpm
-        self._sensors = (imu, mocap, Periods() if periods is None else periods)
-        self._estimator, self._more = estimator, (baro, gnss, power)
+        self._sens = Sensors() if sens is None else sens
+        self._periods = Periods() if periods is None else periods
+        self._estimator, self._world = estimator, world
         self.sample = "ref_pos" in rows
         self.params = None if params is None else np.asarray(params, np.float64)
 
@@ -406,13 +403,11 @@ class ClosedLoop:
             if ctrl_state is None:
                 ctrl_state = tree_rebuild(tmpl, iter([np.zeros((n, *np.shape(v)))
                                                       for _, v in ctrl_leaves(tmpl)]))  # fmt: skip
-            imu, mocap, periods = self._sensors
             field = {name: X[self.rows[name]].T for name in ("pos", "quat", "vel")}
             brain_state = brain_init(n, ctrl_state, field["pos"], field["quat"], field["vel"],
-                                     imu=imu, mocap=mocap, dt=self.dt, periods=periods,
-                                     n_rotors=self.system.n_cmd,
-                                     estimator=self._estimator, baro=self._more[0],
-                                     gnss=self._more[1], power=self._more[2])  # fmt: skip
+                                     sens=self._sens, dt=self.dt, periods=self._periods,
+                                     n_rotors=self.system.n_cmd, estimator=self._estimator,
+                                     world=self._world)  # fmt: skip
         leaves = state_leaves(brain_state)
         names = [name for name, _ in state_leaves(self._template)]
         if [name for name, _ in leaves] != names:
@@ -541,10 +536,9 @@ def compile_closed_loop(
 
 def compile_for_simulator(
     sim: Any, control: Callable, gains: Any, trajectory: Callable, *, sample: bool = True,
-    threads: int | None = None, imu: Any = None, mocap: Any = None,
-    ctrl_state: Any = _INIT, brain_state: Any = None, command: str | None = None,
-    periods: Any = None, estimator: Any = None, baro: Any = None, gnss: Any = None,
-    power: Any = None,
+    threads: int | None = None, sens: Any = None, ctrl_state: Any = _INIT,
+    brain_state: Any = None, command: str | None = None, periods: Any = None,
+    estimator: Any = None,
 ) -> ClosedLoop:  # fmt: skip
     """The closed loop around a :class:`~quadsim.engines.sim.Simulator`'s plant (compiled ``fly``).
 
@@ -562,8 +556,7 @@ def compile_for_simulator(
         trajectory: Callable ``t -> Reference``.
         sample: Carry the log sample of the step before (:func:`closed_loop_step`).
         threads: Threads of the rollout (:func:`quadsim.engines.native.compile_rollout`).
-        imu: :class:`~quadsim.physics.sensors.ImuParams` read in the loop, or ``None``.
-        mocap: :class:`~quadsim.physics.sensors.MocapParams` read in the loop, or ``None``.
+        sens: The :class:`~quadsim.loop.brain.Sensors` read in the loop, or ``None``.
         ctrl_state: One drone's controller state as a template (:func:`closed_loop_step`);
             default :func:`quadsim.loop.control.init_state`.
         brain_state: One drone's brain state as the template instead (:func:`closed_loop_step`).
@@ -571,10 +564,6 @@ def compile_for_simulator(
         periods: :class:`~quadsim.loop.brain.Periods` (default:
         :func:`~quadsim.loop.brain.loop_periods`).
         estimator: The brain's estimator (:func:`closed_loop_step`), or ``None`` (the truth).
-        baro: :class:`~quadsim.physics.sensors.BaroParams` read in the loop, or ``None``.
-        gnss: :class:`~quadsim.physics.sensors.GnssParams` read in the loop, or ``None``.
-        power: :class:`~quadsim.physics.power.PowerParams`: the command through the battery's PWM
-            chain (:func:`quadsim.loop.brain.make_brain`), or ``None``.
 
     Returns:
         :class:`ClosedLoop` (with per-drone parameters it runs exactly ``sim.n`` drones).
@@ -587,13 +576,12 @@ def compile_for_simulator(
     params = {k: sim.model_params[k] for k in system.param_spec}
     F, rows, template = closed_loop_step(
         system, params, control, gains, trajectory, make_allocator(sim.drone), float(sim.dt),
-        sim.integrator, np.dtype(sim.dtype), sim.world, sample, imu=imu, mocap=mocap,
+        sim.integrator, np.dtype(sim.dtype), sim.world, sample, sens=sens,
         gravity_vec=np.asarray(sim.drone.gravity_vec, np.float64), ctrl_state=ctrl_state,
         brain_state=brain_state, command=command, periods=periods,
-        dryden=getattr(sim, "_dryden", None), estimator=estimator, baro=baro, gnss=gnss,
-        power=power,
+        dryden=getattr(sim, "_dryden", None), estimator=estimator,
     )  # fmt: skip
-    groups = (noise_groups(imu, mocap, baro, gnss)
+    groups = (noise_groups(sens)
               + ((("dryden", 5, 1),) if "gust_state" in rows else ()))  # fmt: skip
     rollout = compile_rollout(F, np.dtype(sim.dtype), threads=threads, noise=groups)
     hover = envelope(sim.drone).hover_rpm
@@ -601,6 +589,6 @@ def compile_for_simulator(
     if periods is None:
         from .brain import loop_periods
 
-        periods = loop_periods(float(sim.dt), gains, imu, mocap, baro=baro, gnss=gnss)
-    return ClosedLoop(rollout, rows, template, system, float(sim.dt), hover, values, imu, mocap,
-                      periods, estimator, baro, gnss, power)  # fmt: skip
+        periods = loop_periods(float(sim.dt), gains, sens)
+    return ClosedLoop(rollout, rows, template, system, float(sim.dt), hover, values, sens,
+                      periods, estimator, sim.world)  # fmt: skip

@@ -69,7 +69,9 @@ from .brain import (
     command_allocation,
     command_kind,
     initial_ctrl_state,
+    noise_groups,
 )
+from .parts import log_columns
 
 __all__ = [
     "CHUNK_BYTES",
@@ -367,10 +369,9 @@ def _sensor_noise(seed: int, sens: Any, steps: Any, n: int) -> np.ndarray:
     :func:`quadsim.loop.brain.noise_groups`, as the compiled loop draws them in C.
     """
     from ..physics.noise import normals
-    from .brain import noise_groups
 
     k, d = np.asarray(steps)[:, None], np.arange(n)[None]
-    groups = noise_groups(sens.imu, sens.mocap, sens.baro, sens.gnss)
+    groups = noise_groups(sens)
     z = [normals(seed, stream, k, d, count) for stream, count in groups]
     return np.concatenate(z, -1) if z else np.zeros((k.shape[0], n, 0))
 
@@ -399,7 +400,7 @@ class _Draws:
         """
         sim, n, m = self.sim, self.n, b - a + 1
         z = None
-        if any(s is not None for s in self.sens):
+        if noise_groups(self.sens):
             z = _sensor_noise(self.seed, self.sens, self.k0 + np.arange(a, b + 1), n)
         if not self.gusty:
             return z, None
@@ -470,7 +471,7 @@ def _fly_compiled(
     from .brain import brain_outputs
 
     sens = Sensors() if sens is None else sens
-    sensed = brain_outputs(sens.imu, sens.mocap, estimator, sens.baro, sens.gnss, sens.power)
+    sensed = brain_outputs(sens, estimator)
     brain_keys = sorted(["ref_pos", "ref_vel", "ref_yaw", "cmd_rpm", "cmd_wrench", "lost_wrench",
                          "saturated", *(k for k, _ in sensed)])  # fmt: skip
     scalars = ["ref_yaw", *(k for k, size in sensed if size == 1)]
@@ -601,6 +602,7 @@ def fly(
     gnss: Any = None,
     power: Any = None,
     battery_charge: Any = 1.0,
+    parts: Any = (),
 ) -> FlightResult:
     """Fly ``sim`` (already reset) along ``trajectory`` for ``duration`` seconds.
 
@@ -671,6 +673,9 @@ def fly(
             ``battery_charge`` are logged (:func:`quadsim.loop.brain.make_brain`). ``None``: an
             ideal supply.
         battery_charge: The battery's charge at the start, 0..1 (a number or ``(n,)``).
+        parts: Sensor parts (:mod:`quadsim.loop.parts`, e.g.
+            :class:`~quadsim.loop.parts.rangefinder.Rangefinder`), read at their rates on every
+            loop and logged as ``<name>_<output>``; their names must differ.
 
     Returns:
         :class:`FlightResult`. After the flight ``sim`` holds the state, flags and clock of the
@@ -717,12 +722,12 @@ def fly(
     seed = sim.seed if seed is None else _check_seed(seed)
     from .brain import loop_periods
 
-    periods = loop_periods(sim.dt, gains, imu, mocap, baro=baro, gnss=gnss)  # validated once
     if isinstance(power, str):
         from ..physics.power import load_power
 
         power = load_power(power)
-    sens = Sensors(imu, mocap, baro, gnss, power, battery_charge)
+    sens = Sensors(imu, mocap, baro, gnss, power, battery_charge, _check_parts(parts))
+    periods = loop_periods(sim.dt, gains, sens)  # validated once
     kw = {"ctrl_state": ctrl_state, "imu": imu, "mocap": mocap, "jit": jit}
     if compiled is False:
         reason = "compiled=False"
@@ -789,9 +794,23 @@ def fly(
     log = {key: np.concatenate([c[key] for c in chunks]) for key in chunks[0]} if chunks else {}
     from .brain import rates_hz
 
-    rates = {"rates_hz": rates_hz(dt, periods, imu, mocap, baro, gnss)}
+    rates = {"rates_hz": rates_hz(dt, periods, sens)}
     meta_out = run_meta(sim, total * dt, meta) | loop_meta | rates
+    if sens.parts:
+        meta_out["columns"] = log_columns(sens.parts)
     return FlightResult(log, meta_out, k, interrupted, wall, stop_signal)
+
+
+def _check_parts(parts: Any) -> tuple:
+    """``parts`` as a tuple of sensor parts with distinct names (:mod:`quadsim.loop.parts`)."""
+    parts = tuple(parts or ())
+    names = [getattr(p, "name", None) for p in parts]
+    for p, name in zip(parts, names, strict=True):
+        if not (isinstance(name, str) and hasattr(p, "measure") and hasattr(p, "outputs")):
+            raise ValueError(f"parts: {p!r} is not a sensor part (quadsim.loop.parts)")
+    if len(set(names)) != len(names):
+        raise ValueError(f"parts: two sensor parts share a name: {names}")
+    return parts
 
 
 def _one_line(e: BaseException, limit: int = 300) -> str:
@@ -824,12 +843,10 @@ def _brain_state0(sim, control, gains, ctrl_state, sens, periods, seed, xp=np,
 
     state = _numpy_state(sim.state)
     cstate = initial_ctrl_state(control, gains, ctrl_state, sim.n, xp, xp.float64)
-    return brain_init(sim.n, cstate, state.pos, state.quat, state.vel, imu=sens.imu,
-                      mocap=sens.mocap, baro=sens.baro, gnss=sens.gnss, power=sens.power,
-                      battery_charge=sens.charge,
+    return brain_init(sim.n, cstate, state.pos, state.quat, state.vel, sens=sens,
                       dt=float(sim.dt), periods=periods, seed=seed, k0=int(sim.k),
-                      n_rotors=sim.drone.mixing_matrix.shape[1], xp=xp,
-                      estimator=estimator)  # fmt: skip
+                      n_rotors=sim.drone.mixing_matrix.shape[1], xp=xp, estimator=estimator,
+                      world=getattr(sim, "world", None))  # fmt: skip
 
 
 def _compile_native(sim, control, gains, trajectory, ctrl_state, sens, command, periods,
@@ -840,17 +857,14 @@ def _compile_native(sim, control, gains, trajectory, ctrl_state, sens, command, 
 
     bstate0 = _brain_state0(sim, control, gains, ctrl_state, sens, periods, seed,
                             estimator=estimator)  # fmt: skip
-    loop = compile_for_simulator(sim, control, gains, trajectory, imu=sens.imu, mocap=sens.mocap,
-                                 baro=sens.baro, gnss=sens.gnss, power=sens.power,
+    loop = compile_for_simulator(sim, control, gains, trajectory, sens=sens,
                                  brain_state=first_drone(bstate0), command=command,
                                  periods=periods, estimator=estimator)  # fmt: skip
     return loop, bstate0
 
 
 def _n_noise(sens: Any) -> int:
-    from .brain import noise_groups
-
-    return sum(count for _, count in noise_groups(sens.imu, sens.mocap, sens.baro, sens.gnss))
+    return sum(count for _, count in noise_groups(sens))
 
 
 def _build_scan(sim, trajectory, control, gains, allocator, sens, command, ctrl_state,
@@ -874,9 +888,8 @@ def _build_scan(sim, trajectory, control, gains, allocator, sens, command, ctrl_
     with _x64(jax):
         import jax.numpy as jnp
 
-        brain = make_brain(trajectory, control, gains, allocator, sens.imu, sens.mocap, g_vec, dt,
-                           command, periods, estimator, baro=sens.baro,
-                           gnss=sens.gnss, power=sens.power)  # fmt: skip
+        brain = make_brain(trajectory, control, gains, allocator, sens, g_vec, dt, command,
+                           periods, estimator, world=getattr(sim, "world", None))  # fmt: skip
         loop = ScanLoop(sim, brain, nz, gusty, L, per_call)
         bstate = _brain_state0(sim, control, gains, ctrl_state, sens, periods, seed, jnp,
                                estimator)  # fmt: skip
@@ -912,9 +925,8 @@ def _python_loop(sim, trajectory, control, gains, allocator, sens, command, ctrl
 
     def setup(jax: Any) -> tuple:
         """``(brain, brain state)`` on JAX (traced) or NumPy."""
-        brain = make_brain(trajectory, control, gains, allocator, sens.imu, sens.mocap, g_vec, dt,
-                           command, periods, estimator, baro=sens.baro,
-                           gnss=sens.gnss, power=sens.power)  # fmt: skip
+        brain = make_brain(trajectory, control, gains, allocator, sens, g_vec, dt, command,
+                           periods, estimator, world=getattr(sim, "world", None))  # fmt: skip
         with _x64(jax):
             xp = np
             if jax is not None:

@@ -31,11 +31,12 @@ capture is added, and the turbulence of a flight does not change when an IMU is.
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import numpy as np
 
-__all__ = ["STREAMS", "c_source", "normals", "philox4x32"]
+__all__ = ["STREAMS", "c_source", "normals", "philox4x32", "stream_id"]
 
 # The C twin (c_source) has a scalar draw (quadsim_normals, one drone) and a lane-batched one
 # (quadsim_normals_w, the W drones of a vector block: the compiled loops use it, vectorised with
@@ -53,7 +54,21 @@ STREAMS = {
     "gnss_init": 9,
     "est_init": 10,
 }
-"""Stream of each use (the high half of the counter's last word)."""
+"""Stream of each built-in use (the high half of the counter's last word)."""
+
+_PART_STREAMS = 1024
+"""Streams below this number are reserved for :data:`STREAMS`; a part's name hashes above it."""
+
+
+def stream_id(name: str) -> int:
+    """The stream number of ``name``: :data:`STREAMS` for the built-in uses, else a hash of the
+    name (CRC-32) in ``[1024, 65536)``, so a part's noise (:mod:`quadsim.loop.parts`) does not
+    depend on which other parts a run has."""  # noqa: D205, D209
+    if name in STREAMS:
+        return STREAMS[name]
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"a noise stream is named by a non-empty string; got {name!r}")
+    return _PART_STREAMS + zlib.crc32(name.encode()) % (2**16 - _PART_STREAMS)
 
 _M0, _M1 = 0xD2511F53, 0xCD9E8D57
 _W0, _W1 = 0x9E3779B9, 0xBB67AE85
@@ -89,7 +104,7 @@ def normals(seed: int, stream: str, step: Any, drone: Any, count: int) -> np.nda
 
     Args:
         seed: Key, an integer in ``[0, 2**64)``.
-        stream: A name in :data:`STREAMS`.
+        stream: A name in :data:`STREAMS`, or a part's stream name (:func:`stream_id`).
         step: Step indices (integers >= 0), any shape.
         drone: Drone indices (integers >= 0), broadcasting with ``step``.
         count: Normals per draw, >= 0.
@@ -97,7 +112,7 @@ def normals(seed: int, stream: str, step: Any, drone: Any, count: int) -> np.nda
     Returns:
         ``(*broadcast(step, drone).shape, count)``.
     """
-    s, sid = _check_seed(seed), STREAMS[stream]
+    s, sid = _check_seed(seed), stream_id(stream)
     step = np.asarray(step, np.int64)
     drone = np.asarray(drone, np.int64)
     step, drone = np.broadcast_arrays(step, drone)

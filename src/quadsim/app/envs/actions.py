@@ -251,7 +251,7 @@ def inner_loop(
     """
     from ...loop.brain import BrainState, make_brain
 
-    brain = make_brain(None, inner_control, c, c.alloc, None, None, None, c.dt, "wrench")
+    brain = make_brain(None, inner_control, c, c.alloc, None, None, c.dt, "wrench")
     out, bs = brain(0.0, None, state.quat, None, state.ang_vel, None,
                     BrainState(0.0, inner, None, None, None, None), None, ref=action)  # fmt: skip
     return out["cmd_rpm"], bs.ctrl

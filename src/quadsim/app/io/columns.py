@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import Any, NamedTuple
 
 
 class Field(NamedTuple):
@@ -102,13 +102,37 @@ _BY_KEY = {f.key: f for f in COLUMNS}
 _DATA = tuple(f for f in COLUMNS if f.key not in ("time", "drone"))
 
 
-def _names(field: Field, n_rotors: int) -> list[str]:
+def declared_fields(meta: Mapping[str, Any] | None) -> tuple[Field, ...]:
+    """:data:`COLUMNS` and the columns a run declares in ``meta["columns"]`` (its sensor parts'
+    outputs, :func:`quadsim.loop.parts.log_columns`: ``{"key", "columns", "units",
+    "description"}`` each; float columns).
+
+    Raises:
+        ValueError: A declared key that is already a column, or a malformed declaration.
+    """  # noqa: D205
+    extra = []
+    for c in (meta or {}).get("columns") or ():
+        try:
+            f = Field(str(c["key"]), tuple(map(str, c["columns"])), tuple(map(str, c["units"])),
+                      "f", False, False, str(c.get("description", "")))  # fmt: skip
+        except (KeyError, TypeError) as e:
+            raise ValueError(f"log metadata: a malformed column declaration {c!r} ({e})") from None
+        if f.key in _BY_KEY or len(f.columns) != len(f.units) or not f.columns:
+            raise ValueError(f"log metadata: column declaration {f.key!r} clashes with a "
+                             f"built-in column or has no columns")  # fmt: skip
+        extra.append(f)
+    return COLUMNS + tuple(extra)
+
+
+def names_of(field: Field, n_rotors: int) -> list[str]:
+    """The column names of ``field`` for ``n_rotors`` rotors."""
     if field.per_rotor:
         return [field.columns[0].format(i=i) for i in range(n_rotors)]
     return list(field.columns)
 
 
-def _units(field: Field, n_rotors: int) -> list[str]:
+def units_of(field: Field, n_rotors: int) -> list[str]:
+    """The unit of each column of ``field`` for ``n_rotors`` rotors."""
     return [field.units[0]] * n_rotors if field.per_rotor else list(field.units)
 
 
@@ -118,7 +142,7 @@ def column_units(n_rotors: int, keys: Iterable[str] | None = None) -> dict[str, 
     out: dict[str, str] = {}
     for f in COLUMNS:
         if want is None or f.key in want:
-            out.update(zip(_names(f, n_rotors), _units(f, n_rotors), strict=True))
+            out.update(zip(names_of(f, n_rotors), units_of(f, n_rotors), strict=True))
     return out
 
 
@@ -127,7 +151,7 @@ def describe_columns(n_rotors: int = 4) -> str:
     lines = ["| log key | columns | unit | meaning |", "|---|---|---|---|"]
     for f in COLUMNS:
         cols = (
-            ", ".join(_names(f, n_rotors))
+            ", ".join(names_of(f, n_rotors))
             if not f.per_rotor
             else (f"{f.columns[0].format(i=0)} … {f.columns[0].format(i=n_rotors - 1)}")
         )

@@ -14,23 +14,32 @@ from typing import Any
 
 import numpy as np
 
-from .columns import _BY_KEY, _DATA, COLUMNS, Field, _names, _units, column_units
+from .columns import Field, column_units, declared_fields, names_of, units_of
 from .strict_json import strict_dumps
 
 FORMAT = "quadsim-log"
 VERSION = 1
-_META_KEY = b"quadsim"
+META_KEY = b"quadsim"
+"""The Parquet schema-metadata key of a log's document (format, run metadata, units, N, R)."""
 
 
-def _check_chunk(chunk: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], int, int, int]:
+def _data(fields: tuple[Field, ...]) -> tuple[Field, ...]:
+    return tuple(f for f in fields if f.key not in ("time", "drone"))
+
+
+def _check_chunk(
+    chunk: Mapping[str, Any], fields: tuple[Field, ...]
+) -> tuple[dict[str, np.ndarray], int, int, int]:
     """Validate a chunk; return (numpy arrays, T, N, R) (R = 0 without rotor keys)."""
-    unknown = sorted(k for k in chunk if k not in _BY_KEY or k == "drone")
+    known = {f.key for f in _data(fields)}
+    unknown = sorted(k for k in chunk if k not in known and k != "time")
     if unknown:
         raise ValueError(
-            f"log chunk: unknown key(s) {unknown}; known keys: {[f.key for f in _DATA]} "
-            "(add a row to quadsim.app.io.COLUMNS)"
+            f"log chunk: unknown key(s) {unknown}; known keys: {sorted(known)} "
+            "(add a row to quadsim.app.io.COLUMNS, or declare a sensor part's outputs in "
+            "meta['columns'])"
         )
-    for f in COLUMNS:
+    for f in fields:
         if f.required and f.key not in chunk:
             raise ValueError(f"log chunk: missing required key {f.key!r}")
     arrs = {k: np.asarray(v) for k, v in chunk.items()}
@@ -43,7 +52,7 @@ def _check_chunk(chunk: Mapping[str, Any]) -> tuple[dict[str, np.ndarray], int, 
         raise ValueError(f"log chunk: 'pos' must have shape (T={T}, N, 3), got {pos.shape}")
     N = pos.shape[1]
     R = 0
-    for f in _DATA:
+    for f in _data(fields):
         if f.key not in arrs:
             continue
         a = arrs[f.key]
@@ -70,10 +79,11 @@ def _pa_type(pa: Any, f: Field, a: np.ndarray) -> Any:
 
 
 def _schema(
-    pa: Any, arrs: Mapping[str, np.ndarray], N: int, R: int, meta: Mapping[str, Any]
-) -> Any:
+    pa: Any, arrs: Mapping[str, np.ndarray], N: int, R: int, meta: Mapping[str, Any],
+    declared: tuple[Field, ...],
+) -> Any:  # fmt: skip
     fields = []
-    for f in COLUMNS:
+    for f in declared:
         if f.key == "drone":
             typ = pa.int32()
         elif f.key == "time":
@@ -82,7 +92,7 @@ def _schema(
             typ = _pa_type(pa, f, arrs[f.key])
         else:
             continue
-        for name, unit in zip(_names(f, R), _units(f, R), strict=True):
+        for name, unit in zip(names_of(f, R), units_of(f, R), strict=True):
             fields.append(
                 pa.field(
                     name, typ, nullable=False, metadata={"unit": unit, "description": f.description}
@@ -97,21 +107,22 @@ def _schema(
         "n": N,
         "n_rotors": R,
     }
-    return pa.schema(fields, metadata={_META_KEY: strict_dumps(doc).encode()})
+    return pa.schema(fields, metadata={META_KEY: strict_dumps(doc).encode()})
 
 
 def _long_columns(
-    arrs: Mapping[str, np.ndarray], schema: Any, T: int, N: int, R: int
-) -> list[np.ndarray]:
+    arrs: Mapping[str, np.ndarray], schema: Any, T: int, N: int, R: int,
+    fields: tuple[Field, ...],
+) -> list[np.ndarray]:  # fmt: skip
     """(T, N, ...) arrays -> one flat (T*N,) array per schema column, time-major then drone."""
     cols: dict[str, np.ndarray] = {
         "time": np.repeat(np.asarray(arrs["time"], dtype=np.float64), N),
         "drone": np.tile(np.arange(N, dtype=np.int32), T),
     }
-    for f in _DATA:
+    for f in _data(fields):
         if f.key not in arrs:
             continue
-        names = _names(f, R)
+        names = names_of(f, R)
         a = arrs[f.key].reshape(T * N, -1)
         for j, name in enumerate(names):
             cols[name] = a[:, j]
@@ -130,10 +141,10 @@ def _long_columns(
 
 def _with_meta(raw: Any, meta: Mapping[str, Any]) -> dict:
     """Schema metadata ``raw`` with its run metadata replaced by ``meta`` (when given)."""
-    doc = json.loads(raw[_META_KEY])
+    doc = json.loads(raw[META_KEY])
     if meta:
         doc["meta"] = meta
-    return {_META_KEY: strict_dumps(doc).encode()}
+    return {META_KEY: strict_dumps(doc).encode()}
 
 
 def chunk_table(
@@ -151,17 +162,20 @@ def chunk_table(
     """
     import pyarrow as pa
 
-    arrs, T, N, R = _check_chunk(chunk)
     if schema is None:
-        schema = _schema(pa, arrs, N, R, json.loads(strict_dumps(dict(meta or {}))))
+        fields = declared_fields(meta)
+        arrs, T, N, R = _check_chunk(chunk, fields)
+        schema = _schema(pa, arrs, N, R, json.loads(strict_dumps(dict(meta or {}))), fields)
     else:
-        doc = json.loads(schema.metadata[_META_KEY])
+        doc = json.loads(schema.metadata[META_KEY])
+        fields = declared_fields(doc.get("meta"))
+        arrs, T, N, R = _check_chunk(chunk, fields)
         if (N, R) != (doc["n"], doc["n_rotors"]):
             raise ValueError(
                 f"log chunk: (N, R) = {(N, R)} differs from the first chunk's "
                 f"{(doc['n'], doc['n_rotors'])}"
             )
-    cols = _long_columns(arrs, schema, T, N, R)
+    cols = _long_columns(arrs, schema, T, N, R, fields)
     return pa.Table.from_arrays(cols, schema=schema)
 
 
@@ -213,7 +227,7 @@ class LogWriter:
         import pyarrow.csv as pcsv
         import pyarrow.parquet as pq
 
-        doc = json.loads(schema.metadata[_META_KEY])
+        doc = json.loads(schema.metadata[META_KEY])
         self._schema = schema
         self._shape = (doc["n"], doc["n_rotors"])
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -256,7 +270,7 @@ class LogWriter:
         elif table.schema.names != self._schema.names:
             raise ValueError("log chunk: columns differ from the first chunk's")
         else:
-            doc = json.loads(table.schema.metadata[_META_KEY])
+            doc = json.loads(table.schema.metadata[META_KEY])
             if (doc["n"], doc["n_rotors"]) != self._shape:
                 raise ValueError(
                     f"log chunk: (N, R) = {(doc['n'], doc['n_rotors'])} differs from the first "
@@ -331,14 +345,21 @@ def read_log(path: str | os.PathLike[str]) -> tuple[dict[str, np.ndarray], dict[
         import pyarrow.parquet as pq
 
         table = pq.read_table(p)
-        raw = (table.schema.metadata or {}).get(_META_KEY)
+        raw = (table.schema.metadata or {}).get(META_KEY)
         doc = json.loads(raw) if raw else {}
         meta = doc.get("meta", {})
         n = doc.get("n")
-    return _from_table(table, n, p), meta
+    return from_table(table, n, p, meta), meta
 
 
-def _from_table(table: Any, n: int | None, p: Path) -> dict[str, np.ndarray]:
+def from_table(table: Any, n: int | None, p: Path,
+               meta: Mapping[str, Any] | None = None) -> dict[str, np.ndarray]:  # fmt: skip
+    """The log dict of a long table (:func:`chunk_table`'s inverse), with the columns ``meta``
+    declares (``meta["columns"]``); ``n`` drones (``None``: from the ``drone`` column).
+
+    Raises:
+        ValueError: Naming ``p``, if the rows are not a complete time-major (T, N) grid.
+    """  # noqa: D205
     names = set(table.column_names)
     for req in ("time", "drone"):
         if req not in names:
@@ -366,8 +387,8 @@ def _from_table(table: Any, n: int | None, p: Path) -> dict[str, np.ndarray]:
 
     time = col("time")
     log: dict[str, np.ndarray] = {"time": time[::n] if n else time[:0]}
-    for f in _DATA:
-        cols = _names(f, R)
+    for f in _data(declared_fields(meta)):
+        cols = names_of(f, R)
         if not cols or cols[0] not in names:
             continue
         if f.per_rotor or len(cols) > 1:

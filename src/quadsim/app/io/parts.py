@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .files import atomic_write, naming
-from .log import _META_KEY, LogWriter, _from_table, chunk_table
+from .log import META_KEY, LogWriter, chunk_table, from_table
 from .summary import SummaryAccumulator
 
 PARTS = "trajectory.parts"
@@ -220,10 +220,10 @@ def _read_part(f: Path) -> tuple[Any, dict, dict]:
             raise
         raise _UnreadableError(str(e).splitlines()[0] if str(e) else type(e).__name__) from None
     md = table.schema.metadata or {}
-    if _META_KEY not in md or _PART_KEY not in md:
+    if META_KEY not in md or _PART_KEY not in md:
         raise _UnreadableError("not a quadsim log part (no quadsim metadata)")
     try:
-        doc, record = json.loads(md[_META_KEY]), json.loads(md[_PART_KEY])
+        doc, record = json.loads(md[META_KEY]), json.loads(md[_PART_KEY])
         float(record["wall_time_s"]), int(doc["n"]), int(doc["n_rotors"])
     except (ValueError, TypeError, KeyError) as e:
         raise _UnreadableError(f"damaged quadsim metadata ({type(e).__name__}: {e})") from None
@@ -304,7 +304,7 @@ def merge_parts(
                 if doc.get("meta", {}) != meta or table.schema.names != columns:
                     raise _UnreadableError("from another run (its metadata or columns differ)")
                 try:
-                    log = _from_table(table, n, f)
+                    log = from_table(table, n, f, meta)
                 except ValueError as e:  # rows not as a part writer lays them out
                     raise _UnreadableError(str(e).removeprefix(f"{f}: ")) from None
             except _UnreadableError as e:

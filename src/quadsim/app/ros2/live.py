@@ -120,30 +120,18 @@ class LiveLoop:
         self.ideal_imu = objs.imu is None
         imu = objs.imu or ImuParams(0.0, 0.0, 0.0, 0.0, rate=1.0 / dt, name="ideal")
         self.imu = imu
-        self.sens = Sensors(imu, objs.mocap, objs.baro, objs.gnss, objs.power, objs.battery_charge)
-        self.periods = loop_periods(dt, objs.gains, imu, objs.mocap, baro=objs.baro, gnss=objs.gnss)
+        self.sens = Sensors(imu, objs.mocap, objs.baro, objs.gnss, objs.power, objs.battery_charge,
+                            tuple(getattr(objs, "parts", ())))  # fmt: skip
+        self.periods = loop_periods(dt, objs.gains, self.sens)
         self.offset = np.broadcast_to(np.asarray(objs.ref_offset, dtype=np.float64), (n, 3))
         world = getattr(sim, "world", None)
         ground = getattr(getattr(world, "ground", None), "height", 0.0) if world else 0.0
         self.ref = _Reference(objs.trajectory, self.offset, float(ground or 0.0))
         self.state = _numpy_state(sim.state)
         g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
-        brain = make_brain(
-            None,
-            objs.control,
-            objs.gains,
-            rotors.make_allocator(sim.drone),
-            imu,
-            objs.mocap,
-            g_vec,
-            dt,
-            getattr(objs.control, "command", None),
-            self.periods,
-            objs.estimator,
-            baro=objs.baro,
-            gnss=objs.gnss,
-            power=objs.power,
-        )
+        brain = make_brain(None, objs.control, objs.gains, rotors.make_allocator(sim.drone),
+                           self.sens, g_vec, dt, getattr(objs.control, "command", None),
+                           self.periods, objs.estimator, world=world)  # fmt: skip
         self._jax = _jax_or_none() if jit in (None, True) else None
         if jit and self._jax is None:
             raise ValueError("jit=True needs JAX (pip install 'quadsim[jax]')")

@@ -621,7 +621,7 @@ def main(args: Any) -> int:
             "output": objs.meta["output"] | {"plots": False, "csv": False},
         }
         o = objs.output
-        parts = PartWriter(out / PARTS, meta, flush_bytes=int(o["part_mb"] * 2**20),
+        parts = PartWriter(out / PARTS, meta, flush_bytes=max(1, round(o["part_mb"] * 2**20)),
                            flush_seconds=o["part_seconds"])  # fmt: skip
         where = f"network interface {args.network}" if args.network else "loopback only"
         node.log(

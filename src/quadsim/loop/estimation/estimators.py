@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ...physics import rotation
+from .. import sensing
 from . import eskf, preintegration
 
 __all__ = ["COMPLEMENTARY_OUTPUTS", "EKF_OUTPUTS", "ComplementaryEstimator", "EkfEstimator",
@@ -74,13 +75,6 @@ class EkfSlot(NamedTuple):
     late: Any = None
     win: Any = None
     acc: Any = None
-
-
-def _pick(fresh: Any, new: Any, old: Any, xp: Any) -> Any:
-    """``new`` where ``fresh`` (per drone ``(n,)``), else ``old``, over a tree of arrays."""
-    from ..brain import _pick as pick
-
-    return pick(fresh, new, old, xp)
 
 
 def default_init_std(imu: Any, pos: float = 1e-3, vel: float = 1e-2,
@@ -320,12 +314,10 @@ class EkfEstimator:
     def _rebuilt(self, k: Any, win: Any, imu_buf: Any, f: Any, xp: Any) -> Any:
         """The window rebuilt from the buffered readings every ``8 L`` steps (``L`` pushes; the
         compiled loop evaluates them only then, :mod:`~quadsim.loop.estimation.preintegration`)."""  # noqa: D205, D209
-        from ..brain import _due
-
         fresh = preintegration.empty(win)
         for i in range(self.L):
             fresh = preintegration.push(fresh, self._sample(imu_buf[..., i, :], f))
-        due = _due(k + 0.0 * win[..., 0], 8 * self.L, xp)
+        due = sensing.due(k + 0.0 * win[..., 0], 8 * self.L, xp)
         return xp.where(due[..., None], fresh, win)
 
     def _predict(self, f: Any, at: Any, acc: Any, ticks: list, xp: Any) -> tuple[Any, Any, Any]:
@@ -338,8 +330,8 @@ class EkfEstimator:
         w, a, fresh = at[..., 0:3] - f.gyro_bias, at[..., 3:6] - f.accel_bias, at[..., 6:7]
         pos, vel, quat, R = eskf.strapdown(f.pos, f.vel, f.quat, w, a, self.g_vec, self.imu_dt)
         if self.m_i > 1 or self.L > 0:  # held IMU readings, or the start's empty buffer
-            pos, vel, quat = _pick(fresh[..., 0] > 0.5, (pos, vel, quat), (f.pos, f.vel, f.quat),
-                                   xp)  # fmt: skip
+            pos, vel, quat = sensing.pick(fresh[..., 0] > 0.5, (pos, vel, quat),
+                                          (f.pos, f.vel, f.quat), xp)  # fmt: skip
         dt = fresh * self.imu_dt
         acc = acc + xp.concat([w * dt, a * dt, dt], axis=-1)
         cov = eskf.propagate_cov(f, R, acc[..., 0:3], acc[..., 3:6], acc[..., 6:7], self.noise)
@@ -432,7 +424,7 @@ class ComplementaryEstimator:
         new = complementary_step(est, readings["gyro"], readings["accel"], self.g_vec,
                                  self.imu_dt, self.gains, **kw)  # fmt: skip
         if self.m_i > 1:
-            new = _pick(readings["imu_fresh"], new, est, xp)
+            new = sensing.pick(readings["imu_fresh"], new, est, xp)
         pos, vel, quat, w = complementary_output(new, readings["gyro"])
         return State(pos, quat, vel, w, None), new
 

@@ -1,0 +1,269 @@
+"""Parts of the closed loop: what a sensor declares, and how a scenario names one.
+
+A **sensor part** is an object the loop carries in a collection (:attr:`Sensors.parts
+<quadsim.loop.brain.Sensors>`), never as a keyword argument of its own. It declares:
+
+* ``name``: its instance name (the scenario table's), the prefix of its log keys;
+* ``rate``: samples per second (a whole number of physics steps), or ``None`` for every step;
+* ``streams``: ``((stream, count), ...)``, the standard normals it draws at each step
+  (counter-based, :func:`quadsim.physics.noise.normals` of ``(seed, stream, step, drone)``;
+  a stream of its own name hashes to its own numbers, :func:`quadsim.physics.noise.stream_id`);
+* ``outputs``: ``(Output, ...)``: the readings it gives, with sizes, units and meanings; they
+  become log columns (``<name>_<output>``), what estimators and controllers read, and the
+  summary's column list;
+* ``init(n, truth, ctx) -> state`` and ``measure(k, truth, state, z, ctx) -> (readings, state)``,
+  pure array-API functions of the true :class:`~quadsim.engines.sim.State` ``(n, ...)``, its
+  state (a tree of arrays or ``None``), its normals ``z`` ``(n, count)`` and a :class:`Context`.
+
+The loop wires the rest: each part's normals are cut from the step's, its readings are taken at
+its period and held in between (``<name>_fresh`` tells when a reading is new), its state joins the
+loop's, and every runner (per step, ``lax.scan``, generated C) runs it because all three run
+the same per-step function (:func:`quadsim.loop.brain.make_brain`). A part that cannot be traced
+(CasADi or JAX) runs on the per-step loop, with the reason in the run's ``loop_reason``.
+
+A **controller part** is a class built from its scenario table with ``from_table(table,
+drone, dt)`` (its :attr:`Controller.params` checked by :func:`check_params`) into a callable
+``(state, ref, gains, cstate[, readings]) -> (command, cstate)`` with ``gains``, ``init_state``,
+``command`` (``"wrench"`` or ``"rpm"``) and ``reads``: the readings it takes (a sensor part's
+``<name>_<output>``), given as a dict when it has any (:func:`quadsim.loop.brain.make_brain`).
+
+Parts are named by ``kind``: a registered name (:data:`SENSORS`; built-ins register there, one
+line each), ``"package.module:Class"`` (a user's part, imported on use), or the name of an entry
+point (groups :data:`ENTRY_POINTS`). :func:`sensor_class` and :func:`controller_class` turn a kind
+into its class; a sensor class builds itself from its scenario table with ``from_table(name,
+table, ctx)`` after :func:`check_params` of its declared :attr:`Sensor.params`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import re
+from importlib import metadata
+from typing import Any, ClassVar, NamedTuple
+
+__all__ = [
+    "CONTROLLERS",
+    "ENTRY_POINTS",
+    "SENSORS",
+    "Context",
+    "Controller",
+    "Output",
+    "Param",
+    "Sensor",
+    "check_params",
+    "controller_class",
+    "log_columns",
+    "part_outputs",
+    "sensor_class",
+]
+
+SENSORS = {
+    "rangefinder": "quadsim.loop.parts.rangefinder:Rangefinder",
+}
+"""Built-in sensor parts: kind -> ``module:Class`` (imported when a scenario names it)."""
+
+CONTROLLERS: dict[str, str] = {}
+"""Registered controller parts: kind -> ``module:Class`` (the built-in ``geometric``, ``pid`` and
+``policy`` controllers are the scenario's own kinds)."""
+
+ENTRY_POINTS = {"sensor": "quadsim.sensors", "controller": "quadsim.controllers"}
+"""The entry-point group a package registers its parts under (``kind = "<entry point name>"``)."""
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+class Output(NamedTuple):
+    """One reading a part gives.
+
+    Attributes:
+        name: Its name; the log key is ``<part name>_<name>``.
+        size: Entries per drone (1: a scalar per drone, logged as ``(T, N)``).
+        unit: Unit of every entry (``"m"``, ``"1"``, ...).
+        description: What it is, for the log's column table.
+    """
+
+    name: str
+    size: int
+    unit: str
+    description: str
+
+
+class Param(NamedTuple):
+    """A parameter a part takes from its scenario table.
+
+    Attributes:
+        default: Its value when the table omits it (a float, or ``None``: required).
+        doc: What it is, with its unit.
+        lo: Smallest allowed value (inclusive), or ``None``.
+        hi: Largest allowed value (inclusive), or ``None``.
+        positive: Must be ``> 0``.
+    """
+
+    default: float | None
+    doc: str
+    lo: float | None = None
+    hi: float | None = None
+    positive: bool = False
+
+
+class Context(NamedTuple):
+    """What a part's functions may use besides the state.
+
+    Attributes:
+        dt: Physics step [s].
+        xp: The array namespace of the step (NumPy, JAX, or the traced one).
+        seed: The run's seed (for :func:`quadsim.physics.noise.normals` at ``init``).
+        k0: The step a flight starts at.
+        world: The :class:`~quadsim.physics.world.World`, or ``None``.
+        gravity: Gravity vector [m/s²] ``(3,)``.
+    """
+
+    dt: float
+    xp: Any
+    seed: int = 0
+    k0: int = 0
+    world: Any = None
+    gravity: Any = (0.0, 0.0, -9.81)
+
+
+class Sensor:
+    """Base of a sensor part (the module docstring); subclasses set the class attributes and
+    write :meth:`measure`."""  # noqa: D205, D209
+
+    kind: ClassVar[str] = ""
+    """The registered name (informational)."""
+    outputs: ClassVar[tuple[Output, ...]] = ()
+    params: ClassVar[dict[str, Param]] = {}
+    streams: tuple[tuple[str, int], ...] = ()
+
+    def __init__(self, name: str, rate: float | None = None, **values: float) -> None:
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
+            raise ValueError(f"a part's name is lower-case letters, digits and _; got {name!r}")
+        if rate is not None and not (math.isfinite(rate) and rate > 0):
+            raise ValueError(f"{name}: rate must be a positive number of Hz; got {rate!r}")
+        self.name, self.rate = name, None if rate is None else float(rate)
+        for key, value in check_params(self.params, values).items():
+            setattr(self, key, value)
+
+    @classmethod
+    def from_table(cls, name: str, table: dict, ctx: Context) -> Sensor:
+        """The part of a scenario table (its keys: ``rate`` and :attr:`params`)."""
+        values = {k: v for k, v in table.items() if k not in ("kind", "rate")}
+        return cls(name, table.get("rate"), **values)
+
+    def init(self, n: int, truth: Any, ctx: Context) -> Any:
+        """The part's state at a flight's start (default: none)."""
+        return None
+
+    def measure(self, k: Any, truth: Any, state: Any, z: Any, ctx: Context) -> tuple[dict, Any]:
+        """``(readings by output name, state)`` at step ``k`` of the true state ``truth``."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        vals = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.params)
+        return f"{type(self).__name__}({self.name!r}, rate={self.rate!r}, {vals})"
+
+
+def check_params(params: dict[str, Param], values: dict) -> dict[str, float]:
+    """``values`` completed with the defaults, each checked against its :class:`Param`.
+
+    Raises:
+        ValueError: ``"<key>: why"`` for an unknown key, a missing one, a value that is not a
+            finite number or out of its range (the scenario adds the file and line).
+    """
+    unknown = sorted(set(values) - set(params))
+    if unknown:
+        raise ValueError(f"{unknown[0]}: unknown parameter; known: {sorted(params)}")
+    out = {}
+    for key, p in params.items():
+        v = values.get(key, p.default)
+        if v is None:
+            raise ValueError(f"{key}: required ({p.doc})")
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
+            raise ValueError(f"{key}: must be a finite number ({p.doc}); got {v!r}")
+        if p.positive and not v > 0:
+            raise ValueError(f"{key}: must be > 0 ({p.doc}); got {v!r}")
+        if (p.lo is not None and v < p.lo) or (p.hi is not None and v > p.hi):
+            raise ValueError(f"{key}: must be in [{p.lo}, {p.hi}] ({p.doc}); got {v!r}")
+        out[key] = float(v)
+    return out
+
+
+def _resolve(kind: str, what: str, registry: dict[str, str], needs: tuple[str, ...]) -> type:
+    """The class of a part ``kind``: registered, ``"module:Class"``, or an entry point."""
+    target = registry.get(kind)
+    if target is None and ":" not in str(kind):
+        eps = {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINTS[what])}
+        if kind in eps:
+            return eps[kind].load()
+        raise ValueError(f"unknown {what} kind {kind!r}; known: {sorted(registry)}, or "
+                         f"'package.module:Class'")  # fmt: skip
+    module, _, attr = (target or kind).partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except ImportError as e:
+        raise ValueError(f"{what} kind {kind!r}: cannot import {module!r} ({e})") from None
+    except AttributeError:
+        raise ValueError(f"{what} kind {kind!r}: {module!r} has no {attr!r}") from None
+    if not all(hasattr(cls, a) for a in needs):
+        raise ValueError(f"{what} kind {kind!r}: {attr} is not a {what} part (it needs "
+                         f"{', '.join(map(repr, needs))})")  # fmt: skip
+    return cls
+
+
+def sensor_class(kind: str) -> type:
+    """The class of a sensor ``kind``: registered (:data:`SENSORS`), ``"module:Class"``, or an
+    entry point of the ``quadsim.sensors`` group.
+
+    Raises:
+        ValueError: An unknown kind, a module that does not import, or a missing class (saying
+            which, and the known kinds).
+    """  # noqa: D205
+    return _resolve(kind, "sensor", SENSORS, ("measure", "outputs"))
+
+
+def controller_class(kind: str) -> type:
+    """The class of a controller ``kind``: registered (:data:`CONTROLLERS`), ``"module:Class"``,
+    or an entry point of the ``quadsim.controllers`` group (as :func:`sensor_class`)."""  # noqa: D205, D209
+    return _resolve(kind, "controller", CONTROLLERS, ("from_table",))
+
+
+class Controller:
+    """Base of a controller part (the module docstring): subclasses set :attr:`params` and
+    :attr:`reads` and write ``__call__``; ``gains`` is what :meth:`from_table` made."""  # noqa: D205, D209
+
+    params: ClassVar[dict[str, Param]] = {}
+    command: ClassVar[str | None] = "wrench"
+    reads: tuple[str, ...] = ()
+
+    def __init__(self, gains: Any) -> None:
+        self.gains = gains
+
+    @classmethod
+    def from_table(cls, table: dict, drone: Any, dt: float) -> Controller:
+        """The controller of a scenario's ``[controller]`` table (keys besides ``kind``)."""
+        raise NotImplementedError
+
+    def init_state(self, gains: Any, shape: tuple, xp: Any = None, dtype: Any = None) -> Any:
+        """The controller state of ``shape`` drones at the start (default: none)."""
+        return None
+
+
+def part_outputs(parts: Any) -> list[tuple[str, int]]:
+    """``(log key, size)`` of every part's outputs, in order."""
+    return [(f"{p.name}_{o.name}", int(o.size)) for p in parts for o in p.outputs]
+
+
+def log_columns(parts: Any) -> list[dict]:
+    """The log columns of the parts' outputs, for the run metadata (``meta["columns"]``): one
+    ``{"key", "columns", "units", "description"}`` per output (columns ``<key>`` for a scalar,
+    ``<key>_0 ...`` otherwise)."""  # noqa: D205, D209
+    cols = []
+    for p in parts:
+        for o in p.outputs:
+            key = f"{p.name}_{o.name}"
+            names = [key] if o.size == 1 else [f"{key}_{i}" for i in range(o.size)]
+            cols.append({"key": key, "columns": names, "units": [o.unit] * len(names),
+                         "description": f"{p.name}: {o.description}"})  # fmt: skip
+    return cols

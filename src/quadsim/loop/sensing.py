@@ -1,0 +1,176 @@
+r"""The loop's sensors at one step: the built-in ones and the sensor parts, each at its period.
+
+:func:`make_sense` builds the function :func:`quadsim.loop.brain.make_brain` calls first at every
+step: from the true state ``x_k`` it gives the readings of every sensor of a
+:class:`~quadsim.loop.brain.Sensors` record, a reading taken where ``j ≡ 0 (mod m)`` (``m`` its
+period in physics steps, ``j`` the steps since the flight's start) and held in between:
+
+* IMU: ``a = (v_k - v_{last}) / (m_i dt)``, ``(ω_m, a_m, b) = imu(q_k, ω_k, a, b, z)``;
+* motion capture: a delay line that moves every step, a sample every ``m_m`` steps, which a
+  dropout gap may lose;
+* barometer: a bias that walks every step, a sample every ``m_b`` steps;
+* GNSS: a delay line and a correlated error that move every step, a fix every ``m_g`` steps;
+* every sensor part (:mod:`quadsim.loop.parts`): ``(readings, state) = part.measure(k, x_k,
+  state, z, ctx)``, its readings held between its samples.
+
+``z`` holds the step's standard normals, cut into each sensor's group in the order of
+:func:`quadsim.loop.brain.noise_groups`. Everything is array-API code with ``where`` for the
+holds, so the function traces on CasADi and JAX.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..physics import sensors
+from ..physics._array import namespace
+from .parts import Context
+
+
+def dropping(mocap: Any) -> bool:
+    """Whether the motion capture loses samples (``dropout > 0``)."""
+    return mocap is not None and float(getattr(mocap, "dropout", 0.0)) > 0.0
+
+
+def due(j: Any, m: int, xp: Any) -> Any:
+    """``j ≡ 0 (mod m)`` for float step counts ``j`` (exact for integers below 2^24 / 2^53)."""
+    return (j - m * xp.floor(j / m)) == 0
+
+
+def pick(when: Any, new: Any, old: Any, xp: Any) -> Any:
+    """``new`` where ``when`` (per drone, ``(n,)``), else ``old``; over trees of arrays."""
+    if new is None:
+        return None
+    if isinstance(new, tuple):
+        items = [pick(when, a, b, xp) for a, b in zip(new, old, strict=True)]
+        return type(new)(*items) if hasattr(new, "_fields") else tuple(items)
+    extra = len(np.shape(new)) - len(np.shape(when))
+    d = xp.reshape(when, (*np.shape(when), *([1] * extra))) if extra > 0 else when
+    return xp.where(d, new, old)
+
+
+def make_sense(sens: Any, periods: Any, g_vec: Any, dt: float, offsets: dict,
+               part_at: dict, world: Any = None) -> Any:  # fmt: skip
+    """The sensors' step ``sense(k, truth, bs, z) -> (out, readings, states)``.
+
+    ``truth`` is the true :class:`~quadsim.engines.sim.State` ``(n, ...)``, ``bs`` the
+    :class:`~quadsim.loop.brain.BrainState`, ``z`` the normals ``(n, n_z)`` whose groups start at
+    ``offsets[stream]`` (a part's at ``part_at[name]``). ``out`` holds the readings logged
+    (``gyro``, ``accel``, ``mocap_pos``, ``mocap_stamp``, ``baro_alt``, ``gnss_*``,
+    ``<part>_<output>``), ``readings`` what the estimator reads (those, ``mocap_quat`` and the
+    ``*_fresh`` flags), ``states`` the sensors' next states by
+    :class:`~quadsim.loop.brain.BrainState` field (``imu``, ``imu_vel``, ``mocap``,
+    ``mocap_gap``, ``baro``, ``gnss``, ``parts``).
+    """
+    imu, mocap, baro, gnss = sens.imu, sens.mocap, sens.baro, sens.gnss
+    m_i, m_m, m_b, m_g = periods.imu, periods.mocap, periods.baro, periods.gnss
+    imu_dt = periods.imu_dt or dt
+    if dropping(mocap):
+        c_start, c_stay = sensors.dropout_thresholds(mocap)
+
+    def sense_imu(k, truth, bs, z, xp, out, readings, new):
+        held = bs.held
+        acc = (truth.vel - bs.imu_vel) / imu_dt
+        at = offsets["imu"]
+        reading, imu_new = sensors.imu_measure(truth.quat, truth.ang_vel, acc, g_vec, imu, bs.imu,
+                                         imu_dt, z[..., at:at + 12])  # fmt: skip
+        gyro, accel, imu_s, imu_vel = reading.gyro, reading.accel, imu_new, truth.vel
+        fresh = True
+        if m_i > 1:
+            fresh = due(bs.j, m_i, xp)
+            gyro = pick(fresh, gyro, held.gyro, xp)
+            accel = pick(fresh, accel, held.accel, xp)
+            imu_s = pick(fresh, imu_new, bs.imu, xp)
+            imu_vel = pick(fresh, truth.vel, bs.imu_vel, xp)
+        out["gyro"], out["accel"] = gyro, accel
+        readings |= {"gyro": gyro, "accel": accel, "imu_fresh": fresh}
+        new |= {"imu": imu_s, "imu_vel": imu_vel}
+
+    def sense_mocap(k, truth, bs, z, xp, out, readings, new):
+        held, gap, pos = bs.held, bs.mocap_gap, truth.pos
+        at = offsets["mocap"]
+        reading, mocap_s = sensors.mocap_measure(pos, truth.quat, mocap, bs.mocap,
+                                                 z[..., at:at + 6])  # fmt: skip
+        p_m, q_m, fresh = reading.pos, reading.quat, True
+        stamp = k * dt - float(mocap.latency) + 0.0 * pos[..., 0]
+        now = True if m_m == 1 else due(bs.j, m_m, xp)
+        if gap is not None:  # a sample due may be lost (module docstring of the mocap)
+            zd = z[..., at + 6]
+            lost = xp.where(gap > 0.5, zd < c_stay, zd > c_start)
+            gap = xp.where(now, xp.where(lost, 1.0, 0.0), gap) if m_m > 1 else \
+                xp.where(lost, 1.0, 0.0)  # fmt: skip
+            fresh = gap < 0.5 if m_m == 1 else xp.logical_and(now, gap < 0.5)
+        else:
+            fresh = now
+        if m_m > 1 or gap is not None:
+            p_m = pick(fresh, p_m, held.mocap_pos, xp)  # (the held attitude is not used)
+            stamp = pick(fresh, stamp, held.mocap_stamp, xp)
+        out["mocap_pos"], out["mocap_stamp"] = p_m, stamp
+        readings |= {"mocap_pos": p_m, "mocap_quat": q_m, "mocap_fresh": fresh}
+        new |= {"mocap": mocap_s, "mocap_gap": gap}
+
+    def sense_baro(k, truth, bs, z, xp, out, readings, new):
+        at = offsets["baro"]  # the bias walks every step; a sample every m_b steps, held
+        alt, baro_s = sensors.baro_measure(truth.pos, baro, bs.baro, dt, z[..., at:at + 2])
+        fresh = True
+        if m_b > 1:
+            fresh = due(bs.j, m_b, xp)
+            alt = pick(fresh, alt, bs.held.baro_alt, xp)
+        out["baro_alt"] = alt
+        readings |= {"baro_alt": alt, "baro_fresh": fresh}
+        new["baro"] = baro_s
+
+    def sense_gnss(k, truth, bs, z, xp, out, readings, new):
+        at, held = offsets["gnss"], bs.held  # the delay line and the error move every step
+        fix, gnss_s = sensors.gnss_measure(truth.pos, truth.vel, gnss, bs.gnss,
+                                           z[..., at:at + 9], dt)  # fmt: skip
+        g_p, g_v, fresh = fix.pos, fix.vel, True
+        g_t = k * dt - float(gnss.latency) + 0.0 * truth.pos[..., 0]
+        if m_g > 1:
+            fresh = due(bs.j, m_g, xp)
+            g_p = pick(fresh, g_p, held.gnss_pos, xp)
+            g_v = pick(fresh, g_v, held.gnss_vel, xp)
+            g_t = pick(fresh, g_t, held.gnss_stamp, xp)
+        out["gnss_pos"], out["gnss_vel"], out["gnss_stamp"] = g_p, g_v, g_t
+        readings |= {"gnss_pos": g_p, "gnss_vel": g_v, "gnss_fresh": fresh}
+        new["gnss"] = gnss_s
+
+    steps = [f for f, on in ((sense_imu, imu), (sense_mocap, mocap), (sense_baro, baro),
+                             (sense_gnss, gnss)) if on is not None]  # fmt: skip
+    parts = tuple(sens.parts)
+
+    def sense_parts(k, truth, bs, z, xp, out, readings, new):
+        ctx = Context(dt, xp, world=world, gravity=g_vec)
+        states = []
+        for part, m, (state, held) in zip(parts, periods.parts, bs.parts, strict=True):
+            count = sum(c for _, c in part.streams)
+            at = part_at[part.name]
+            got, state = part.measure(k, truth, state, z[..., at:at + count], ctx)
+            values = tuple(got[o.name] for o in part.outputs)
+            fresh = True
+            if m > 1:
+                fresh = due(bs.j, m, xp)
+                values = tuple(pick(fresh, v, h, xp) for v, h in zip(values, held, strict=True))
+            for o, v in zip(part.outputs, values, strict=True):
+                out[f"{part.name}_{o.name}"] = v
+                readings[f"{part.name}_{o.name}"] = v
+            readings[f"{part.name}_fresh"] = fresh
+            states.append((state, values if m > 1 else None))
+        new["parts"] = tuple(states)
+
+    if parts:
+        steps.append(sense_parts)
+
+    def sense(k: Any, truth: Any, bs: Any, z: Any) -> tuple[dict, dict, dict]:
+        xp = namespace(truth.quat)
+        out: dict = {}
+        readings: dict = {}
+        new = {"imu": bs.imu, "imu_vel": bs.imu_vel, "mocap": bs.mocap, "mocap_gap": bs.mocap_gap,
+               "baro": bs.baro, "gnss": bs.gnss, "parts": bs.parts}  # fmt: skip
+        for step in steps:
+            step(k, truth, bs, z, xp, out, readings, new)
+        return out, readings, new
+
+    return sense
