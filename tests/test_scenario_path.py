@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from quadsim.app import scenario
-from quadsim.app.scenario import Assembly, build, default_backend, load_scenario
+from quadsim.app.scenario import Assembly, build, default_backend, load_scenario, validate
 from quadsim.loop import initial
 from quadsim.loop import trajectories as tr
 
@@ -28,8 +28,8 @@ RANDOM = (
 
 def test_build_returns_a_typed_assembly_and_reuses_the_draws_of_validation(monkeypatch):
     calls = []
-    real = scenario._initial
-    monkeypatch.setattr(scenario, "_initial", lambda *a: calls.append(1) or real(*a))
+    real = validate.draw_initial  # what validation (validate.prepare) draws the start with
+    monkeypatch.setattr(validate, "draw_initial", lambda *a: calls.append(1) or real(*a))
     sc = load(RANDOM)
     assert len(calls) == 1  # validation drew the randomisation once
     objs = build(sc)

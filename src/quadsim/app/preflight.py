@@ -231,7 +231,7 @@ def check_run(sc: Any) -> list[str]:
     """
     from ..loop.control import load_gains
     from ..physics.params import load_params
-    from .scenario import _gains_name
+    from .scenario.presets import gains_name  # not at the top: scenario.validate imports us
 
     v = sc.values
     n, sim = v[""]["n"], v["sim"]
@@ -247,7 +247,7 @@ def check_run(sc: Any) -> list[str]:
         drone, gains = sc.prepared.drone, sc.prepared.gains
     else:
         drone = load_params(v["drone"]["preset"])
-        gains = load_gains(_gains_name(v), drone=drone, dt=sim["dt"])
+        gains = load_gains(gains_name(v), drone=drone, dt=sim["dt"])
     tau, what = fastest_time_constant(drone, gains)
     advice = dt_advice(sim["dt"], sim["integrator"], sim["dtype"], tau, what)
     if advice:
@@ -257,10 +257,10 @@ def check_run(sc: Any) -> list[str]:
 
 def _where(sc: Any, path: str) -> str:
     """``FILE: KEY (line N)`` for a scenario key (the line where the file sets it, if it does)."""
-    from .scenario import _failer
+    from .scenario.locations import failer  # not at the top: scenario.validate imports us
 
     section, _, key = path.rpartition(".")
-    return str(_failer(sc.source, sc.text)(section, key, "")).removesuffix(": ")
+    return str(failer(sc.source, sc.text)(section, key, "")).removesuffix(": ")
 
 
 def format_duration(s: float) -> str:

@@ -120,16 +120,16 @@ def load_sweep(path: str | Path) -> Sweep:
     Raises:
         ValueError: ``FILE: KEY (line N): what is wrong`` (the scenario's line finder).
     """
-    from ..scenario import _failer, _read_text, line_of
+    from ..scenario.locations import failer, line_of, read_text
 
     p = Path(path)
-    text = _read_text(p)
+    text = read_text(p)
     where = str(p)
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{where}: malformed TOML: {e}") from None
-    top = _failer(where, text)
+    top = failer(where, text)
 
     def fail(key: str, msg: str, axis: bool = False) -> ValueError:
         if not axis:
@@ -163,7 +163,7 @@ def load_sweep(path: str | Path) -> Sweep:
         raise fail("samples", "a grid takes every combination of the axes; no samples")
     base = (p.parent / doc["base"]).resolve()
     try:
-        base_text = _read_text(base)
+        base_text = read_text(base)
         base_doc = tomllib.loads(base_text)
     except (ValueError, OSError, tomllib.TOMLDecodeError) as e:
         raise fail("base", f"cannot read the base scenario: {e}") from None
@@ -176,7 +176,7 @@ def load_sweep(path: str | Path) -> Sweep:
 
 def _axis(key: str, spec: Any, method: str, fail: Any) -> tuple[str, Any]:
     """One axis of ``[axes]``: ``("values", [...])`` or ``("range", (low, high))``."""
-    from ..scenario import SCHEMA, _type_ok
+    from ..scenario.schema import SCHEMA, type_ok
 
     section, _, k = key.rpartition(".")
     if section not in SCHEMA or k not in SCHEMA[section] or key in ("n", "seed"):
@@ -201,7 +201,7 @@ def _axis(key: str, spec: Any, method: str, fail: Any) -> tuple[str, Any]:
         if not isinstance(vals, list) or not vals:
             raise fail(key, "an axis needs at least one value (a list)", True)
         for v in vals:
-            if not _type_ok(kind, v):
+            if not type_ok(kind, v):
                 raise fail(key, f"value {v!r} is not {_expect(kind)}", True)
             if kind in ("float", "vec3", "floats") and not _finite(v):
                 raise fail(key, f"value {v!r} is not finite", True)
@@ -215,7 +215,7 @@ def _axis(key: str, spec: Any, method: str, fail: Any) -> tuple[str, Any]:
     lo, hi = spec["low"], spec["high"]
     if kind not in ("float", "vec3", "floats", "int"):
         raise fail(key, f"a range needs a numeric key; {key} is {_expect(kind)}", True)
-    if not _type_ok(kind, lo) or not _type_ok(kind, hi) or not (_int64(lo) and _int64(hi)):
+    if not type_ok(kind, lo) or not type_ok(kind, hi) or not (_int64(lo) and _int64(hi)):
         raise fail(key, f"low and high must be {_expect(kind)} (integers of 64 bits); got "
                         f"{lo!r}, {hi!r}", True)  # fmt: skip
     a, b = np.asarray(lo, dtype=object), np.asarray(hi, dtype=object)
@@ -258,9 +258,9 @@ def _kind(key: str) -> str:
 
 
 def _expect(kind: str) -> str:
-    from ..scenario import _EXPECT
+    from ..scenario.schema import EXPECT
 
-    return _EXPECT.get(kind, kind)
+    return EXPECT.get(kind, kind)
 
 
 def _points(sw: Sweep) -> list[dict]:

@@ -121,14 +121,14 @@ def _check_path(path: Path, sw: Sweep, run: int) -> None:
 
 def _check_per_drone(task: dict) -> None:
     """Type and range of the per-drone values, as the scenario checks them (run and value)."""
-    from ..scenario import SCHEMA, _type_ok
+    from ..scenario.schema import SCHEMA, type_ok
 
     for key, vals in task["per_drone"].items():
         section, _, k = key.rpartition(".")
         spec = SCHEMA[section][k]
         for run, v in zip(task["runs"], vals, strict=True):
             bad = None
-            if not _type_ok(spec.type, v):
+            if not type_ok(spec.type, v):
                 bad = "wrong type"
             elif not np.all(np.isfinite(np.asarray(v, dtype=float))):
                 bad = "not finite"
@@ -147,7 +147,9 @@ def prepare(task: dict) -> Any:
         ValueError: A value the scenario rejects, naming the sweep file, the run and the value.
     """
     from ...physics.params import PhysicalError, check_physical
-    from ..scenario import _check_start, _failer, validate_doc
+    from ..scenario import validate_doc
+    from ..scenario.initial import check_start
+    from ..scenario.locations import failer
 
     cwd = os.getcwd()
     os.chdir(task["base_dir"])  # the base scenario's relative paths
@@ -195,7 +197,7 @@ def prepare(task: dict) -> Any:
         init["ang_vel"] = np.asarray(pd["initial.ang_vel"], dtype=np.float64)
     init["per_drone"] = per
     try:
-        _check_start(v, prep.world, init, _failer(where, ""))
+        check_start(v, prep.world, init, failer(where, ""))
     except ValueError as e:
         raise ValueError(f"{e} (runs {task['runs'][0]}..{task['runs'][-1]})") from None
     return sc._replace(prepared=prep._replace(initial=init))

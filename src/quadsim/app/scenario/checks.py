@@ -1,0 +1,153 @@
+"""Checks across a scenario's keys: impossible combinations and ranges one key cannot express.
+
+Run on values whose types and signs :func:`quadsim.app.scenario.validate.validate_doc` has
+already checked key by key; each error names the key to change (through ``fail``,
+:func:`quadsim.app.scenario.locations.failer`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ...loop.brain import loop_periods
+from ...physics.sensors import dropout_thresholds
+from .presets import mocap_params
+from .schema import type_ok
+
+__all__ = ["check_combinations", "check_ranges"]
+
+
+def check_combinations(v: dict, fail: Any) -> None:
+    """Impossible combinations, named by key path."""
+    _check_spreads(v["randomize"], fail)
+    _check_waypoints(v["trajectory"], fail)
+    _check_steps(v, fail)
+    _check_mocap(v, fail)
+    _check_estimator(v, fail)
+    _check_obstacles(v["world"], fail)
+
+
+def _check_spreads(rnd: dict, fail: Any) -> None:
+    """``[randomize]``: spreads small enough to draw from, and one of std and range per quantity."""
+    for key in ("pos_std", "vel_std", "rpy_std_deg", "pos_range", "vel_range", "rpy_range_deg",
+                "ang_vel_max"):  # fmt: skip
+        if max(np.atleast_1d(rnd[key])) > 1e6:  # a draw from it would overflow the state
+            raise fail("randomize", key, f"must be at most 1e6; got {rnd[key]!r}")
+    for std, rng in (("pos_std", "pos_range"), ("vel_std", "vel_range"),
+                     ("rpy_std_deg", "rpy_range_deg")):  # fmt: skip
+        if rnd[std] > 0 and any(rnd[rng]):
+            raise fail("randomize", rng, f"give one of randomize.{std} and randomize.{rng}")
+
+
+def _check_waypoints(traj: dict, fail: Any) -> None:
+    """A minimum-snap reference: at least two finite waypoints, one positive time per segment."""
+    if traj["kind"] != "min_snap":
+        return
+    wps = traj["waypoints"]
+    if wps is None:
+        raise fail("trajectory", "waypoints", "required for trajectory.kind = 'min_snap'")
+    if len(wps) < 2 or not all(type_ok("vec3", w) and all(map(_finite, w)) for w in wps):
+        raise fail("trajectory", "waypoints", "expected a list of at least two finite [x, y, z]")
+    times = traj["segment_times"]
+    if times is not None and (len(times) != len(wps) - 1 or min(times) <= 0):
+        raise fail(
+            "trajectory",
+            "segment_times",
+            f"expected {len(wps) - 1} positive durations; got {times!r}",
+        )
+
+
+def _check_steps(v: dict, fail: Any) -> None:
+    """The duration holds a step; the integrator suits the backend and the model."""
+    sim = v["sim"]
+    if v[""]["duration"] < sim["dt"]:
+        raise fail("", "duration", f"shorter than one step (sim.dt = {sim['dt']})")
+    if sim["integrator"] == "rk45" and sim["backend"] != "numpy":
+        raise fail("sim", "integrator", "rk45 runs on the numpy backend only")
+    if sim["model"] == "euler_zyx" and sim["integrator"] == "geometric":
+        raise fail("sim", "integrator", "geometric integration needs a quaternion model")
+
+
+def _check_mocap(v: dict, fail: Any) -> None:
+    """Motion capture: latency a multiple of its period, dropout and gap, rate against ``dt``."""
+    sim = v["sim"]
+    lat, rate = v["sensors"]["mocap_latency"], v["sensors"]["mocap_rate"]
+    period = sim["dt"] if rate is None else 1.0 / rate
+    what = f"sim.dt = {sim['dt']}" if rate is None else f"its period 1/mocap_rate = {period:g}"
+    if lat < 0 or abs(lat / period - round(lat / period)) > 1e-9:
+        raise fail("sensors", "mocap_latency", f"must be a non-negative multiple of {what} s; "
+                   f"got {lat}")  # fmt: skip
+    sv = v["sensors"]
+    for key in ("mocap_dropout", "mocap_gap"):
+        try:
+            dropout_thresholds(mocap_params(sv | {"mocap_pos_std": 0.0}, sim["dt"]))
+        except ValueError as e:
+            if key.removeprefix("mocap_") in str(e).split()[0]:
+                raise fail("sensors", key, str(e)) from None
+    if rate is not None:
+        try:
+            loop_periods(sim["dt"], mocap=mocap_params(v["sensors"], sim["dt"]))
+        except ValueError as e:
+            raise fail("sensors", "mocap_rate", f"{rate:g} Hz: {e}") from None
+
+
+def _check_estimator(v: dict, fail: Any) -> None:
+    """An estimator (not the truth) has an IMU and a position sensor to read."""
+    est = v["estimator"]["kind"]
+    if est != "truth" and v["sensors"]["imu"] == "none":
+        raise fail("estimator", "kind", f"{est!r} needs an IMU (sensors.imu)")
+    if est != "truth" and v["sensors"]["mocap_pos_std"] is None and v["sensors"]["gnss"] == "none":
+        raise fail("estimator", "kind", f"{est!r} needs a position sensor: motion capture "
+                   "(sensors.mocap_pos_std) or GNSS (sensors.gnss)")  # fmt: skip
+
+
+def _check_obstacles(world: dict, fail: Any) -> None:
+    """Each entry of ``world.walls`` and ``world.boxes`` has the expected keys and values."""
+    for i, w in enumerate(world["walls"]):
+        if not (
+            isinstance(w, dict)
+            and w.get("axis") in ("x", "y", "z")
+            and _finite(w.get("at"))
+            and w.get("side", 1) in (1, -1)
+            and set(w) <= {"axis", "at", "side"}
+        ):
+            raise fail(
+                "world",
+                "walls",
+                f"entry {i}: expected {{axis = 'x'|'y'|'z', at = finite number, side = 1|-1}}; "
+                f"got {w!r}",
+            )
+    for i, b in enumerate(world["boxes"]):
+        if not (
+            isinstance(b, dict)
+            and set(b) == {"lo", "hi"}
+            and type_ok("vec3", b["lo"])
+            and type_ok("vec3", b["hi"])
+            and all(map(_finite, b["lo"] + b["hi"]))
+            and all(lo < hi for lo, hi in zip(b["lo"], b["hi"], strict=True))
+        ):
+            raise fail(
+                "world",
+                "boxes",
+                f"entry {i}: expected {{lo = [x, y, z], hi = [x, y, z]}}, finite, with lo < hi; "
+                f"got {b!r}",
+            )
+
+
+def _finite(x: Any) -> bool:
+    """A finite number (not a bool)."""
+    return type_ok("float", x) and math.isfinite(x)
+
+
+def check_ranges(v: dict, fail: Any) -> None:
+    """Ranges that one key's type and sign do not express."""
+    for key in ("mass_rel", "inertia_rel"):
+        f = v["randomize"][key]
+        if not f < 1.0:
+            raise fail("randomize", key, f"must be < 1 (a fraction of the nominal value); got {f}")
+    e = v["world"]["restitution"]
+    if e is not None and not 0.0 <= e <= 1.0:
+        raise fail("world", "restitution", f"must lie in [0, 1]; got {e}")
