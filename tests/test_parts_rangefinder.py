@@ -88,7 +88,7 @@ def test_parameters_are_checked_and_the_kind_is_registered():
         Rangefinder("tof", min_range=5.0)
     with pytest.raises(ValueError, match="range_max: unknown parameter"):
         Rangefinder("tof", range_max=5.0)
-    with pytest.raises(ValueError, match="rate must be a positive"):
+    with pytest.raises(ValueError, match="rate: must be a positive"):
         Rangefinder("tof", rate=0.0)
     with pytest.raises(ValueError, match="unknown sensor kind 'lidar'"):
         sensor_class("lidar")

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...engines.sim import Simulator, Wind
 from ...loop import flight
-from ...loop.brain import loop_periods
+from ...loop.brain import Sensors, loop_periods
 from ...loop.control import control as control_fn
 from ...loop.estimation.complementary import ComplementaryGains
 from ...loop.estimation.estimators import (
@@ -68,6 +68,7 @@ class Assembly(NamedTuple):
         gnss: :class:`~quadsim.physics.sensors.GnssParams`, or ``None``.
         power: :class:`~quadsim.physics.power.PowerParams` (``sim.command = "pwm"``), or ``None``.
         battery_charge: The battery's charge at the start (0..1).
+        parts: The sensor parts (:mod:`quadsim.loop.parts`) of the ``[sensors.<name>]`` tables.
         meta: The run's metadata (:func:`quadsim.loop.flight.run_meta`): drone, time step, duration
             in whole steps, rotors, backend, model, integrator, dtype, scenario, name,
             controller, trajectory, seed and output options (``animate``: ``None``).
@@ -90,6 +91,7 @@ class Assembly(NamedTuple):
     gnss: Any = None
     power: Any = None
     battery_charge: float = 1.0
+    parts: tuple = ()
 
 
 def build(sc: Scenario) -> Assembly:
@@ -136,6 +138,7 @@ def build(sc: Scenario) -> Assembly:
                            gnss)  # fmt: skip
     meta = _meta(sc, sim, power, prep.drone)
     control = policy_control if v["controller"]["kind"] == "policy" else control_fn
+    control = prep.control if prep.control is not None else control
     return Assembly(
         sim=sim,
         trajectory=prep.trajectory,
@@ -154,6 +157,7 @@ def build(sc: Scenario) -> Assembly:
         gnss=gnss,
         power=power,
         battery_charge=sm["battery_charge"],
+        parts=prep.parts,
     )
 
 
@@ -206,7 +210,7 @@ def fly_assembly(objs: Assembly, **kwargs: Any) -> Any:
                       duration=objs.duration, ref_offset=objs.ref_offset, imu=objs.imu,
                       mocap=objs.mocap, estimator=objs.estimator, baro=objs.baro, gnss=objs.gnss,
                       power=objs.power, battery_charge=objs.battery_charge, seed=objs.seed,
-                      **kwargs)  # fmt: skip
+                      parts=objs.parts, **kwargs)  # fmt: skip
 
 
 def resolved_files(sc: Scenario) -> dict[str, str]:
@@ -277,7 +281,7 @@ def _estimator(ev: dict, imu: Any, mocap: Any, drone: Any, dt: float, gains: Any
     kind = ev["kind"]
     if kind == "truth":
         return None
-    periods = loop_periods(dt, gains, imu, mocap, baro=baro, gnss=gnss)
+    periods = loop_periods(dt, gains, Sensors(imu, mocap, baro, gnss))
     if kind == "complementary":
         fix = periods.mocap if mocap is not None else periods.gnss
         g = ComplementaryGains(k_p=ev["k_p"], k_i=ev["k_i"], meas_period=float(fix) * dt)

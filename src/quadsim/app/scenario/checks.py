@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ...loop.brain import loop_periods
+from ...loop.brain import Sensors, loop_periods
 from ...physics.sensors import dropout_thresholds
 from .presets import mocap_params
 from .schema import type_ok
@@ -89,7 +89,7 @@ def _check_mocap(v: dict, fail: Any) -> None:
                 raise fail("sensors", key, str(e)) from None
     if rate is not None:
         try:
-            loop_periods(sim["dt"], mocap=mocap_params(v["sensors"], sim["dt"]))
+            loop_periods(sim["dt"], None, Sensors(mocap=mocap_params(v["sensors"], sim["dt"])))
         except ValueError as e:
             raise fail("sensors", "mocap_rate", f"{rate:g} Hz: {e}") from None
 

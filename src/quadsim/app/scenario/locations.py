@@ -61,10 +61,11 @@ def line_of(text: str, section: str, key: str) -> int | None:
     """1-based line where ``section.key`` is set (``key=""``: where ``[section]`` opens).
 
     Keys may be bare, "quoted" or 'quoted' (any Unicode), dotted (``wind.mean = ...`` at the top
-    level), or inside an inline table (``wind = { mean = ... }``). A key that is not written
-    falls back to the line that opens its section, else None.
+    level), or inside an inline table (``wind = { mean = ... }``); a dotted ``section`` is a
+    subtable (``"sensors.tof"``: ``[sensors.tof]``). A key that is not written falls back to the
+    line that opens its section, else None.
     """
-    target = [p for p in (section, key) if p]
+    target = [*(section.split(".") if section else []), *([key] if key else [])]
     table: list[str] = []
     fallback = None
     for no, line in enumerate(text.splitlines(), 1):
@@ -76,7 +77,7 @@ def line_of(text: str, section: str, key: str) -> int | None:
                 table = parsed[0]
                 if table == target:
                     return no
-                if fallback is None and section and table == [section]:
+                if fallback is None and section and table == section.split("."):
                     fallback = no
                 continue
         parsed = _parse_key(line, 0)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ...loop.brain import loop_periods
+from ...loop.brain import Sensors, loop_periods
 from ...loop.control import load_gains
 from ...loop.initial import make_trajectory
 from ...physics.envelope import envelope
@@ -112,7 +112,7 @@ def check_imu(v: dict, fail: Any) -> None:
     imu = load_named(fail, "sensors", "imu", name, load_imu, list_imu_presets(), "IMU preset",
                      "available", none=True)  # fmt: skip
     try:  # the IMU's period against the physics step (the loop's rule, checked once here)
-        loop_periods(v["sim"]["dt"], None, imu)
+        loop_periods(v["sim"]["dt"], None, Sensors(imu))
     except ValueError as e:
         raise fail("sensors", "imu", f"{e}; choose sim.dt to fit") from None
 

@@ -135,8 +135,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
     },
     "controller": {
         "kind": Key(
-            "str", "geometric", "Controller; `policy`: a trained policy file (`path`).",
-            choices=("geometric", "pid", "policy"),
+            "str", "geometric", "Controller: `geometric`, `pid`, `policy` (a trained policy "
+            "file, `path`), or a controller part (`package.module:Class` or an entry point; its "
+            "other keys are its parameters; docs/parts.md).",
         ),
         "path": Key(
             "str", "", "Policy: the policy file (`quadsim train`'s policy.npz; docs/rl.md)."

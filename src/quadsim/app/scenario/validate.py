@@ -21,6 +21,7 @@ from ..preflight import memory_problem
 from .checks import check_combinations, check_ranges
 from .initial import check_start, draw_initial
 from .locations import failer, read_text
+from .parts import BUILTIN_CONTROLLERS, check_reads, load_controller, load_parts, split_parts
 from .presets import check_gains, check_imu, load_drone, load_trajectory, load_world
 from .schema import EXPECT, REQUIRED, SCHEMA, Key, type_ok
 
@@ -37,6 +38,8 @@ class Prepared(NamedTuple):
         initial: Per-drone parameters and initial state
             (:func:`~quadsim.app.scenario.initial.draw_initial`).
         gains: The controller's gains.
+        parts: The sensor parts of the ``[sensors.<name>]`` tables (:mod:`.parts`).
+        control: The controller part, or ``None`` for a built-in controller.
     """
 
     drone: Any
@@ -44,6 +47,8 @@ class Prepared(NamedTuple):
     world: Any
     initial: dict
     gains: Any
+    parts: tuple = ()
+    control: Any = None
 
 
 class Scenario(NamedTuple):
@@ -97,6 +102,7 @@ def validate_doc(doc: dict, where: str, raw: str = "") -> Scenario:
         ValueError: ``WHERE: KEY (line N): what is wrong``.
     """  # noqa: D205
     fail = failer(where, raw)
+    doc, part_tables, controller_keys = split_parts(doc)
 
     values: dict[str, dict] = {}
     for section, keys in SCHEMA.items():
@@ -104,6 +110,8 @@ def validate_doc(doc: dict, where: str, raw: str = "") -> Scenario:
         if not isinstance(given, dict):
             raise fail("", section, "must be a table ([section])")
         values[section] = _section_values(section, keys, given, fail)
+    # not schema sections: the parts' own tables (checked by the parts, in prepare)
+    values["parts"] = {"sensors": part_tables, "controller": controller_keys}
     if values["sim"]["backend"] == "auto":
         values["sim"]["backend"] = default_backend(values["sim"]["integrator"])
     check_combinations(values, fail)
@@ -192,5 +200,15 @@ def prepare(v: dict, fail: Any) -> Prepared:
         at = f"drone {e.index[0]}: " if e.index else ""
         raise fail("randomize", key, f"{at}{e.reason}; lower randomize.{key}") from None
     check_start(v, world, init, fail)
-    gains = check_gains(v, drone, fail)
-    return Prepared(drone, traj, world, init, gains)
+    named = v.get("parts", {})
+    parts = load_parts(named.get("sensors", {}), v["sim"]["dt"], world, drone.gravity_vec, fail)
+    control = None
+    if v["controller"]["kind"] in BUILTIN_CONTROLLERS:
+        gains = check_gains(v, drone, fail)
+    else:
+        rate = v["controller"]["rate"]
+        control = load_controller(v["controller"]["kind"], named.get("controller", {}), drone,
+                                  v["sim"]["dt"] if rate is None else 1.0 / rate, fail)  # fmt: skip
+        gains = control.gains
+    check_reads(control, parts, v, fail)
+    return Prepared(drone, traj, world, init, gains, parts, control)

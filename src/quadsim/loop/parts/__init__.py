@@ -140,8 +140,9 @@ class Sensor:
     def __init__(self, name: str, rate: float | None = None, **values: float) -> None:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ValueError(f"a part's name is lower-case letters, digits and _; got {name!r}")
-        if rate is not None and not (math.isfinite(rate) and rate > 0):
-            raise ValueError(f"{name}: rate must be a positive number of Hz; got {rate!r}")
+        if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int | float)
+                                 or not (math.isfinite(rate) and rate > 0)):  # fmt: skip
+            raise ValueError(f"rate: must be a positive number of Hz; got {rate!r}")
         self.name, self.rate = name, None if rate is None else float(rate)
         for key, value in check_params(self.params, values).items():
             setattr(self, key, value)
