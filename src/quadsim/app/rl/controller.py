@@ -23,9 +23,11 @@ keeps is :class:`PolicyState`.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
-__all__ = ["PolicyGains", "PolicyState", "policy_control", "policy_gains"]
+from ...loop.parts import Controller
+
+__all__ = ["Policy", "PolicyGains", "PolicyState", "policy_control", "policy_gains"]
 
 
 class PolicyGains(NamedTuple):
@@ -162,3 +164,37 @@ def _init_state(gains: PolicyGains, batch_shape: tuple = (), xp: Any = None,
 
 policy_control.command = "rpm"  # type: ignore[attr-defined]
 policy_control.init_state = _init_state  # type: ignore[attr-defined]
+
+
+class Policy(Controller):
+    """The policy controller as a controller part (``[controller] kind = "policy"``, registered
+    as an entry point of ``quadsim.controllers``): its policy file is ``path``, its default rate
+    100 Hz (the environments' control rate, which the policy was trained at)."""  # noqa: D205, D209
+
+    command: ClassVar[str | None] = "rpm"
+    default_rate: ClassVar[float] = 100.0
+
+    @classmethod
+    def from_table(cls, table: dict, drone: Any, dt: float) -> Policy:
+        """From ``[controller]``: ``path``, the policy file.
+
+        Raises:
+            ValueError: ``"path: why"``.
+        """
+        unknown = sorted(set(table) - {"path"})
+        if unknown:
+            raise ValueError(f"{unknown[0]}: not a key of the policy controller")
+        if not table.get("path"):
+            raise ValueError('path: kind = "policy" needs the policy file')
+        try:
+            return cls(policy_gains(table["path"], drone, dt))
+        except ValueError as e:
+            raise ValueError(f"path: {e}") from None
+
+    def __call__(self, state: Any, ref: Any, gains: Any, cstate: Any) -> tuple[Any, Any]:
+        """``(rotor speeds (..., N) [RPM], cstate)`` (:func:`policy_control`)."""
+        return policy_control(state, ref, gains, cstate)
+
+    def init_state(self, gains: Any, shape: tuple, xp: Any = None, dtype: Any = None) -> Any:
+        """The policy's state at the start."""
+        return _init_state(gains, shape, xp, dtype)

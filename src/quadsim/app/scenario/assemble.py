@@ -16,7 +16,6 @@ import numpy as np
 from ...engines.sim import Simulator, Wind
 from ...loop import flight
 from ...loop.brain import Sensors, loop_periods
-from ...loop.control import control as control_fn
 from ...loop.estimation.complementary import ComplementaryGains
 from ...loop.estimation.estimators import (
     ComplementaryEstimator,
@@ -36,7 +35,6 @@ from ...physics.sensors import (
     load_imu,
 )
 from ...physics.wind import dryden_preset
-from ..rl.controller import policy_control
 from .locations import failer
 from .presets import gains_name, is_path, load_named, mocap_params
 from .validate import Scenario, prepare
@@ -137,8 +135,7 @@ def build(sc: Scenario) -> Assembly:
     estimator = _estimator(v["estimator"], imu, mocap, prep.drone, sm["dt"], prep.gains, baro,
                            gnss)  # fmt: skip
     meta = _meta(sc, sim, power, prep.drone)
-    control = policy_control if v["controller"]["kind"] == "policy" else control_fn
-    control = prep.control if prep.control is not None else control
+    control = prep.control
     return Assembly(
         sim=sim,
         trajectory=prep.trajectory,

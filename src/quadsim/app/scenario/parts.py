@@ -86,20 +86,34 @@ def load_parts(tables: dict, dt: float, world: Any, gravity: Any, fail: Any) -> 
     return tuple(parts)
 
 
-def load_controller(kind: str, extra: dict, drone: Any, dt: float, fail: Any) -> Any:
-    """The controller part of ``[controller] kind = ...``, from the section's other keys.
+def load_controller(v: dict, extra: dict, drone: Any, fail: Any) -> Any:
+    """The controller part of ``[controller] kind = ...`` at its period: a built-in one from the
+    section's ``gains`` or ``path``, a user's from the section's other keys (``extra``).
+
+    The period is ``1 / controller.rate``, else the part's ``default_rate``, else ``sim.dt``; it
+    must be a whole number of physics steps.
 
     Raises:
         ValueError: ``FILE: controller.<key> (line N): why``.
-    """
+    """  # noqa: D205
+    c, kind = v["controller"], v["controller"]["kind"]
     try:
         cls = controller_class(kind)
     except ValueError as e:
         raise fail("controller", "kind", str(e)) from None
+    rate = c["rate"] if c["rate"] is not None else getattr(cls, "default_rate", None)
+    dt = v["sim"]["dt"] if rate is None else 1.0 / rate
+    if rate is not None:
+        try:
+            loop_periods(v["sim"]["dt"], control_dt=dt)
+        except ValueError as e:
+            raise fail("controller", "rate", f"{rate:g} Hz: {e}") from None
+    table = extra if kind not in BUILTIN_CONTROLLERS else {
+        k: c[k] for k in ("gains", "path") if c[k]}  # fmt: skip
     try:
-        return cls.from_table(extra, drone, dt)
+        return cls.from_table(table, drone, dt)
     except ValueError as e:
-        key, why = _key_of(e, extra, "kind")
+        key, why = _key_of(e, {**table, **c}, "kind")
         raise fail("controller", key, why) from None
     except Exception as e:
         raise fail("controller", "kind", f"{kind} could not be built: {type(e).__name__}: "

@@ -4,7 +4,7 @@
 preset, a missing or unreadable file, or what the loader rejects names the key);
 :func:`is_path` tells the two apart and :func:`gains_name` names the controller's gains file.
 The loaders turn validated sections into objects: the drone (:func:`load_drone`), the world
-(:func:`load_world`), the reference (:func:`load_trajectory`), the gains (:func:`check_gains`)
+(:func:`load_world`), the reference (:func:`load_trajectory`), the controller part (:mod:`.parts`)
 and the motion capture (:func:`mocap_params`); :func:`check_imu` checks the IMU.
 """
 
@@ -17,15 +17,13 @@ from typing import Any
 import numpy as np
 
 from ...loop.brain import Sensors, loop_periods
-from ...loop.control import load_gains
 from ...loop.initial import make_trajectory
 from ...physics.envelope import envelope
 from ...physics.params import PhysicalError, check_physical, list_presets, load_params
 from ...physics.sensors import MocapParams, list_imu_presets, load_imu
 from ...physics.world import Box, Ground, World, wall
-from ..rl.controller import policy_gains
 
-__all__ = ["check_gains", "check_imu", "gains_name", "is_path", "load_drone", "load_named",
+__all__ = ["check_imu", "gains_name", "is_path", "load_drone", "load_named",
            "load_trajectory", "load_world", "mocap_params"]  # fmt: skip
 
 
@@ -115,34 +113,6 @@ def check_imu(v: dict, fail: Any) -> None:
         loop_periods(v["sim"]["dt"], None, Sensors(imu))
     except ValueError as e:
         raise fail("sensors", "imu", f"{e}; choose sim.dt to fit") from None
-
-
-def check_gains(v: dict, drone: Any, fail: Any) -> Any:
-    """The controller's gains: the file exists, loads, and suits the drone and ``sim.dt``."""
-    rate = v["controller"]["rate"]
-    if v["controller"]["kind"] == "policy" and rate is None:
-        rate = 100.0  # the environments' control rate, which the policy was trained at
-    dt = v["sim"]["dt"] if rate is None else 1.0 / rate
-    if rate is not None:
-        try:
-            loop_periods(v["sim"]["dt"], control_dt=dt)
-        except ValueError as e:
-            raise fail("controller", "rate", f"{rate:g} Hz: {e}") from None
-    if v["controller"]["kind"] == "policy":
-        if not v["controller"]["path"]:
-            raise fail("controller", "path", "kind = \"policy\" needs the policy file")
-        try:
-            return policy_gains(v["controller"]["path"], drone, dt)
-        except ValueError as e:
-            raise fail("controller", "path", str(e)) from None
-    try:
-        gains = load_gains(gains_name(v), drone=drone, dt=dt)
-    except ValueError as e:
-        hint = "" if v["controller"]["gains"] else " (the default for drone.preset and kind)"
-        raise fail("controller", "gains", f"{e}{hint}") from None
-    if type(gains).__name__.lower().removesuffix("gains") != v["controller"]["kind"]:
-        raise fail("controller", "gains", f"are not {v['controller']['kind']} gains")
-    return gains
 
 
 def load_trajectory(t: dict) -> Any:

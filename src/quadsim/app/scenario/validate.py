@@ -21,8 +21,8 @@ from ..preflight import memory_problem
 from .checks import check_combinations, check_ranges
 from .initial import check_start, draw_initial
 from .locations import failer, read_text
-from .parts import BUILTIN_CONTROLLERS, check_reads, load_controller, load_parts, split_parts
-from .presets import check_gains, check_imu, load_drone, load_trajectory, load_world
+from .parts import check_reads, load_controller, load_parts, split_parts
+from .presets import check_imu, load_drone, load_trajectory, load_world
 from .schema import EXPECT, REQUIRED, SCHEMA, Key, type_ok
 
 __all__ = ["Prepared", "Scenario", "default_backend", "load_scenario", "prepare", "validate_doc"]
@@ -39,7 +39,8 @@ class Prepared(NamedTuple):
             (:func:`~quadsim.app.scenario.initial.draw_initial`).
         gains: The controller's gains.
         parts: The sensor parts of the ``[sensors.<name>]`` tables (:mod:`.parts`).
-        control: The controller part, or ``None`` for a built-in controller.
+        control: The controller part (:mod:`quadsim.loop.parts`): a built-in one
+            (``geometric``, ``pid``, ``policy``) or a user's.
     """
 
     drone: Any
@@ -202,13 +203,7 @@ def prepare(v: dict, fail: Any) -> Prepared:
     check_start(v, world, init, fail)
     named = v.get("parts", {})
     parts = load_parts(named.get("sensors", {}), v["sim"]["dt"], world, drone.gravity_vec, fail)
-    control = None
-    if v["controller"]["kind"] in BUILTIN_CONTROLLERS:
-        gains = check_gains(v, drone, fail)
-    else:
-        rate = v["controller"]["rate"]
-        control = load_controller(v["controller"]["kind"], named.get("controller", {}), drone,
-                                  v["sim"]["dt"] if rate is None else 1.0 / rate, fail)  # fmt: skip
-        gains = control.gains
+    control = load_controller(v, named.get("controller", {}), drone, fail)
+    gains = control.gains
     check_reads(control, parts, v, fail)
     return Prepared(drone, traj, world, init, gains, parts, control)

@@ -63,9 +63,12 @@ SENSORS = {
 }
 """Built-in sensor parts: kind -> ``module:Class`` (imported when a scenario names it)."""
 
-CONTROLLERS: dict[str, str] = {}
-"""Registered controller parts: kind -> ``module:Class`` (the built-in ``geometric``, ``pid`` and
-``policy`` controllers are the scenario's own kinds)."""
+CONTROLLERS = {
+    "geometric": "quadsim.loop.control.parts:Geometric",
+    "pid": "quadsim.loop.control.parts:Pid",
+}
+"""Built-in controller parts: kind -> ``module:Class`` (``policy``, in the application layer,
+registers itself as an entry point of ``quadsim.controllers``)."""
 
 ENTRY_POINTS = {"sensor": "quadsim.sensors", "controller": "quadsim.controllers"}
 """The entry-point group a package registers its parts under (``kind = "<entry point name>"``)."""
@@ -198,8 +201,8 @@ def _resolve(kind: str, what: str, registry: dict[str, str], needs: tuple[str, .
         eps = {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINTS[what])}
         if kind in eps:
             return eps[kind].load()
-        raise ValueError(f"unknown {what} kind {kind!r}; known: {sorted(registry)}, or "
-                         f"'package.module:Class'")  # fmt: skip
+        raise ValueError(f"unknown {what} kind {kind!r}; known: {sorted({*registry, *eps})}, "
+                         f"or 'package.module:Class'")  # fmt: skip
     module, _, attr = (target or kind).partition(":")
     try:
         cls = getattr(importlib.import_module(module), attr)
