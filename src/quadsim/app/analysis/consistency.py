@@ -45,7 +45,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from scipy.stats import chi2
 
 from ...physics import rotation as rot
 from .accuracy import GROUPS, rmse
@@ -199,6 +198,8 @@ def nees_band(dof: int, n_runs: int, confidence: float = 0.95) -> tuple[float, f
         raise ValueError(f"confidence must be in (0, 1); got {confidence!r}")
     alpha = 1.0 - float(confidence)
     k = int(n_runs) * int(dof)
+    from scipy.stats import chi2  # SciPy loads on use (about 0.1 s): not for every flight
+
     lo, hi = chi2.ppf([alpha / 2.0, 1.0 - alpha / 2.0], k)
     return float(lo) / n_runs, float(hi) / n_runs
 
