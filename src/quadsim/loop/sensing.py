@@ -64,18 +64,35 @@ def make_sense(sens: Any, periods: Any, g_vec: Any, dt: float, offsets: dict,
     :class:`~quadsim.loop.brain.BrainState` field (``imu``, ``imu_vel``, ``mocap``,
     ``mocap_gap``, ``baro``, ``gnss``, ``parts``).
     """
-    imu, mocap, baro, gnss = sens.imu, sens.mocap, sens.baro, sens.gnss
-    m_i, m_m, m_b, m_g = periods.imu, periods.mocap, periods.baro, periods.gnss
-    imu_dt = periods.imu_dt or dt
-    if dropping(mocap):
-        c_start, c_stay = sensors.dropout_thresholds(mocap)
+    makers = ((_imu_step, sens.imu), (_mocap_step, sens.mocap), (_baro_step, sens.baro),
+              (_gnss_step, sens.gnss))  # fmt: skip
+    steps = [make(sensor, periods, g_vec, dt, offsets) for make, sensor in makers
+             if sensor is not None]  # fmt: skip
+    if sens.parts:
+        steps.append(_parts_step(tuple(sens.parts), periods, g_vec, dt, part_at, world))
 
-    def sense_imu(k, truth, bs, z, xp, out, readings, new):
+    def sense(k: Any, truth: Any, bs: Any, z: Any) -> tuple[dict, dict, dict]:
+        xp = namespace(truth.quat)
+        out: dict = {}
+        readings: dict = {}
+        new = {"imu": bs.imu, "imu_vel": bs.imu_vel, "mocap": bs.mocap, "mocap_gap": bs.mocap_gap,
+               "baro": bs.baro, "gnss": bs.gnss, "parts": bs.parts}  # fmt: skip
+        for step in steps:
+            step(k, truth, bs, z, xp, out, readings, new)
+        return out, readings, new
+
+    return sense
+
+
+def _imu_step(imu: Any, periods: Any, g_vec: Any, dt: float, offsets: dict) -> Any:
+    """The IMU: the mean acceleration over its period, a sample every ``m_i`` steps, held."""
+    m_i, imu_dt, at = periods.imu, periods.imu_dt or dt, offsets["imu"]
+
+    def step(k, truth, bs, z, xp, out, readings, new):
         held = bs.held
         acc = (truth.vel - bs.imu_vel) / imu_dt
-        at = offsets["imu"]
         reading, imu_new = sensors.imu_measure(truth.quat, truth.ang_vel, acc, g_vec, imu, bs.imu,
-                                         imu_dt, z[..., at:at + 12])  # fmt: skip
+                                               imu_dt, z[..., at:at + 12])  # fmt: skip
         gyro, accel, imu_s, imu_vel = reading.gyro, reading.accel, imu_new, truth.vel
         fresh = True
         if m_i > 1:
@@ -88,9 +105,17 @@ def make_sense(sens: Any, periods: Any, g_vec: Any, dt: float, offsets: dict,
         readings |= {"gyro": gyro, "accel": accel, "imu_fresh": fresh}
         new |= {"imu": imu_s, "imu_vel": imu_vel}
 
-    def sense_mocap(k, truth, bs, z, xp, out, readings, new):
+    return step
+
+
+def _mocap_step(mocap: Any, periods: Any, g_vec: Any, dt: float, offsets: dict) -> Any:
+    """Motion capture: a delay line every step, a sample every ``m_m`` steps, dropouts."""
+    m_m, at = periods.mocap, offsets["mocap"]
+    if dropping(mocap):
+        c_start, c_stay = sensors.dropout_thresholds(mocap)
+
+    def step(k, truth, bs, z, xp, out, readings, new):
         held, gap, pos = bs.held, bs.mocap_gap, truth.pos
-        at = offsets["mocap"]
         reading, mocap_s = sensors.mocap_measure(pos, truth.quat, mocap, bs.mocap,
                                                  z[..., at:at + 6])  # fmt: skip
         p_m, q_m, fresh = reading.pos, reading.quat, True
@@ -111,8 +136,14 @@ def make_sense(sens: Any, periods: Any, g_vec: Any, dt: float, offsets: dict,
         readings |= {"mocap_pos": p_m, "mocap_quat": q_m, "mocap_fresh": fresh}
         new |= {"mocap": mocap_s, "mocap_gap": gap}
 
-    def sense_baro(k, truth, bs, z, xp, out, readings, new):
-        at = offsets["baro"]  # the bias walks every step; a sample every m_b steps, held
+    return step
+
+
+def _baro_step(baro: Any, periods: Any, g_vec: Any, dt: float, offsets: dict) -> Any:
+    """The barometer: a bias that walks every step, a sample every ``m_b`` steps, held."""
+    m_b, at = periods.baro, offsets["baro"]
+
+    def step(k, truth, bs, z, xp, out, readings, new):
         alt, baro_s = sensors.baro_measure(truth.pos, baro, bs.baro, dt, z[..., at:at + 2])
         fresh = True
         if m_b > 1:
@@ -122,8 +153,15 @@ def make_sense(sens: Any, periods: Any, g_vec: Any, dt: float, offsets: dict,
         readings |= {"baro_alt": alt, "baro_fresh": fresh}
         new["baro"] = baro_s
 
-    def sense_gnss(k, truth, bs, z, xp, out, readings, new):
-        at, held = offsets["gnss"], bs.held  # the delay line and the error move every step
+    return step
+
+
+def _gnss_step(gnss: Any, periods: Any, g_vec: Any, dt: float, offsets: dict) -> Any:
+    """GNSS: a delay line and a correlated error every step, a fix every ``m_g`` steps."""
+    m_g, at = periods.gnss, offsets["gnss"]
+
+    def step(k, truth, bs, z, xp, out, readings, new):
+        held = bs.held
         fix, gnss_s = sensors.gnss_measure(truth.pos, truth.vel, gnss, bs.gnss,
                                            z[..., at:at + 9], dt)  # fmt: skip
         g_p, g_v, fresh = fix.pos, fix.vel, True
@@ -137,11 +175,14 @@ def make_sense(sens: Any, periods: Any, g_vec: Any, dt: float, offsets: dict,
         readings |= {"gnss_pos": g_p, "gnss_vel": g_v, "gnss_fresh": fresh}
         new["gnss"] = gnss_s
 
-    steps = [f for f, on in ((sense_imu, imu), (sense_mocap, mocap), (sense_baro, baro),
-                             (sense_gnss, gnss)) if on is not None]  # fmt: skip
-    parts = tuple(sens.parts)
+    return step
 
-    def sense_parts(k, truth, bs, z, xp, out, readings, new):
+
+def _parts_step(parts: tuple, periods: Any, g_vec: Any, dt: float, part_at: dict,
+                world: Any) -> Any:  # fmt: skip
+    """Every sensor part: its ``measure`` each step, its readings held between its samples."""
+
+    def step(k, truth, bs, z, xp, out, readings, new):
         ctx = Context(dt, xp, world=world, gravity=g_vec)
         states = []
         for part, m, (state, held) in zip(parts, periods.parts, bs.parts, strict=True):
@@ -160,17 +201,4 @@ def make_sense(sens: Any, periods: Any, g_vec: Any, dt: float, offsets: dict,
             states.append((state, values if m > 1 else None))
         new["parts"] = tuple(states)
 
-    if parts:
-        steps.append(sense_parts)
-
-    def sense(k: Any, truth: Any, bs: Any, z: Any) -> tuple[dict, dict, dict]:
-        xp = namespace(truth.quat)
-        out: dict = {}
-        readings: dict = {}
-        new = {"imu": bs.imu, "imu_vel": bs.imu_vel, "mocap": bs.mocap, "mocap_gap": bs.mocap_gap,
-               "baro": bs.baro, "gnss": bs.gnss, "parts": bs.parts}  # fmt: skip
-        for step in steps:
-            step(k, truth, bs, z, xp, out, readings, new)
-        return out, readings, new
-
-    return sense
+    return step
