@@ -447,7 +447,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             return replay_main(argv)
         if args.command == "ros2":
             try:
-                from .ros2.node import main as ros2_main
+                from .ros2.run import main as ros2_main
             except ImportError as e:
                 print(f"quadsim: {e} (install the extra: pip install 'quadsim[ros2]')",
                       file=sys.stderr)  # fmt: skip

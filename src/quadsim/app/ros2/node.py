@@ -41,14 +41,14 @@ import gc
 import math
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ...engines.signals import stop_flag
+from .commands import IGNORE_YAW_RATE, check_attitude, check_pose, check_rotor_speeds
 
-__all__ = ["ON_TIMEOUT", "Ros2Node", "main"]
+__all__ = ["ON_TIMEOUT", "Background", "Ros2Node"]
 
 ON_TIMEOUT = ("hover", "land", "cut")
 """What a drone does when its rotor-speed or attitude commands stop (``--on-timeout``)."""
@@ -56,8 +56,6 @@ ON_TIMEOUT = ("hover", "land", "cut")
 _SPIN_S = 0.0003  # the end of a wait is spun, not slept (sleep overshoots by ~0.1 ms)
 _SWITCH_S = 0.0002  # the interpreter's thread switch interval while the node runs
 _LOG_FIRST = 10  # log lines per kind of bad command before only every 100th is logged
-_MAX_ELEMENTS = 64  # a command array longer than this is oversized (a quadrotor has 4 rotors)
-IGNORE_YAW_RATE, IGNORE_THRUST, IGNORE_ATTITUDE = 4, 64, 128  # mavros AttitudeTarget type_mask
 
 
 class Ros2Node:
@@ -220,7 +218,7 @@ class Ros2Node:
     def _pose(self, i: int, msg: Any) -> str | None:
         from .live import yaw_of
 
-        why = _check_pose(msg)
+        why = check_pose(msg)
         if why is None:
             p, q = msg.pose.position, msg.pose.orientation
             self.loop.set_pose(i, (p.x, p.y, p.z), yaw_of((q.x, q.y, q.z, q.w)))
@@ -229,7 +227,7 @@ class Ros2Node:
     def _attitude(self, i: int, msg: Any) -> str | None:
         from ...physics.rotation import to_euler
 
-        why = _check_attitude(msg)
+        why = check_attitude(msg)
         if why is None:
             q = msg.orientation
             roll, pitch, _ = (float(v) for v in to_euler(np.array([q.x, q.y, q.z, q.w])))
@@ -239,7 +237,7 @@ class Ros2Node:
         return why
 
     def _rotor_speeds(self, i: int, msg: Any) -> str | None:
-        rpm, why = _check_rotor_speeds(msg, self.loop.n_rotors, self.loop.rpm_max)
+        rpm, why = check_rotor_speeds(msg, self.loop.n_rotors, self.loop.rpm_max)
         if why is None:
             self.loop.set_rpm(i, rpm)
             self.last_cmd[i] = self.loop.time
@@ -468,7 +466,7 @@ class _Rows:
         return out
 
 
-class _Background:
+class Background:
     """Hands each chunk to ``fn`` on a worker thread (a Parquet part takes milliseconds that a
     paced loop does not have); the ``with`` block's end waits until every chunk is written and
     re-raises the first error of the worker, which the next chunk handed over raises too (a full
@@ -529,134 +527,3 @@ def _wait_until(due: float) -> float:
     while now < due:
         now = time.perf_counter()
     return now
-
-
-def _finite(*xs: float) -> bool:
-    return all(math.isfinite(float(x)) for x in xs)
-
-
-def _check_rotor_speeds(msg: Any, n_rotors: int, rpm_max: float) -> tuple[Any, str | None]:
-    """``(rpm, None)`` of a valid ``cmd_rotor_speeds``, or ``(None, why)``."""
-    from .encode import RPM_TO_RAD_S, rotor_names
-
-    vel = list(msg.velocity)
-    if len(vel) > _MAX_ELEMENTS or len(msg.name) > _MAX_ELEMENTS:
-        return None, f"oversized ({len(vel)} velocities, {len(msg.name)} names)"
-    if len(vel) != n_rotors:
-        return None, f"{len(vel)} velocities, expected {n_rotors} (one per rotor, rad/s)"
-    names = list(msg.name)
-    if names:
-        want = rotor_names(n_rotors)
-        if sorted(names) != sorted(want):
-            return None, f"joint names {names[:8]!r}, expected {want!r} or none"
-        vel = [vel[names.index(w)] for w in want]
-    if not _finite(*vel):
-        return None, "non-finite rotor speed"
-    top = rpm_max * RPM_TO_RAD_S
-    if min(vel) < 0.0 or max(vel) > top * (1.0 + 1e-9):
-        return None, f"rotor speed outside [0, {top:.1f}] rad/s: {[round(v, 1) for v in vel]}"
-    return np.asarray(vel) / RPM_TO_RAD_S, None
-
-
-def _check_pose(msg: Any) -> str | None:
-    p, q = msg.pose.position, msg.pose.orientation
-    if msg.header.frame_id not in ("", "world"):
-        return f"frame {msg.header.frame_id[:40]!r}, expected 'world'"
-    if not _finite(p.x, p.y, p.z, q.x, q.y, q.z, q.w):
-        return "non-finite position or orientation"
-    if abs(math.sqrt(q.x**2 + q.y**2 + q.z**2 + q.w**2) - 1.0) > 1e-3:
-        return "orientation is not a unit quaternion"
-    if max(abs(p.x), abs(p.y), abs(p.z)) > 1e4:
-        return "position beyond 10 km"
-    return None
-
-
-def _check_attitude(msg: Any) -> str | None:
-    q, w = msg.orientation, msg.body_rate
-    if msg.type_mask & (IGNORE_ATTITUDE | IGNORE_THRUST):
-        return "type_mask ignores the attitude or the thrust (both are needed)"
-    if not _finite(q.x, q.y, q.z, q.w, w.x, w.y, w.z, msg.thrust):
-        return "non-finite orientation, body rate or thrust"
-    if abs(math.sqrt(q.x**2 + q.y**2 + q.z**2 + q.w**2) - 1.0) > 1e-3:
-        return "orientation is not a unit quaternion"
-    if not 0.0 <= float(msg.thrust) <= 1.0:
-        return f"thrust {float(msg.thrust):.3g} outside 0..1"
-    return None
-
-
-# ---------------------------------------------------------------------- command line
-
-
-def main(args: Any) -> int:
-    """``quadsim ros2 SCENARIO ...`` (parsed by :mod:`quadsim.app.cli`); the exit code."""
-    from ..io.parts import PARTS, PartWriter
-    from ..run import _echo_warnings, _finish
-    from ..scenario import build, load_scenario
-    from . import dds
-
-    def echo(s: str) -> None:
-        print(s, file=sys.stderr)
-
-    dds.topic(args.namespace)  # the options first: a mistake costs no build and no folder
-    if args.network is not None:
-        dds.check_interface(args.network)
-    with _echo_warnings(echo):
-        sc = load_scenario(args.scenario)
-        objs = build(sc)
-    out = Path(args.out) if args.out else Path("runs") / f"{Path(args.scenario).stem}_ros2"
-    from .. import io, preflight
-    from ..io import outdir
-    from ..run import chunk_writer, kept_on_failure
-
-    preflight.check_out_dir(out)
-    with outdir.claim(out):
-        preflight.check_no_killed_run(out)
-        node = Ros2Node(objs, namespace=args.namespace, domain_id=args.domain_id,
-                        network=args.network, rate=args.rate, timeout=args.timeout,
-                        on_timeout=args.on_timeout)  # fmt: skip
-        sim = objs.sim
-        meta = objs.meta | {
-            "loop": "ros2",
-            "loop_reason": None,
-            "output": objs.meta["output"] | {"plots": False, "csv": False},
-        }
-        o = objs.output
-        parts = PartWriter(out / PARTS, meta, flush_bytes=max(1, round(o["part_mb"] * 2**20)),
-                           flush_seconds=o["part_seconds"])  # fmt: skip
-        where = f"network interface {args.network}" if args.network else "loopback only"
-        node.log(
-            f"{node.n} drone{'s' if node.n > 1 else ''} on DDS domain {args.domain_id} "
-            f"({where}), {1 / sim.dt:g} Hz {args.rate}, per drone {dds.topic(node.ns, 'd0')}/"
-            f"{{odom,imu,rotor_speeds,reference}}, commands {{cmd_rotor_speeds,cmd_pose,"
-            f"cmd_attitude,cmd_mode}}; the loop on {node.loop.backend}; Ctrl-C stops"
-        )
-        if not args.network:
-            node.log(
-                f"to see it from ROS 2 on this machine: export "
-                f"CYCLONEDDS_URI='{dds.config_xml()}' RMW_IMPLEMENTATION=rmw_cyclonedds_cpp "
-                f"ROS_DOMAIN_ID={args.domain_id}"
-            )
-        with kept_on_failure(out):
-            try:
-                with _Background(chunk_writer(out, parts)) as background:
-                    rep = node.run(args.duration, on_chunk=background,
-                                   log_every=int(objs.output["log_every"]))  # fmt: skip
-            finally:
-                parts.flush()
-            summary = _finish(out, meta, rep["wall_s"], rep["signal"] is not None, rep["signal"])
-            summary["ros2"] = {k: v for k, v in rep.items() if k != "signal"}
-            io.write_summary(out / "summary.json", summary)
-    lat = rep["lateness_ms"]
-    pace = (
-        f"; lateness median {lat['median']:.3f} ms, p99 {lat['p99']:.3f} ms, max "
-        f"{lat['max']:.3f} ms"
-        if lat
-        else ""
-    )
-    node.log(
-        f"stopped at t = {node.loop.time:.3f} s after {rep['ticks']} ticks "
-        f"({rep['achieved_hz']:.1f} Hz{pace}); commands {rep['commands']['received']}, "
-        f"dropped {rep['commands']['dropped']}, timeouts {rep['commands']['timeouts']}; "
-        f"log in {out}"
-    )
-    return 0
