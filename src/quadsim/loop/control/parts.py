@@ -11,11 +11,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from ..parts import Controller
+from . import geometric, pid
 from .gains import GeometricGains, PidGains, load_gains
-from .geometric import control as geometric_control
-from .geometric import init_state as geometric_init
-from .pid import control as pid_control
-from .pid import init_state as pid_init
 
 __all__ = ["Geometric", "Pid"]
 
@@ -25,6 +22,16 @@ class _GainsFile(Controller):
 
     gains_type: ClassVar[type] = GeometricGains
     kind: ClassVar[str] = ""
+    law: ClassVar[Any] = None
+    """The controller's module: its ``control`` and ``init_state``."""
+
+    def __call__(self, state: Any, ref: Any, gains: Any, cstate: Any) -> tuple[Any, Any]:
+        """``(wrench (..., 4), cstate)`` of the law."""
+        return self.law.control(state, ref, gains, cstate)
+
+    def init_state(self, gains: Any, shape: tuple, xp: Any = None, dtype: Any = None) -> Any:
+        """The law's zero state for ``shape`` drones."""
+        return self.law.init_state(gains, shape, xp, dtype)
 
     @classmethod
     def from_table(cls, table: dict, drone: Any, dt: float) -> _GainsFile:
@@ -53,14 +60,7 @@ class Geometric(_GainsFile):
 
     gains_type: ClassVar[type] = GeometricGains
     kind: ClassVar[str] = "geometric"
-
-    def __call__(self, state: Any, ref: Any, gains: Any, cstate: Any) -> tuple[Any, Any]:
-        """``(wrench (..., 4), cstate)``."""
-        return geometric_control(state, ref, gains, cstate)
-
-    def init_state(self, gains: Any, shape: tuple, xp: Any = None, dtype: Any = None) -> Any:
-        """The controller's zero state for ``shape`` drones."""
-        return geometric_init(gains, shape, xp, dtype)
+    law: ClassVar[Any] = geometric
 
 
 class Pid(_GainsFile):
@@ -68,11 +68,4 @@ class Pid(_GainsFile):
 
     gains_type: ClassVar[type] = PidGains
     kind: ClassVar[str] = "pid"
-
-    def __call__(self, state: Any, ref: Any, gains: Any, cstate: Any) -> tuple[Any, Any]:
-        """``(wrench (..., 4), cstate)``."""
-        return pid_control(state, ref, gains, cstate)
-
-    def init_state(self, gains: Any, shape: tuple, xp: Any = None, dtype: Any = None) -> Any:
-        """The controller's zero state for ``shape`` drones."""
-        return pid_init(gains, shape, xp, dtype)
+    law: ClassVar[Any] = pid
