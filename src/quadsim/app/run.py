@@ -130,7 +130,8 @@ def fly_scenario(
             loop["columns"] = log_columns(sens.parts)
         run_meta = objs.meta | {"output": objs.meta["output"] | opts} | loop
         parts = PartWriter(out / PARTS, run_meta, flush_bytes=max(1, round(o["part_mb"] * 2**20)),
-                           flush_seconds=o["part_seconds"])  # fmt: skip
+                           flush_seconds=o["part_seconds"],
+                           before_first_part=lambda: outdir.set_aside(out, OUTPUTS))  # fmt: skip
         bar, update = _progress_bar(total, progress)
         on_chunk = chunk_writer(out, parts)
         with kept_on_failure(out):
@@ -151,13 +152,11 @@ def fly_scenario(
 
 def chunk_writer(out: Path, parts: Any) -> Any:
     """``write(chunk)`` for a run's log chunks into ``parts`` (a
-    :class:`~quadsim.app.io.parts.PartWriter`), each stamped with the wall time since this call; the
-    first moves the earlier run's results aside (the run has started)."""  # noqa: D205, D209
+    :class:`~quadsim.app.io.parts.PartWriter` that sets the earlier results of ``out`` aside
+    before its first part), each stamped with the wall time since this call."""  # noqa: D205, D209
     t0 = time.perf_counter()
 
     def write(chunk: dict) -> None:
-        if parts.chunks == 0:
-            outdir.set_aside(out, OUTPUTS)
         parts.write(chunk, time.perf_counter() - t0)
 
     return write

@@ -72,6 +72,8 @@ class PartWriter:
         flush_bytes: Close a part when the chunks held reach this many bytes (> 0).
         flush_seconds: ... or when this much wall time [s] has passed since the last part
             (``0``: every chunk is a part).
+        before_first_part: Called once, just before the first part is written (a run's
+            earlier results are set aside then: the new run has something on disk).
     """
 
     def __init__(
@@ -82,6 +84,7 @@ class PartWriter:
         durable: bool = True,
         flush_bytes: int = FLUSH_BYTES,
         flush_seconds: float = FLUSH_SECONDS,
+        before_first_part: Any = None,
     ):
         import pyarrow  # noqa: F401  (fail early with ImportError when missing)
 
@@ -94,6 +97,7 @@ class PartWriter:
         self.durable = durable
         self.flush_bytes = flush_bytes
         self.flush_seconds = float(flush_seconds)
+        self.before_first_part = before_first_part
         self.count = 0
         self.chunks = 0
         self._schema: Any = None
@@ -124,6 +128,8 @@ class PartWriter:
 
         if not self._held:
             return None
+        if self.count == 0 and self.before_first_part is not None:
+            self.before_first_part()
         held = self._held
         chunk = held[0] if len(held) == 1 else {
             key: np.concatenate([np.asarray(c[key]) for c in held]) for key in held[0]}  # fmt: skip

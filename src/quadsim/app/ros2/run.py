@@ -31,7 +31,7 @@ def main(args: Any) -> int:
     out = Path(args.out) if args.out else Path("runs") / f"{Path(args.scenario).stem}_ros2"
     from .. import io, preflight
     from ..io import outdir
-    from ..run import chunk_writer, kept_on_failure
+    from ..run import OUTPUTS, chunk_writer, kept_on_failure
 
     preflight.check_out_dir(out)
     with outdir.claim(out):
@@ -47,7 +47,8 @@ def main(args: Any) -> int:
         }
         o = objs.output
         parts = PartWriter(out / PARTS, meta, flush_bytes=max(1, round(o["part_mb"] * 2**20)),
-                           flush_seconds=o["part_seconds"])  # fmt: skip
+                           flush_seconds=o["part_seconds"],
+                           before_first_part=lambda: outdir.set_aside(out, OUTPUTS))  # fmt: skip
         where = f"network interface {args.network}" if args.network else "loopback only"
         node.log(
             f"{node.n} drone{'s' if node.n > 1 else ''} on DDS domain {args.domain_id} "
