@@ -413,7 +413,8 @@ def _showcase(compiled, duration=None, chunk_steps=None):
     a = build(load_scenario(path))
     res = fly(a.sim, a.trajectory, a.control, a.gains, duration=duration or a.duration,
               ref_offset=a.ref_offset, imu=a.imu, mocap=a.mocap, seed=a.seed,
-              log_every=a.output["log_every"], chunk_steps=chunk_steps or a.output["chunk_steps"],
+              log_every=a.output["log_every"],
+              chunk_steps=chunk_steps or a.output["chunk_steps"] or None,
               compiled=compiled, jit=False if compiled is False else None)  # fmt: skip
     return res, a
 

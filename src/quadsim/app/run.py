@@ -136,9 +136,9 @@ def fly_scenario(
         on_chunk = chunk_writer(out, parts)
         with kept_on_failure(out):
             try:
-                result = fly_assembly(objs, log_every=o["log_every"], chunk_steps=o["chunk_steps"],
-                                      on_chunk=on_chunk, progress=update, keep_log=False,
-                                      meta=run_meta)  # fmt: skip
+                result = fly_assembly(objs, log_every=o["log_every"],
+                                      chunk_steps=o["chunk_steps"] or None, on_chunk=on_chunk,
+                                      progress=update, keep_log=False, meta=run_meta)  # fmt: skip
             finally:
                 if bar is not None:
                     bar.close()

@@ -45,7 +45,9 @@ flight falls back to a slower loop, says why in ``meta["loop_reason"]`` and warn
 
 The log is a ``dict`` of time-major NumPy arrays (see :mod:`quadsim.app.io` for the keys and units),
 handed to ``on_chunk`` every ``chunk_steps`` steps (fewer when a chunk would pass
-:data:`CHUNK_BYTES`), so a long flight streams to disk and a Ctrl-C, SIGTERM or SIGHUP keeps
+:data:`CHUNK_BYTES`; ``chunk_steps=None``: on the compiled loop, chunks of about
+:data:`CHUNK_SECONDS` of wall time each, so few drones make few calls), so a long flight streams
+to disk and a Ctrl-C, SIGTERM or SIGHUP keeps
 every completed chunk (:attr:`FlightResult.interrupted`). A flight that completes also logs the
 end sample at ``t = duration`` (its command is computed and logged but not applied).
 """
@@ -91,6 +93,10 @@ __all__ = [
 
 CHUNK_BYTES = 32 * 2**20
 """A chunk holds at most about this many bytes of log (so memory stays bounded for many drones)."""
+CHUNK_SECONDS = 0.1
+"""With ``chunk_steps=None`` a compiled chunk lasts about this long [s] (progress, Ctrl-C)."""
+FIRST_CHUNK_RATE = 2e6
+"""[drone-steps/s] the rate the first such chunk is sized for (then the measured one)."""
 
 
 class FlightResult(NamedTuple):
@@ -412,9 +418,28 @@ class _Draws:
         return z, wind
 
 
+class _Chunking:
+    """The compiled loop's chunk length [steps]: ``chunk_steps``, or timed (:data:`CHUNK_SECONDS`
+    per chunk, from :data:`FIRST_CHUNK_RATE` then the rate measured), a multiple of
+    ``log_every`` below ``cap``."""  # noqa: D205, D209
+
+    def __init__(self, log_every: int, cap: int, n: int, steps: int, timed: bool) -> None:
+        self.log_every, self.cap, self.n, self.timed = log_every, cap, n, timed
+        self.steps = self._fit(CHUNK_SECONDS * FIRST_CHUNK_RATE / n) if timed else steps
+
+    def _fit(self, steps: float) -> int:
+        L = self.log_every
+        return int(min(self.cap, max(L, L * round(steps / L))))
+
+    def took(self, steps: int, seconds: float) -> None:
+        """A chunk of ``steps`` took ``seconds``: size the next one."""
+        if self.timed and seconds > 0.0:
+            self.steps = self._fit(CHUNK_SECONDS * steps / seconds)
+
+
 def _fly_compiled(
     sim: Any, loop: Any, bstate0: Any, offset: np.ndarray, total: int, log_every: int,
-    chunk_steps: int, on_chunk: Callable | None, progress: Callable | None, keep_log: bool,
+    chunking: Any, on_chunk: Callable | None, progress: Callable | None, keep_log: bool,
     sens: Sensors | None = None, seed: int = 0, estimator: Any = None,
 ) -> tuple[list[dict], int, bool, int | None]:  # fmt: skip
     """:func:`fly`'s loop on the compiled closed loop: ``(chunks, steps, interrupted, signal)``.
@@ -541,9 +566,11 @@ def _fly_compiled(
         x, _, pending = run(x, 1, 0)
         latest = pending
         while k < total:
-            n_chunk = min(chunk_steps, total - k)
+            n_chunk = min(chunking.steps, total - k)
             last = k + n_chunk == total
+            t_call = time.perf_counter()
             x, rec, final = run(x, n_chunk, log_every)
+            chunking.took(n_chunk, time.perf_counter() - t_call)
             m = len(rec["cmd_rpm"]) if rec else 0
             idx = k + log_every * np.arange(1, m + 1)  # the sample index of each record
             if last:
@@ -589,7 +616,7 @@ def fly(
     mocap: Any = None,
     seed: int | None = None,
     log_every: int = 1,
-    chunk_steps: int = 1000,
+    chunk_steps: int | None = 1000,
     on_chunk: Callable[[dict], None] | None = None,
     progress: Callable[[int, int], None] | None = None,
     keep_log: bool = True,
@@ -633,7 +660,9 @@ def fly(
             capture ``"mocap"``, the IMU's turn-on bias ``"imu_init"`` at the flight's first step),
             so a drone's readings do not depend on the batch, the chunking or the loop.
         log_every: Record every ``log_every``-th step.
-        chunk_steps: Steps per chunk handed to ``on_chunk``.
+        chunk_steps: Steps per chunk handed to ``on_chunk``; ``None``: on the compiled loop
+            about :data:`CHUNK_SECONDS` of wall time per chunk (the first sized for
+            :data:`FIRST_CHUNK_RATE`), 1000 steps on the others.
         on_chunk: Called with each completed chunk (a log dict).
         progress: Called as ``progress(steps_done, steps_total)`` after each chunk.
         keep_log: Keep the concatenated log in the result (turn off for huge streamed runs).
@@ -692,13 +721,15 @@ def fly(
 
     if not (duration > 0 and math.isfinite(duration)):
         raise ValueError(f"duration must be a positive number of seconds; got {duration!r}")
+    timed = chunk_steps is None
+    chunk_steps = 1000 if timed else chunk_steps
     if (
         int(log_every) != log_every
         or log_every < 1
         or int(chunk_steps) != chunk_steps
         or (chunk_steps < 1)
     ):
-        raise ValueError("log_every and chunk_steps must be positive integers")
+        raise ValueError("log_every and chunk_steps must be positive integers (or None)")
     if sim.system.n_cmd != sim.drone.mixing_matrix.shape[1]:
         raise ValueError("fly needs a rotor-level model (first_principles or euler_zyx)")
     command = getattr(control, "command", None) if command is None else command
@@ -711,6 +742,7 @@ def fly(
     sample_bytes = 8 * n * (48 + 2 * R)  # about what one logged sample of the batch holds
     cap = max(1, CHUNK_BYTES // sample_bytes) * log_every
     chunk_steps = min(chunk_steps, cap)
+    chunking = _Chunking(log_every, cap, n, chunk_steps, timed)
     offset = (
         np.zeros((n, 3))
         if ref_offset is None
@@ -760,7 +792,7 @@ def fly(
         loop_meta = {"loop": "compiled", "loop_reason": None}
         t0 = time.perf_counter()
         chunks, k, interrupted, stop_signal = _fly_compiled(
-            sim, loop, bstate0, offset, total, log_every, chunk_steps, on_chunk, progress,
+            sim, loop, bstate0, offset, total, log_every, chunking, on_chunk, progress,
             keep_log, sens, seed, estimator,
         )  # fmt: skip
     elif scan is not None:

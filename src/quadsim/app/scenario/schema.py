@@ -272,8 +272,9 @@ SCHEMA: dict[str, dict[str, Key]] = {
     "output": {
         "log_every": Key("int", 1, "Record every k-th step.", positive=True),
         "chunk_steps": Key(
-            "int", 500, "Steps the loop runs between hand-overs to the log (progress, Ctrl-C).",
-            positive=True,
+            "int", 0, "Steps the loop runs between hand-overs to the log (progress, Ctrl-C); "
+            "0: about 0.1 s of wall time each on the compiled loop, 1000 steps on the others.",
+            nonneg=True,
         ),
         "part_seconds": Key(
             "float", 1.0, "Close a durable log part after this much wall time [s] (what a hard "

@@ -232,7 +232,7 @@ def run_task(task: dict) -> dict:
             if every:
                 traj.append({k: np.asarray(chunk[k])[::every] for k in keep if k in chunk})
 
-        res = fly_assembly(objs, log_every=o["log_every"], chunk_steps=o["chunk_steps"],
+        res = fly_assembly(objs, log_every=o["log_every"], chunk_steps=o["chunk_steps"] or None,
                            on_chunk=on_chunk, keep_log=False, meta=objs.meta)
         if res.interrupted:
             raise KeyboardInterrupt
