@@ -567,9 +567,9 @@ class Simulator:
         self.n, self.dt, self.world, self.integrator = n, float(dt), world, integrator
         self.xp, self.dtype = _backend(backend, dtype)
         self.backend = backend
-        from ..physics.noise import _check_seed
+        from ..physics.noise import check_seed
 
-        self.seed = _check_seed(seed)
+        self.seed = check_seed(seed)
         self.rng = np.random.default_rng(seed)
         self.hover_rpm = envelope(self.drone).hover_rpm
         model_params = _params_of(self.drone, self.system)
@@ -636,9 +636,9 @@ class Simulator:
         """
         n, xp = self.n, self.xp
         if seed is not None:
-            from ..physics.noise import _check_seed
+            from ..physics.noise import check_seed
 
-            self.seed = _check_seed(seed)
+            self.seed = check_seed(seed)
             self.rng = np.random.default_rng(seed)
         att_size = 4 if self.system.attitude == "quat" else 3
         default_att = [0.0, 0.0, 0.0, 1.0] if att_size == 4 else [0.0, 0.0, 0.0]

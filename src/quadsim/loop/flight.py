@@ -717,9 +717,9 @@ def fly(
         else np.broadcast_to(np.asarray(ref_offset, dtype=np.float64), (n, 3))
     )
     backend = getattr(sim, "backend", None)
-    from ..physics.noise import _check_seed
+    from ..physics.noise import check_seed
 
-    seed = sim.seed if seed is None else _check_seed(seed)
+    seed = sim.seed if seed is None else check_seed(seed)
     from .brain import loop_periods
 
     if isinstance(power, str):
