@@ -60,7 +60,7 @@ from ._common import (
     tostack,
 )
 from .gains import PidGains
-from .geometric import _lead, desired_attitude
+from .geometric import compensate_rotor_lag, desired_attitude
 
 __all__ = [
     "PidState",
@@ -311,7 +311,7 @@ def _attitude_rate(
 
 
 def _finish(xp: Any, wrench: Any, gains: PidGains, cs: PidState) -> tuple[Any, PidState]:
-    out, est, started = _lead(xp, wrench, gains, cs)
+    out, est, started = compensate_rotor_lag(xp, wrench, gains, cs)
     return out, cs._replace(wrench_est=est, started=started)
 
 
