@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from ...physics._array import CASADI_OPS, SymArray, SymbolicNamespace, symbolic
-from .actions import InnerState, _Attitude, inner_loop
+from .actions import Attitude, InnerState, inner_loop
 from .core import observation, outcome, start_state
 from .observer import advance, integrate_error, normalized
 
@@ -204,8 +204,8 @@ class CompiledStep:
         def sym(name: str) -> SymArray:
             return symbolic(xs[rows[name]], dtype)
 
-        def attitude(x: tuple) -> _Attitude:
-            return _Attitude(symbolic(x[sl["quat"]], dtype), symbolic(x[sl["ang_vel"]], dtype))
+        def attitude(x: tuple) -> Attitude:
+            return Attitude(symbolic(x[sl["quat"]], dtype), symbolic(x[sl["ang_vel"]], dtype))
 
         observer = core.observer if core.observe_rotors else None
 
