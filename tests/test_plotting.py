@@ -169,15 +169,15 @@ def test_no_import_side_effects_and_no_pyplot():
 
 
 def _capture_figures(monkeypatch, module):
-    """Keep every figure ``module`` saves (its ``_save``), to read titles and artists back."""
+    """Keep every figure ``module`` saves (its ``save_figure``), to read titles and artists back."""
     figs = []
-    save = module._save
+    save = module.save_figure
 
     def keep(fig, path):
         figs.append(fig)
         return save(fig, path)
 
-    monkeypatch.setattr(module, "_save", keep)
+    monkeypatch.setattr(module, "save_figure", keep)
     return figs
 
 
