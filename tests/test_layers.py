@@ -93,3 +93,209 @@ def test_a_module_has_one_name(flat):
     import quadsim
 
     assert not hasattr(quadsim, flat.split(".")[1])
+
+
+# --- a module's underscore names are its own ------------------------------------------------------
+
+
+def _module(path: Path) -> str:
+    """Dotted name of a source file: ``quadsim.loop.flight``; an ``__init__``, its package's."""
+    parts = ["quadsim", *path.relative_to(SRC).with_suffix("").parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {_module(p): p for p in FILES}
+
+
+def _from(path: Path, node: ast.ImportFrom) -> str:
+    """The absolute module of ``from ... import``: relative levels resolved from ``path``."""
+    if not node.level:
+        return node.module or ""
+    package = _package(path) if path.name != "__init__.py" else _module(path).split(".")
+    base = package[: len(package) - (node.level - 1)]
+    return ".".join([*base, *(node.module.split(".") if node.module else [])])
+
+
+def _private(name: str) -> bool:
+    """``_name`` or ``__name`` (not a dunder like ``__version__``)."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _ours(module: str) -> bool:
+    return module == "quadsim" or module.startswith("quadsim.")
+
+
+def _private_uses(path: Path) -> list[str]:
+    """Another quadsim module's underscore names that the file uses, one line each.
+
+    ``from m import _x`` (any level, relative or absolute, at module level or in a function),
+    and ``m._x`` / ``m.sub._x`` where ``m`` is a name an import bound to a quadsim module
+    (``import quadsim.x as m``, ``from quadsim.x import m``, ``from . import m``; ``import
+    quadsim.x`` binds ``quadsim``). Importing a private *module* (``from . import _common``,
+    ``from .._array import stack``) is allowed: the names it offers the others are public.
+    """
+    tree = ast.parse(path.read_text())
+    found, modules = [], {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and _ours(module := _from(path, node)):
+            for a in node.names:
+                if f"{module}.{a.name}" in MODULES:  # a submodule: bound to a module
+                    modules[a.asname or a.name] = f"{module}.{a.name}"
+                elif _private(a.name):
+                    found.append(f"line {node.lineno}: from {module} import {a.name}")
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if _ours(a.name):
+                    modules[a.asname or "quadsim"] = a.name if a.asname else "quadsim"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and _private(node.attr):
+            chain, value = [node.attr], node.value
+            while isinstance(value, ast.Attribute):
+                chain.insert(0, value.attr)
+                value = value.value
+            if isinstance(value, ast.Name) and value.id in modules:
+                found.append(f"line {node.lineno}: {value.id}.{'.'.join(chain)}")
+    return found
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(SRC)))
+def test_no_module_uses_another_modules_private_names(path):
+    """A shared helper has a public name in the module that owns it (a private module's too)."""
+    used = _private_uses(path)
+    assert not used, f"{path.relative_to(SRC)} uses private names of other modules: {used}"
+
+
+def test_the_check_sees_private_names(monkeypatch):
+    """Relative, absolute, aliased and function-level imports, and attribute access (so it can
+    fail); public names, dunders and private modules pass."""
+    fake = SRC / "app" / "plotting" / "figures.py"
+    text = ("from ...loop.flight import _x64, fly\nfrom quadsim.engines.sim import _as_cmd as a\n"
+            "import quadsim.physics.rotation as rot\nimport quadsim.physics.noise\n"
+            "from ...physics import noise\nfrom . import _common\nfrom .. import __version__\n"
+            "def f():\n    from ...loop.trajectories.reference import _number\n"
+            "    x = _common.figure, _common._thin, noise.normals, noise._check_seed\n"
+            "    return rot._kdot, quadsim.physics.noise._check_seed, rot.kdot, fly._c\n"
+            )  # fmt: skip
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: text)
+    assert _private_uses(fake) == [
+        "line 1: from quadsim.loop.flight import _x64",
+        "line 2: from quadsim.engines.sim import _as_cmd",
+        "line 9: from quadsim.loop.trajectories.reference import _number",
+        "line 10: _common._thin",
+        "line 10: noise._check_seed",
+        "line 11: rot._kdot",
+        "line 11: quadsim.physics.noise._check_seed",
+    ]
+
+
+# --- no import cycles at module level -------------------------------------------------------------
+
+
+def _runs_on_import(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
+    """The imports a module executes when it is imported: its body's, and those under
+    module-level ``if``/``try``/``with`` and in class bodies, not in functions nor under
+    ``if TYPE_CHECKING:``."""
+    out: list[ast.Import | ast.ImportFrom] = []
+    for node in body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            out.append(node)
+        elif isinstance(node, ast.If):
+            test = node.test
+            typing_only = getattr(test, "id", getattr(test, "attr", None)) == "TYPE_CHECKING"
+            out += _runs_on_import(([] if typing_only else node.body) + node.orelse)
+        elif isinstance(node, ast.Try | ast.TryStar):
+            out += _runs_on_import(node.body + node.orelse + node.finalbody)
+            for handler in node.handlers:
+                out += _runs_on_import(handler.body)
+        elif isinstance(node, ast.With | ast.ClassDef):
+            out += _runs_on_import(node.body)
+    return out
+
+
+def _imported_modules(path: Path) -> set[str]:
+    """The quadsim modules a module imports when it is imported.
+
+    The module an import names, or the submodule (``from package import submodule``), and the
+    packages above it that are not above the importer (Python runs their ``__init__`` first).
+    """
+    me = _module(path)
+    named = set()
+    for node in _runs_on_import(ast.parse(path.read_text()).body):
+        if isinstance(node, ast.ImportFrom):
+            module = _from(path, node)
+            subs = {f"{module}.{a.name}" for a in node.names} & MODULES.keys()
+            named |= subs if len(subs) == len(node.names) else subs | {module}
+        else:
+            named |= {a.name for a in node.names}
+    above_me = {me.rsplit(".", k)[0] for k in range(1, me.count(".") + 1)}
+    out = set()
+    for m in filter(_ours, named):
+        out |= {m.rsplit(".", k)[0] for k in range(m.count(".") + 1)} - above_me
+    return (out & MODULES.keys()) - {me}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One shortest cycle through the first module of each strongly connected component."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    comps: list[set[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = set()
+            while (w := stack.pop()) != v:
+                comp.add(w)
+            comps.append(comp | {v})
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    cycles = []
+    for comp in (c for c in comps if len(c) > 1):
+        start = min(comp)
+        paths = {start: [start]}
+        queue = [start]
+        while queue:  # breadth first, back to start
+            v = queue.pop(0)
+            for w in sorted(graph[v] & comp):
+                if w == start:
+                    cycles.append([*paths[v], start])
+                    queue = []
+                    break
+                if w not in paths:
+                    paths[w] = [*paths[v], w]
+                    queue.append(w)
+    return sorted(cycles)
+
+
+def test_no_import_cycles_at_module_level():
+    """The modules' import graph, counting the imports that run on import, has no cycle (the
+    imports inside functions, made when called, may go both ways)."""
+    graph = {_module(p): _imported_modules(p) for p in FILES}
+    cycles = [" -> ".join(c) for c in _cycles(graph)]
+    assert not cycles, "import cycles:\n" + "\n".join(cycles)
+
+
+def test_the_cycle_check_sees_a_cycle(monkeypatch):
+    """Module-level imports (under ``try`` too) count, function-level ones do not; the cycle
+    finder reports each cycle once (so the check can fail)."""
+    fake = SRC / "loop" / "flight.py"
+    text = ("import quadsim.physics.rotation\nfrom . import brain, FOO\n"
+            "try:\n    from ..engines.sim import State\nexcept ImportError:\n    pass\n"
+            "def f():\n    from ..app import cli\n")  # fmt: skip
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: text)
+    assert _imported_modules(fake) == {
+        "quadsim.physics", "quadsim.physics.rotation", "quadsim.loop.brain",
+        "quadsim.engines", "quadsim.engines.sim",
+    }  # fmt: skip
+    graph = {"a": {"b"}, "b": {"c", "d"}, "c": {"a"}, "d": set(), "e": {"e2"}, "e2": {"e"}}
+    assert _cycles(graph) == [["a", "b", "c", "a"], ["e", "e2", "e"]]

@@ -50,8 +50,8 @@ def fp_step(preset: str):
     def f(xs):
         c = [xs[i] for i in range(n)]
         cmd = tuple(u[i] for i in range(nr))
-        qd, vd, wd, rd = fp._kernel(tuple(c[3:7]), tuple(c[7:10]), tuple(c[10:13]), cmd,
-                                    tuple(c[13:n]), None, None, p, CASADI_OPS)  # fmt: skip
+        qd, vd, wd, rd = fp.kernel(tuple(c[3:7]), tuple(c[7:10]), tuple(c[10:13]), cmd,
+                                   tuple(c[13:n]), None, None, p, CASADI_OPS)  # fmt: skip
         return cs.vertcat(*c[7:10], *qd, *vd, *wd, *rd)
 
     k1 = f(x)

@@ -142,7 +142,9 @@ def test_animate_gif(tmp_path, log):
 
 
 def test_animate_mp4_or_clear_error(tmp_path, log):
-    if plotting._ffmpeg() is None:
+    from quadsim.app.plotting.animation import ffmpeg_exe
+
+    if ffmpeg_exe() is None:
         with pytest.raises(RuntimeError, match="ffmpeg"):
             plotting.animate(log, META, tmp_path / "fly.mp4", max_frames=3)
     else:
@@ -167,15 +169,15 @@ def test_no_import_side_effects_and_no_pyplot():
 
 
 def _capture_figures(monkeypatch, module):
-    """Keep every figure ``module`` saves (its ``_save``), to read titles and artists back."""
+    """Keep every figure ``module`` saves (its ``save_figure``), to read titles and artists back."""
     figs = []
-    save = module._save
+    save = module.save_figure
 
     def keep(fig, path):
         figs.append(fig)
         return save(fig, path)
 
-    monkeypatch.setattr(module, "_save", keep)
+    monkeypatch.setattr(module, "save_figure", keep)
     return figs
 
 
@@ -293,15 +295,15 @@ def test_envelope_marks_where_drag_model_is_extrapolated(tmp_path, monkeypatch):
 
 
 def test_thin_keeps_each_runs_extremes_and_nan_breaks():
-    from quadsim.app.plotting._common import _thin
+    from quadsim.app.plotting._common import thin_indices
 
     y = np.sin(np.linspace(0.0, 40.0, 1000))
-    assert _thin(y, 250) == slice(None)  # 4 samples per column or fewer: drawn whole
+    assert thin_indices(y, 250) == slice(None)  # 4 samples per column or fewer: drawn whole
     rng = np.random.default_rng(1)
     T, cols = 100_003, 500
     y = np.cumsum(rng.standard_normal((T, 3)), axis=0)
     y[40_000:40_010, 1] = np.nan
-    idx = _thin(y, cols)
+    idx = thin_indices(y, cols)
     assert idx[0] == 0 and idx[-1] == T - 1 and np.all(np.diff(idx) > 0)
     assert idx.size <= 4 * 3 * cols + 4 and idx.size < T // 10
     k = -(-T // cols)
@@ -315,12 +317,12 @@ def test_thin_keeps_each_runs_extremes_and_nan_breaks():
 
 
 def test_runs_keep_the_shaded_intervals():
-    from quadsim.app.plotting._common import _runs
+    from quadsim.app.plotting._common import run_indices
 
     T = 50_000
     m = np.zeros(T, bool)
     m[:7] = m[100:105] = m[30_000] = m[-3:] = True
-    idx = _runs(m, 100)
+    idx = run_indices(m, 100)
     assert idx.size < 30
 
     def intervals(t, mask):
@@ -329,7 +331,7 @@ def test_runs_keep_the_shaded_intervals():
 
     t = np.arange(T) * 0.01
     assert intervals(t[idx], m[idx]) == intervals(t, m)
-    assert _runs(m[:300], 100) == slice(None)
+    assert run_indices(m[:300], 100) == slice(None)
 
 
 def test_long_log_draws_fewer_points_same_limits(tmp_path, monkeypatch):

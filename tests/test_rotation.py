@@ -389,10 +389,10 @@ def test_new_kernels_run_on_casadi(rng):
     sq, sr = ca.MX.sym("q", 4), ca.MX.sym("r", 3)
     Q, V = tuple(sq[i] for i in range(4)), tuple(sr[i] for i in range(3))
     exprs = [
-        (rot._kexp(CASADI_OPS, V, 1e-4), rv, rot.exp(rv)),
-        (rot._klog(CASADI_OPS, Q, 1e-5), q, rot.log(q)),
-        (rot._kto_euler(CASADI_OPS, Q, 1e-8), q, rot.to_euler(q)),
-        (rot._kfrom_euler(CASADI_OPS, V), rv, rot.from_euler(rv)),
+        (rot.kexp(CASADI_OPS, V, 1e-4), rv, rot.exp(rv)),
+        (rot.klog(CASADI_OPS, Q, 1e-5), q, rot.log(q)),
+        (rot.kto_euler(CASADI_OPS, Q, 1e-8), q, rot.to_euler(q)),
+        (rot.kfrom_euler(CASADI_OPS, V), rv, rot.from_euler(rv)),
     ]
     for comps, x, want in exprs:
         sym = sr if x.size == 3 else sq
@@ -400,7 +400,7 @@ def test_new_kernels_run_on_casadi(rng):
         np.testing.assert_allclose(np.asarray(f(x)).ravel(), want, rtol=1e-12, atol=1e-14)
     sm = ca.MX.sym("R", 3, 3)
     rows = tuple(tuple(sm[i, j] for j in range(3)) for i in range(3))
-    f = ca.Function("f", [sm], [ca.vertcat(*rot._kfrom_matrix(CASADI_OPS, rows))])
+    f = ca.Function("f", [sm], [ca.vertcat(*rot.kfrom_matrix(CASADI_OPS, rows))])
     np.testing.assert_allclose(np.asarray(f(R)).ravel(), rot.from_matrix(R), atol=1e-14)
 
 

@@ -56,7 +56,7 @@ def test_a_jax_run_scans_and_every_part_says_so(tmp_path, monkeypatch):
     """On jax the parts are written with ``scan`` before the flight (what recover reads)."""
     pytest.importorskip("jax")
     with monkeypatch.context() as m:
-        m.setattr(run, "_finish", lambda *a, **k: {})  # keep the parts: read their meta
+        m.setattr(run, "finish_run", lambda *a, **k: {})  # keep the parts: read their meta
         _fly(tmp_path, backend='"jax"')
     summary = run.recover(tmp_path / "out", plots=False)
     assert summary["loop"] == "scan" and summary["loop_reason"] is None
@@ -65,7 +65,7 @@ def test_a_jax_run_scans_and_every_part_says_so(tmp_path, monkeypatch):
 def test_recover_sees_the_loop(tmp_path, monkeypatch):
     """A run killed after its parts were written: recover's summary names the loop."""
     with monkeypatch.context() as m:
-        m.setattr(run, "_finish", lambda *a, **k: {})  # the process "dies" before merging
+        m.setattr(run, "finish_run", lambda *a, **k: {})  # the process "dies" before merging
         _fly(tmp_path)
     out = tmp_path / "out"
     assert list((out / "trajectory.parts").glob("part-*.parquet"))

@@ -210,7 +210,7 @@ def test_long_runs_and_odd_steps_are_announced_before_the_run(tmp_path):
 def test_mp4_without_ffmpeg_is_refused_before_flying(tmp_path, capsys, monkeypatch):
     from quadsim.app.plotting import animation
 
-    monkeypatch.setattr(animation, "_ffmpeg", lambda: None)
+    monkeypatch.setattr(animation, "ffmpeg_exe", lambda: None)
     scen = tmp_path / "s.toml"
     scen.write_text("duration = 0.1\n")
     t0 = time.perf_counter()

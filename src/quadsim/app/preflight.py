@@ -151,9 +151,9 @@ def check_outputs(*, plots: bool, animate: str | None, csv: bool, rosbag: bool =
         need("mcap", "--rosbag", "ros2")
         need("cyclonedds", "--rosbag", "ros2")
     if animate == "mp4":
-        from .plotting.animation import _ffmpeg
+        from .plotting.animation import ffmpeg_exe
 
-        if _ffmpeg() is None:
+        if ffmpeg_exe() is None:
             raise ValueError(
                 "--animate mp4 needs ffmpeg: pip install 'quadsim[video]' (or put ffmpeg on "
                 "PATH), or use --animate gif"

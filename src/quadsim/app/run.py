@@ -100,7 +100,7 @@ def fly_scenario(
     from .scenario import build, fly_assembly, load_scenario
 
     echo = echo or (lambda s: print(s, file=sys.stderr))
-    with _echo_warnings(echo):
+    with echo_warnings(echo):
         sc = load_scenario(scenario)
     o = sc.values["output"]
     csv = o["csv"] if csv is None else csv
@@ -112,7 +112,7 @@ def fly_scenario(
     preflight.check_out_dir(out)
     with outdir.claim(out):
         preflight.check_no_killed_run(out)
-        with _echo_warnings(echo):
+        with echo_warnings(echo):
             objs = build(sc)
         sim = objs.sim
         total = max(1, round(objs.duration / sim.dt))
@@ -143,7 +143,7 @@ def fly_scenario(
                 if bar is not None:
                     bar.close()
                 parts.flush()  # what the loop handed over is on disk before anything else
-            summary = _finish(out, result.meta, result.wall_time, result.interrupted,
+            summary = finish_run(out, result.meta, result.wall_time, result.interrupted,
                               result.signal)  # fmt: skip
             if rosbag and (out / "trajectory.parquet").exists():
                 summary = _write_rosbag(out, summary, objs, periods, progress)
@@ -217,7 +217,7 @@ def _write_rosbag(out: Path, summary: dict, objs: Any, periods: Any, progress: b
 
 
 @contextlib.contextmanager
-def _echo_warnings(echo: Any) -> Any:
+def echo_warnings(echo: Any) -> Any:
     """Warnings raised inside the block are shown through ``echo`` (``quadsim: warning: ...``)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -228,7 +228,7 @@ def _echo_warnings(echo: Any) -> Any:
                 echo(f"quadsim: warning: {w.message}")
 
 
-def _finish(
+def finish_run(
     out: Path, meta: dict, wall_time: float, interrupted: bool, signum: int | None
 ) -> dict:
     """Merge the parts, write the summary, then the figures (shared by fly, ros2 and recover).
@@ -370,7 +370,7 @@ def recover(out_dir: str | os.PathLike[str], plots: bool = True) -> dict | None:
         if not plots:
             meta["output"] = {**meta.get("output", {}), "plots": False, "animate": None}
         with kept_on_failure(out):
-            summary = _finish(out, meta, float(record["wall_time_s"]), True, None)
+            summary = finish_run(out, meta, float(record["wall_time_s"]), True, None)
             summary["recovered"] = True
             from . import io
 

@@ -98,11 +98,21 @@ class SimulationError(RuntimeError):
     """A single-drone simulation diverged (which quantity, at which step and time)."""
 
 
-def _to_comps(state: NamedTuple) -> tuple:
+def state_to_comps(state: NamedTuple) -> tuple:
+    """The flat component tuple of a state (the kernels' ``x``).
+
+    The fields in order, each split along its last axis (``pos`` 3, ``quat`` 4 or ``rpy`` 3,
+    ``vel`` 3, ``ang_vel`` 3, ``rotor_vel`` N); ``None`` fields are left out.
+    """
     return tuple(c for f in state if f is not None for c in unstack(f))
 
 
-def _from_comps(x: tuple, system: System, xp: Any, like: Any) -> NamedTuple:
+def state_from_comps(x: tuple, system: System, xp: Any, like: Any) -> NamedTuple:
+    """A :class:`State` (:class:`EulerState` for Euler models) from the components ``x``.
+
+    ``x`` is laid out as :func:`state_to_comps` makes it for ``system``; the fields are stacked
+    on ``xp`` like ``like`` (dtype, device).
+    """
     fields = {name: stack(xp, x[s], like) for name, s in system.slices().items()}
     cls = State if system.attitude == "quat" else EulerState
     return cls(**fields)
@@ -112,7 +122,7 @@ def _env(xp: Any, wind: Any, dist_f: Any, dist_t: Any) -> Env:
     return Env(*(None if a is None else unstack(a) for a in (wind, dist_f, dist_t)))
 
 
-def _check_unit_quat(quat: np.ndarray, drones: np.ndarray, where: str) -> None:
+def check_unit_quat(quat: np.ndarray, drones: np.ndarray, where: str) -> None:
     """``ValueError`` naming the first drone whose attitude ``(m, 4)`` is not unit to 1e-6."""
     norm = np.linalg.norm(quat, axis=-1)
     bad = np.flatnonzero(np.abs(norm - 1.0) > 1e-6)
@@ -238,8 +248,8 @@ def step(
     fn = make_step(system, params, dt, integrator, world, xp=xp, like=state.pos)
     if world is not None and status is None:
         status = initial_status(xp, tuple(state.pos.shape[:-1]), dtype=state.pos.dtype)
-    x, status = fn(_to_comps(state), unstack(cmd), status, k, _env(xp, wind, dist_f, dist_t))
-    return _from_comps(x, system, xp, state.pos), status
+    x, status = fn(state_to_comps(state), unstack(cmd), status, k, _env(xp, wind, dist_f, dist_t))
+    return state_from_comps(x, system, xp, state.pos), status
 
 
 def rollout(
@@ -276,7 +286,7 @@ def rollout(
     if world is not None and status is None:
         status = initial_status(xp, tuple(state.pos.shape[:-1]), dtype=state.pos.dtype)
     env = _env(xp, wind, dist_f, dist_t)
-    x = _to_comps(state)
+    x = state_to_comps(state)
     n_steps = int(steps) if steps is not None else cmds.shape[0]
 
     def env_at(g: Any) -> Env:
@@ -310,10 +320,10 @@ def rollout(
                 traj.append(x)
         if record:
             traj = tuple(xp.stack([t[j] for t in traj]) for j in range(len(x))) if traj else None
-    final = _from_comps(x, system, xp, state.pos)
+    final = state_from_comps(x, system, xp, state.pos)
     trajectory = None
     if record and traj is not None:
-        trajectory = _from_comps(tuple(traj), system, xp, state.pos)
+        trajectory = state_from_comps(tuple(traj), system, xp, state.pos)
     return final, status, trajectory
 
 
@@ -392,7 +402,7 @@ class Engine(Protocol):
         """``(fault_step, fault_code)`` of drone ``i`` (``-1``: no fault; needs a world)."""
 
 
-def _as_cmd(cmd: Any, shape: tuple[int, ...], xp: Any, dtype: Any) -> Any:
+def as_cmd(cmd: Any, shape: tuple[int, ...], xp: Any, dtype: Any) -> Any:
     """``cmd`` broadcast to ``shape`` as an ``xp`` array of ``dtype`` (``ValueError`` if not:
     another shape, or values that are not real numbers, such as complex numbers or text)."""  # noqa: D205, D209
     check_real(cmd if hasattr(cmd, "dtype") else np.asarray(cmd), "cmd")
@@ -431,8 +441,8 @@ class ArrayEngine:
         fn = make_step(system, params, dt, integrator, world, xp=xp, like=like)
 
         def state_step(state, cmd, status, k, env):
-            x, status = fn(_to_comps(state), unstack(cmd), status, k, env)
-            return _from_comps(x, system, xp, state.pos), status
+            x, status = fn(state_to_comps(state), unstack(cmd), status, k, env)
+            return state_from_comps(x, system, xp, state.pos), status
 
         def run(state, u, status, k0, gusts, record, steps):
             return rollout(
@@ -459,7 +469,7 @@ class ArrayEngine:
     def step(self, cmd: Any, ext: tuple) -> NamedTuple:
         """One step (see :class:`Engine`)."""
         xp = self.xp
-        u = _as_cmd(cmd, (self._n, self.n_cmd), xp, self.dtype)
+        u = as_cmd(cmd, (self._n, self.n_cmd), xp, self.dtype)
         ext = [None if a is None else xp.asarray(np.array(a, dtype=float), dtype=self.dtype)
                for a in ext]  # fmt: skip
         self._state, self._status = self._step(
@@ -567,9 +577,9 @@ class Simulator:
         self.n, self.dt, self.world, self.integrator = n, float(dt), world, integrator
         self.xp, self.dtype = _backend(backend, dtype)
         self.backend = backend
-        from ..physics.noise import _check_seed
+        from ..physics.noise import check_seed
 
-        self.seed = _check_seed(seed)
+        self.seed = check_seed(seed)
         self.rng = np.random.default_rng(seed)
         self.hover_rpm = envelope(self.drone).hover_rpm
         model_params = _params_of(self.drone, self.system)
@@ -636,9 +646,9 @@ class Simulator:
         """
         n, xp = self.n, self.xp
         if seed is not None:
-            from ..physics.noise import _check_seed
+            from ..physics.noise import check_seed
 
-            self.seed = _check_seed(seed)
+            self.seed = check_seed(seed)
             self.rng = np.random.default_rng(seed)
         att_size = 4 if self.system.attitude == "quat" else 3
         default_att = [0.0, 0.0, 0.0, 1.0] if att_size == 4 else [0.0, 0.0, 0.0]
@@ -650,7 +660,7 @@ class Simulator:
             if a is not None and not np.all(np.isfinite(a)):
                 raise ValueError(f"reset: {name} must be finite")
             if name == "quat":
-                _check_unit_quat(a, np.arange(n), "reset")
+                check_unit_quat(a, np.arange(n), "reset")
             return None if a is None else xp.asarray(np.array(a), dtype=self.dtype)
 
         fields = [
@@ -711,7 +721,7 @@ class Simulator:
             if not np.all(np.isfinite(value)):
                 raise ValueError(f"reset_drones: {name} must be finite")
             if name == "quat":
-                _check_unit_quat(value, idx, "reset_drones")
+                check_unit_quat(value, idx, "reset_drones")
             new[idx] = value
             fields[name] = new
         status = self._engine.status()
@@ -780,7 +790,7 @@ class Simulator:
 
     # -- stepping ---------------------------------------------------------------------------------
     def _cmd(self, cmd: Any, lead: tuple[int, ...]) -> Any:
-        return _as_cmd(cmd, (*lead, self.n, self.system.n_cmd), self.xp, self.dtype)
+        return as_cmd(cmd, (*lead, self.n, self.system.n_cmd), self.xp, self.dtype)
 
     def step(self, cmd: Any, wind: Any = None, dist_f: Any = None, dist_t: Any = None) -> Any:
         """Advance all drones by ``dt`` with command ``cmd`` ``(n, n_cmd)`` (broadcast).

@@ -32,8 +32,12 @@ __all__ = ["NativeEngine"]
 N_STATUS = 5
 
 
-def _varying(system: System, params: dict, per_drone: tuple[str, ...]) -> list[tuple]:
-    """``(name, index, values)`` of every per-drone parameter entry that differs between drones."""
+def varying_params(system: System, params: dict, per_drone: tuple[str, ...]) -> list[tuple]:
+    """``(name, index, values)`` of every per-drone parameter entry that differs between drones.
+
+    ``index`` is the entry's index in the parameter's trailing shape, ``values`` its ``(n,)``
+    float64 values over the drones; entries equal for all drones are left out.
+    """
     out = []
     for name in system.param_spec:
         if name in per_drone:
@@ -45,8 +49,10 @@ def _varying(system: System, params: dict, per_drone: tuple[str, ...]) -> list[t
     return out
 
 
-def _symbolic_params(system: System, params: dict, varying: list[tuple], p_sym: Any) -> Any:
+def kernel_params(system: System, params: dict, varying: list[tuple], p_sym: Any) -> Any:
     """Parameter namespace for the kernels: floats, except ``p_sym`` entries where drones differ.
+
+    ``varying`` is :func:`varying_params`'s list, ``p_sym[i]`` the symbol of its ``i``-th entry.
 
     Entries equal for every drone (e.g. the zero off-diagonals of per-drone inertias) stay
     constants that CasADi folds, so per-drone parameters cost only their loads.
@@ -92,11 +98,11 @@ class NativeEngine:
         self.per_drone, self.slices = per_drone, system.slices()
         self._field_slices = list(self.slices.values())
         self._fault_rows = (nx + 3, nx + 4)  # fault_step, fault_code
-        varying = _varying(system, params, per_drone)
+        varying = varying_params(system, params, per_drone)
         n_par = len(varying)
         X, U = cs.SX.sym("x", self.n_ext), cs.SX.sym("u", self.n_in)
         P = cs.SX.sym("p", n_par)
-        p = _symbolic_params(system, params, varying, P)
+        p = kernel_params(system, params, varying, P)
         x = tuple(X[i] for i in range(nx))
         st = Status(*(X[nx + i] for i in range(N_STATUS)))
         k = X[self.n_ext - 1]
@@ -198,9 +204,9 @@ class NativeEngine:
         n, nc = self._n_drones, self.n_in - 9
         cmd = np.asarray(cmd, dtype=np.float64)
         if cmd.shape != (n, nc):
-            from .sim import _as_cmd
+            from .sim import as_cmd
 
-            cmd = _as_cmd(cmd, (n, nc), np, self.dtype)
+            cmd = as_cmd(cmd, (n, nc), np, self.dtype)
         if not self._loaded:
             self._bind()
         Up = self._Up

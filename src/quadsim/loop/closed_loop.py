@@ -120,11 +120,11 @@ def per_drone_params(system: Any, params: dict) -> tuple[list[tuple], np.ndarray
         drones (``index`` into the trailing shape, ``column`` its ``(N,)`` values), and those
         columns stacked ``(n_var, N)`` (float64), or ``None`` when every drone is the same.
     """
-    from ..engines.sim_native import _varying
+    from ..engines.sim_native import varying_params
 
     per_drone = tuple(k for k in system.param_spec
                       if np.ndim(params[k]) > len(system.param_spec[k]))  # fmt: skip
-    varying = _varying(system, params, per_drone)
+    varying = varying_params(system, params, per_drone)
     values = np.stack([col for _, _, col in varying]) if varying else None
     return varying, values
 
@@ -279,9 +279,9 @@ def closed_loop_step(
                          f"{[b for b in bfields if b not in got]}")  # fmt: skip
     rpm = _entries(out["cmd_rpm"], dtype)
 
-    from ..engines.sim_native import _symbolic_params
+    from ..engines.sim_native import kernel_params
 
-    p = _symbolic_params(system, params, varying, [P[3 + i] for i in range(len(varying))])
+    p = kernel_params(system, params, varying, [P[3 + i] for i in range(len(varying))])
     wind, gust1 = (U[0], U[1], U[2]), []
     if dryden is not None:  # the Simulator's Dryden process, one step (its state before it)
         wind, gust1 = _gusty_wind(U, sym("gust_state"), [Z[n_s + i] for i in range(5)], dryden,

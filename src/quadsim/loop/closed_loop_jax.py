@@ -66,7 +66,7 @@ class ScanLoop:
         import jax
         import jax.numpy as jnp
 
-        from ..engines.sim import _from_comps, _to_comps, make_step
+        from ..engines.sim import make_step, state_from_comps, state_to_comps
         from ..physics._array import unstack
         from ..physics.systems import Env
 
@@ -105,9 +105,9 @@ class ScanLoop:
             env = Env(None if wind is None else unstack(wind.astype(dtype)), None, None)
             # the plant behind a fusion fence too (the brain's outputs materialised once)
             x, status = jax.lax.cond(k >= 0, lambda x, u, s: plant(x, u, s, k, env),
-                                     lambda x, u, s: (x, s), _to_comps(state), u,
+                                     lambda x, u, s: (x, s), state_to_comps(state), u,
                                      status)  # fmt: skip
-            new = (_from_comps(x, system, jnp, state.pos), status, k + 1, bstate)
+            new = (state_from_comps(x, system, jnp, state.pos), status, k + 1, bstate)
             # the carry keeps its types (the brain may hand back weakly typed or wider values)
             new = jax.tree.map(lambda a, b: jnp.asarray(a).astype(b.dtype), new, carry)
             return new, rec
@@ -259,7 +259,7 @@ def fly_scan(
             chunk = _log_order(chunk, (k_sim0 + idx) * dt)
             with interrupt_after():  # the chunk reaches the writer and the log
                 k += n_chunk
-                flight._hand_over(chunk, on_chunk, keep_log, chunks)
+                flight.hand_over(chunk, on_chunk, keep_log, chunks)
             if progress is not None:
                 progress(k, total)
     except KeyboardInterrupt as e:

@@ -208,7 +208,8 @@ def _dtype_name(dtype: Any) -> str | None:
     return getattr(dtype, "__name__", None) or str(dtype).rpartition(".")[2]
 
 
-def _jax_or_none() -> Any:
+def jax_or_none() -> Any:
+    """The ``jax`` module, or ``None`` when JAX is not installed."""
     try:
         import jax
     except ImportError:
@@ -322,7 +323,7 @@ def scan_path_reason(
     if system.attitude != "quat" or system.n_cmd != sim.drone.mixing_matrix.shape[1]:
         return (f"model {getattr(system, 'model', None)!r}: the scan loop needs a rotor-level "
                 "quaternion model (first_principles)")  # fmt: skip
-    if _jax_or_none() is None:
+    if jax_or_none() is None:
         return "JAX is not installed"
     return None
 
@@ -368,7 +369,7 @@ def _ctrl_state_problem(ctrl_state: Any, n: int) -> str | None:
     return None
 
 
-def _sensor_noise(seed: int, sens: Any, steps: Any, n: int) -> np.ndarray:
+def sensor_normals(seed: int, sens: Any, steps: Any, n: int) -> np.ndarray:
     """The sensors' normals ``z`` ``(m, n, n_noise)`` of the samples at the steps ``(m,)``.
 
     :func:`quadsim.physics.noise.normals` ``(seed, stream, k, drone)`` of the groups of
@@ -386,7 +387,7 @@ class _Draws:
     """The per-step random inputs of the scan loop for a range of steps.
 
     Counter-based (:mod:`quadsim.physics.noise`), so a range is a pure function of its steps: the
-    sensor normals of sample ``j`` (:func:`_sensor_noise`) and the world wind of step ``j``
+    sensor normals of sample ``j`` (:func:`sensor_normals`) and the world wind of step ``j``
     (mean + Dryden gust) from the Simulator's own ``_wind_sequence`` at the absolute step,
     which advances ``sim``'s gust state (ask for the ranges in order). The wind of step
     ``total`` (never applied) is the mean.
@@ -407,7 +408,7 @@ class _Draws:
         sim, n, m = self.sim, self.n, b - a + 1
         z = None
         if noise_groups(self.sens):
-            z = _sensor_noise(self.seed, self.sens, self.k0 + np.arange(a, b + 1), n)
+            z = sensor_normals(self.seed, self.sens, self.k0 + np.arange(a, b + 1), n)
         if not self.gusty:
             return z, None
         mg = max(0, min(b, self.total - 1) - a + 1)
@@ -458,7 +459,7 @@ def _fly_compiled(
 
     n, dt, rows = sim.n, sim.dt, loop.rows
     k_sim0 = int(sim.k)
-    state0 = _numpy_state(sim.state)
+    state0 = numpy_state(sim.state)
     status0 = sim.status
     flag_dtype = _flag(status0, "crashed", n).dtype
     names = [name for name, _ in loop.system.fields]
@@ -591,7 +592,7 @@ def _fly_compiled(
                      else (k_sim0 + np.asarray(sample_k)) * dt for key in logged[0]}  # fmt: skip
             with interrupt_after():  # the chunk reaches the writer and the log, or neither
                 k += n_chunk
-                _hand_over(chunk, on_chunk, keep_log, chunks)
+                hand_over(chunk, on_chunk, keep_log, chunks)
             if progress is not None:
                 progress(k, total)
     except KeyboardInterrupt as e:
@@ -749,9 +750,9 @@ def fly(
         else np.broadcast_to(np.asarray(ref_offset, dtype=np.float64), (n, 3))
     )
     backend = getattr(sim, "backend", None)
-    from ..physics.noise import _check_seed
+    from ..physics.noise import check_seed
 
-    seed = sim.seed if seed is None else _check_seed(seed)
+    seed = sim.seed if seed is None else check_seed(seed)
     from .brain import loop_periods
 
     if isinstance(power, str):
@@ -868,12 +869,16 @@ def _warn_fallback(control: Callable, failed: list[tuple[str, str]], ran: str) -
                   TraceFallbackWarning, stacklevel=3)  # fmt: skip
 
 
-def _brain_state0(sim, control, gains, ctrl_state, sens, periods, seed, xp=np,
-                  estimator=None):  # fmt: skip
-    """The brain state at the flight's start (:func:`quadsim.loop.brain.brain_init`), float64."""
+def initial_brain_state(sim, control, gains, ctrl_state, sens, periods, seed, xp=np,
+                        estimator=None):  # fmt: skip
+    """The brain state at the flight's start (:func:`quadsim.loop.brain.brain_init`), float64.
+
+    Of every drone of ``sim`` at its current step, on the namespace ``xp``; ``ctrl_state``
+    ``None`` starts the controller from its initial state (:func:`initial_ctrl_state`).
+    """
     from .brain import brain_init
 
-    state = _numpy_state(sim.state)
+    state = numpy_state(sim.state)
     cstate = initial_ctrl_state(control, gains, ctrl_state, sim.n, xp, xp.float64)
     return brain_init(sim.n, cstate, state.pos, state.quat, state.vel, sens=sens,
                       dt=float(sim.dt), periods=periods, seed=seed, k0=int(sim.k),
@@ -887,8 +892,8 @@ def _compile_native(sim, control, gains, trajectory, ctrl_state, sens, command, 
     from .brain import first_drone
     from .closed_loop import compile_for_simulator
 
-    bstate0 = _brain_state0(sim, control, gains, ctrl_state, sens, periods, seed,
-                            estimator=estimator)  # fmt: skip
+    bstate0 = initial_brain_state(sim, control, gains, ctrl_state, sens, periods, seed,
+                                  estimator=estimator)  # fmt: skip
     loop = compile_for_simulator(sim, control, gains, trajectory, sens=sens,
                                  brain_state=first_drone(bstate0), command=command,
                                  periods=periods, estimator=estimator)  # fmt: skip
@@ -917,18 +922,18 @@ def _build_scan(sim, trajectory, control, gains, allocator, sens, command, ctrl_
     per_call = -(-min(chunk_steps, total) // L)
     if nz or gusty:  # the per-step inputs of one call stay under CHUNK_BYTES
         per_call = min(per_call, max(1, CHUNK_BYTES // (8 * n * (3 + nz) * L)))
-    with _x64(jax):
+    with jax_x64(jax):
         import jax.numpy as jnp
 
         brain = make_brain(trajectory, control, gains, allocator, sens, g_vec, dt, command,
                            periods, estimator, world=getattr(sim, "world", None))  # fmt: skip
         loop = ScanLoop(sim, brain, nz, gusty, L, per_call)
-        bstate = _brain_state0(sim, control, gains, ctrl_state, sens, periods, seed, jnp,
-                               estimator)  # fmt: skip
+        bstate = initial_brain_state(sim, control, gains, ctrl_state, sens, periods, seed, jnp,
+                                     estimator)  # fmt: skip
         loop.compile(initial_carry(sim, bstate), offset)
 
     def start() -> tuple:
-        with _x64(jax):
+        with jax_x64(jax):
             carry = initial_carry(sim, bstate)
         return loop, carry, _Draws(sim, seed, sens, total)
 
@@ -947,11 +952,11 @@ def _python_loop(sim, trajectory, control, gains, allocator, sens, command, ctrl
     from .brain import make_brain
 
     n, dt = sim.n, float(sim.dt)
-    jax = _jax_or_none() if jit in (None, True) else None
+    jax = jax_or_none() if jit in (None, True) else None
     if jit and jax is None:
         raise ValueError("jit=True needs JAX (pip install 'quadsim[jax]')")
     g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
-    state = _numpy_state(sim.state)
+    state = numpy_state(sim.state)
     n_noise = _n_noise(sens)
     why = None
 
@@ -959,12 +964,12 @@ def _python_loop(sim, trajectory, control, gains, allocator, sens, command, ctrl
         """``(brain, brain state)`` on JAX (traced) or NumPy."""
         brain = make_brain(trajectory, control, gains, allocator, sens, g_vec, dt, command,
                            periods, estimator, world=getattr(sim, "world", None))  # fmt: skip
-        with _x64(jax):
+        with jax_x64(jax):
             xp = np
             if jax is not None:
                 import jax.numpy as xp
-            bstate = _brain_state0(sim, control, gains, ctrl_state, sens, periods, seed, xp,
-                                   estimator)  # fmt: skip
+            bstate = initial_brain_state(sim, control, gains, ctrl_state, sens, periods, seed, xp,
+                                         estimator)  # fmt: skip
             if jax is not None:
                 brain = jax.jit(brain)
                 z = np.zeros((n, n_noise))
@@ -987,12 +992,12 @@ def _python_loop(sim, trajectory, control, gains, allocator, sens, command, ctrl
         chunks: list[dict] = []
         k = 0
         interrupted, stop_signal = False, None
-        state = _numpy_state(sim.state)
+        state = numpy_state(sim.state)
 
         def think(state: Any, bstate: Any) -> tuple:
             """Reference, controller, allocation and sensors at the current step."""
-            z = _sensor_noise(seed, sens, [sim.k], n)[0]
-            with _x64(jax):
+            z = sensor_normals(seed, sens, [sim.k], n)[0]
+            with jax_x64(jax):
                 out, bstate = brain(sim.k, state.pos, state.quat, state.vel, state.ang_vel,
                                     offset, bstate, z)  # fmt: skip
                 rpm = np.asarray(out["cmd_rpm"])
@@ -1012,7 +1017,7 @@ def _python_loop(sim, trajectory, control, gains, allocator, sens, command, ctrl
                     out, rpm, brain_state = think(state, brain_state)
                     if (k + i) % log_every == 0:
                         record(out, rpm, state, t)
-                    state = _numpy_state(sim.step(rpm))
+                    state = numpy_state(sim.step(rpm))
                 if k + n_chunk == total:  # the end sample, at t = duration
                     out, rpm, brain_state = think(state, brain_state)
                     record(out, rpm, state, sim.time)
@@ -1020,7 +1025,7 @@ def _python_loop(sim, trajectory, control, gains, allocator, sens, command, ctrl
                 rows = {}
                 with interrupt_after():  # the chunk reaches the writer and the log, or neither
                     k += n_chunk
-                    _hand_over(chunk, on_chunk, keep_log, chunks)
+                    hand_over(chunk, on_chunk, keep_log, chunks)
                 if progress is not None:
                     progress(k, total)
         except KeyboardInterrupt as e:
@@ -1030,7 +1035,7 @@ def _python_loop(sim, trajectory, control, gains, allocator, sens, command, ctrl
     return run, "JAX" if jax is not None else "NumPy", why
 
 
-def _hand_over(chunk: dict, on_chunk: Callable[[dict], None] | None, keep_log: bool,
+def hand_over(chunk: dict, on_chunk: Callable[[dict], None] | None, keep_log: bool,
               chunks: list[dict]) -> None:  # fmt: skip
     """Give a completed, non-empty chunk to ``on_chunk`` and to the kept log ``chunks``.
 
@@ -1068,12 +1073,15 @@ def _flag(status: Any, name: str, n: int) -> np.ndarray:
     return to_numpy(getattr(status, name)) if status is not None else np.zeros(n, bool)
 
 
-def _x64(jax: Any) -> Any:
-    """Float64 for JAX inside the block only (the process-wide setting is left alone)."""
+def jax_x64(jax: Any) -> Any:
+    """Float64 for JAX inside the block only (the process-wide setting is left alone).
+
+    ``jax`` is the module or ``None`` (then a no-op context, for the NumPy loop).
+    """
     return jax.enable_x64(True) if jax is not None else contextlib.nullcontext()
 
 
-def _numpy_state(state: Any) -> Any:
+def numpy_state(state: Any) -> Any:
     """A :class:`~quadsim.engines.sim.State` of NumPy float64; Euler angles become quaternions."""
     from ..engines.sim import State
 

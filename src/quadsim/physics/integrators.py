@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._array import eps_of
-from .rotation import _kexp, _kfrom_euler, _kqmul, _kto_euler
+from .rotation import kexp, kfrom_euler, kqmul, kto_euler
 
 __all__ = ["INTEGRATORS", "euler", "geometric", "rk4", "rk45", "semi_implicit"]
 
@@ -81,12 +81,12 @@ def geometric(f: Callable, x: tuple, dt: Any, system: Any, ops: Any) -> tuple:
     x_r = tuple(a + dt * b if r else a for a, b, r in zip(x, k1, rate, strict=True))
     w = x_r[sl["ang_vel"]]
     eps = eps_of(ops, x[0])
-    dq = _kexp(ops, tuple(dt * c for c in w), (46080.0 * eps) ** (1.0 / 3.0))
+    dq = kexp(ops, tuple(dt * c for c in w), (46080.0 * eps) ** (1.0 / 3.0))
     if system.attitude == "quat":
-        att = _kqmul(x[sl["quat"]], dq)
+        att = kqmul(x[sl["quat"]], dq)
         a_sl = sl["quat"]
     else:
-        att = _kto_euler(ops, _kqmul(_kfrom_euler(ops, x[sl["rpy"]]), dq), math.sqrt(eps))
+        att = kto_euler(ops, kqmul(kfrom_euler(ops, x[sl["rpy"]]), dq), math.sqrt(eps))
         a_sl = sl["rpy"]
     vel = x_r[sl["vel"]]
     pos = tuple(p + dt * v for p, v in zip(x[sl["pos"]], vel, strict=True))

@@ -92,7 +92,8 @@ def philox4x32(counter: Any, key: Any) -> np.ndarray:
     return np.stack(np.broadcast_arrays(*c), -1).astype(np.uint32)
 
 
-def _check_seed(seed: Any) -> int:
+def check_seed(seed: Any) -> int:
+    """``seed`` as an ``int`` in ``[0, 2**64)`` (a key of :func:`normals`), else a ValueError."""
     s = int(seed)
     if s != seed or not 0 <= s < 2**64:
         raise ValueError(f"seed must be an integer in [0, 2**64); got {seed!r}")
@@ -112,7 +113,7 @@ def normals(seed: int, stream: str, step: Any, drone: Any, count: int) -> np.nda
     Returns:
         ``(*broadcast(step, drone).shape, count)``.
     """
-    s, sid = _check_seed(seed), stream_id(stream)
+    s, sid = check_seed(seed), stream_id(stream)
     step = np.asarray(step, np.int64)
     drone = np.asarray(drone, np.int64)
     step, drone = np.broadcast_arrays(step, drone)

@@ -23,9 +23,12 @@ Conventions (see ``docs/conventions.md``):
   (not of ``q/|q|``): it is orthogonal to ``q``, so it keeps ``|q|`` to first order, and the
   integrators renormalise after each step (:mod:`quadsim.physics.integrators`).
 
-The ``_k*`` functions are component kernels: they take tuples of components (arrays of any batch
-shape, or CasADi scalars) and are shared by every model so the CasADi twins use the same formulas.
-They use only arithmetic, comparisons and the ``where sqrt sin cos atan2`` functions of ``ops``.
+The ``k*`` functions (``kcross``, ``kdot``, ``kqmul``, ``kmatrix``, ``kquat_dot``, ``kexp``,
+``kto_euler``, ``kfrom_euler``, ``kfrom_matrix``, ...) are component kernels: they take tuples of
+components (arrays of any batch shape, or CasADi scalars) and are shared by every model, the
+integrators and the controllers, so the CasADi twins use the same formulas. They use only
+arithmetic, comparisons and the ``where sqrt sin cos atan2`` functions of ``ops``. They are the
+package's building blocks, not part of :data:`__all__` (the array functions below).
 
 Numerical choices of the public functions:
 
@@ -71,7 +74,7 @@ __all__ = [
 Comp = tuple[Any, ...]
 
 
-def _kcross(a: Comp, b: Comp) -> Comp:
+def kcross(a: Comp, b: Comp) -> Comp:
     """Cross product ``a × b`` of 3-component tuples."""
     return (
         a[1] * b[2] - a[2] * b[1],
@@ -80,12 +83,12 @@ def _kcross(a: Comp, b: Comp) -> Comp:
     )
 
 
-def _is_const(x: Any, value: float) -> bool:
+def is_const(x: Any, value: float) -> bool:
     """``x`` is a Python number equal to ``value`` (a parameter known when the code is built)."""
     return isinstance(x, int | float) and x == value
 
 
-def _kdot(a: Comp, b: Comp) -> Any:
+def kdot(a: Comp, b: Comp) -> Any:
     """Dot product of two component tuples of equal length.
 
     Terms with an exact Python ``0`` factor are skipped and ``±1`` factors are not multiplied, so
@@ -93,11 +96,11 @@ def _kdot(a: Comp, b: Comp) -> Any:
     """
     out = None
     for x, y in zip(a, b, strict=True):
-        if _is_const(x, 0) or _is_const(y, 0):
+        if is_const(x, 0) or is_const(y, 0):
             continue
-        if _is_const(x, 1) or _is_const(x, -1):
+        if is_const(x, 1) or is_const(x, -1):
             t, neg = y, x == -1
-        elif _is_const(y, 1) or _is_const(y, -1):
+        elif is_const(y, 1) or is_const(y, -1):
             t, neg = x, y == -1
         else:
             t, neg = x * y, False
@@ -108,7 +111,7 @@ def _kdot(a: Comp, b: Comp) -> Any:
     return 0.0 if out is None else out
 
 
-def _kqmul(a: Comp, b: Comp) -> Comp:
+def kqmul(a: Comp, b: Comp) -> Comp:
     """Hamilton product ``a ⊗ b`` of xyzw component tuples."""
     ax, ay, az, aw = a
     bx, by, bz, bw = b
@@ -120,32 +123,32 @@ def _kqmul(a: Comp, b: Comp) -> Comp:
     )
 
 
-def _krotate(q: Comp, v: Comp) -> Comp:
+def krotate(q: Comp, v: Comp) -> Comp:
     """Rotate ``v`` by ``q = (u, w)`` of any nonzero norm (body to world).
 
     ``R(q) v = v + (2/|q|²) (w (u×v) + u×(u×v))``.
     """
     u = q[:3]
     w = q[3]
-    s = 2.0 / _kdot(q, q)
-    t = tuple(s * c for c in _kcross(u, v))
-    ut = _kcross(u, t)
+    s = 2.0 / kdot(q, q)
+    t = tuple(s * c for c in kcross(u, v))
+    ut = kcross(u, t)
     return (v[0] + w * t[0] + ut[0], v[1] + w * t[1] + ut[1], v[2] + w * t[2] + ut[2])
 
 
-def _krotate_inv(q: Comp, v: Comp) -> Comp:
+def krotate_inv(q: Comp, v: Comp) -> Comp:
     """Rotate ``v`` by the inverse of ``q`` (world to body); ``q`` of any nonzero norm."""
-    return _krotate((-q[0], -q[1], -q[2], q[3]), v)
+    return krotate((-q[0], -q[1], -q[2], q[3]), v)
 
 
-def _kmatrix(q: Comp) -> tuple[Comp, Comp, Comp]:
+def kmatrix(q: Comp) -> tuple[Comp, Comp, Comp]:
     """Rotation matrix ``R_wb`` of ``q`` of any nonzero norm, as three row tuples.
 
     ``R = I + (2/|q|²)(w [u]× + [u]×²)``: one division, then the unit-quaternion formula with
     ``2`` replaced by ``s = 2/|q|²``.
     """
     x, y, z, w = q
-    s = 2.0 / _kdot(q, q)
+    s = 2.0 / kdot(q, q)
     xs, ys, zs = x * s, y * s, z * s
     wx, wy, wz = w * xs, w * ys, w * zs
     xx, xy, xz = x * xs, x * ys, x * zs
@@ -157,15 +160,18 @@ def _kmatrix(q: Comp) -> tuple[Comp, Comp, Comp]:
     )
 
 
-def _kquat_dot(q: Comp, w: Comp) -> Comp:
-    """Quaternion derivative ``½ q ⊗ (ω, 0)`` for body-frame angular velocity ``ω``."""
-    d = _kqmul(q, (w[0], w[1], w[2], 0.0))
+def kquat_dot(q: Comp, w: Comp) -> Comp:
+    """Quaternion derivative ``½ q ⊗ (ω, 0)`` [1/s] (4 components) for body-frame ``ω`` [rad/s]."""
+    d = kqmul(q, (w[0], w[1], w[2], 0.0))
     return tuple(0.5 * c for c in d)
 
 
-def _kexp(ops: Any, r: Comp, thr2: float) -> Comp:
-    """Quaternion ``exp(φ)``; Taylor series in ``θ² = |φ|²`` where ``θ² < thr2``."""
-    t2 = _kdot(r, r)
+def kexp(ops: Any, r: Comp, thr2: float) -> Comp:
+    """Quaternion ``exp(φ)`` (4 components) of a rotation vector ``φ`` [rad] (3 components).
+
+    Taylor series in ``θ² = |φ|²`` where ``θ² < thr2`` [rad²] (:func:`exp` picks ``thr2``).
+    """
+    t2 = kdot(r, r)
     small = t2 < thr2
     t = ops.sqrt(ops.where(small, t2 + 1.0, t2))  # safe value: no 0/0, finite gradient at 0
     k = ops.where(small, 0.5 - t2 / 48.0 + t2 * t2 / 3840.0, ops.sin(0.5 * t) / t)
@@ -173,7 +179,7 @@ def _kexp(ops: Any, r: Comp, thr2: float) -> Comp:
     return (k * r[0], k * r[1], k * r[2], c)
 
 
-def _klog(ops: Any, q: Comp, thr2: float) -> Comp:
+def klog(ops: Any, q: Comp, thr2: float) -> Comp:
     """Rotation vector ``2 atan2(|u|, w) u/|u|`` of ``q = (u, w)`` (any norm), taken with w ≥ 0.
 
     Uses the series ``(2/w)(1 - r²/3 + r⁴/5)``, ``r = |u|/w``, where ``r² < thr2``.
@@ -188,8 +194,8 @@ def _klog(ops: Any, q: Comp, thr2: float) -> Comp:
     return (k * x, k * y, k * z)
 
 
-def _kto_euler(ops: Any, q: Comp, tol: float) -> Comp:
-    """Euler ZYX ``(roll, pitch, yaw)`` of ``q`` (any norm); gimbal lock where ``cos θ < tol``."""
+def kto_euler(ops: Any, q: Comp, tol: float) -> Comp:
+    """Euler ZYX ``(roll, pitch, yaw)`` [rad] of ``q`` (any norm); gimbal lock: ``cos θ < tol``."""
     x, y, z, w = q
     a = ops.sqrt((w + y) * (w + y) + (x - z) * (x - z))  # |q| √(1 + sin θ)
     b = ops.sqrt((w - y) * (w - y) + (x + z) * (x + z))  # |q| √(1 - sin θ)
@@ -202,8 +208,8 @@ def _kto_euler(ops: Any, q: Comp, tol: float) -> Comp:
     return (ops.where(lock, 0.0 * roll, roll), pitch, ops.where(lock, yaw_lock, yaw))
 
 
-def _kfrom_euler(ops: Any, rpy: Comp) -> Comp:
-    """Quaternion ``qz(yaw) ⊗ qy(pitch) ⊗ qx(roll)`` of Euler ZYX angles."""
+def kfrom_euler(ops: Any, rpy: Comp) -> Comp:
+    """Quaternion ``qz(yaw) ⊗ qy(pitch) ⊗ qx(roll)`` of Euler ZYX angles ``rpy`` [rad]."""
     cr, cp, cy = (ops.cos(0.5 * a) for a in rpy)
     sr, sp, sy = (ops.sin(0.5 * a) for a in rpy)
     return (
@@ -214,7 +220,7 @@ def _kfrom_euler(ops: Any, rpy: Comp) -> Comp:
     )
 
 
-def _kfrom_matrix(ops: Any, m: tuple[Comp, Comp, Comp]) -> Comp:
+def kfrom_matrix(ops: Any, m: tuple[Comp, Comp, Comp]) -> Comp:
     """Unit quaternion (w ≥ 0) of a rotation matrix given as row tuples (Shepperd's method)."""
     (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = m
     tr = r00 + r11 + r22
@@ -230,7 +236,7 @@ def _kfrom_matrix(ops: Any, m: tuple[Comp, Comp, Comp]) -> Comp:
         ops.where(use3, e3, ops.where(use0, e0, ops.where(use1, e1, e2)))
         for e0, e1, e2, e3 in zip(c0, c1, c2, c3, strict=True)
     )
-    n = ops.sqrt(_kdot(q, q))
+    n = ops.sqrt(kdot(q, q))
     return tuple(ops.where(q[3] < 0, -c, c) / n for c in q)
 
 
@@ -241,7 +247,7 @@ def multiply(p: Any, q: Any) -> Any:
     """
     check_shape(p, (4,), "p")
     check_shape(q, (4,), "q")
-    return stack(namespace(p, q), _kqmul(unstack(p), unstack(q)), p)
+    return stack(namespace(p, q), kqmul(unstack(p), unstack(q)), p)
 
 
 def conjugate(q: Any) -> Any:
@@ -280,21 +286,21 @@ def rotate(q: Any, v: Any) -> Any:
     """
     check_shape(q, (4,), "q")
     check_shape(v, (3,), "v")
-    return stack(namespace(q, v), _krotate(unstack(q), unstack(v)), v)
+    return stack(namespace(q, v), krotate(unstack(q), unstack(v)), v)
 
 
 def rotate_inverse(q: Any, v: Any) -> Any:
     """Rotate world-frame vectors to the body frame, ``v_b = R_wb(q)ᵀ v_w`` (shapes as rotate)."""
     check_shape(q, (4,), "q")
     check_shape(v, (3,), "v")
-    return stack(namespace(q, v), _krotate_inv(unstack(q), unstack(v)), v)
+    return stack(namespace(q, v), krotate_inv(unstack(q), unstack(v)), v)
 
 
 def to_matrix(q: Any) -> Any:
     """Rotation matrices ``R_wb`` ``(..., 3, 3)`` of quaternions ``(..., 4)``, any nonzero norm."""
     check_shape(q, (4,), "q")
     xp = namespace(q)
-    return xp.stack([stack(xp, row, q) for row in _kmatrix(unstack(q))], axis=-2)
+    return xp.stack([stack(xp, row, q) for row in kmatrix(unstack(q))], axis=-2)
 
 
 def from_matrix(R: Any) -> Any:
@@ -305,7 +311,7 @@ def from_matrix(R: Any) -> Any:
     """
     check_shape(R, (3, 3), "R")
     rows = tuple(unstack(R[..., i, :]) for i in range(3))
-    return stack(namespace(R), _kfrom_matrix(namespace(R), rows), R)
+    return stack(namespace(R), kfrom_matrix(namespace(R), rows), R)
 
 
 def to_euler(q: Any) -> Any:
@@ -325,14 +331,14 @@ def to_euler(q: Any) -> Any:
     """
     check_shape(q, (4,), "q")
     xp = namespace(q)
-    return stack(xp, _kto_euler(xp, unstack(q), math.sqrt(xp.finfo(q.dtype).eps)), q)
+    return stack(xp, kto_euler(xp, unstack(q), math.sqrt(xp.finfo(q.dtype).eps)), q)
 
 
 def from_euler(rpy: Any) -> Any:
     """Quaternions ``(..., 4)`` of Euler ZYX angles ``(roll, pitch, yaw)`` (rad, ``(..., 3)``)."""
     check_shape(rpy, (3,), "rpy")
     xp = namespace(rpy)
-    return stack(xp, _kfrom_euler(xp, unstack(rpy)), rpy)
+    return stack(xp, kfrom_euler(xp, unstack(rpy)), rpy)
 
 
 def exp(rotvec: Any) -> Any:
@@ -343,7 +349,7 @@ def exp(rotvec: Any) -> Any:
     check_shape(rotvec, (3,), "rotvec")
     xp = namespace(rotvec)
     thr2 = (46080.0 * xp.finfo(rotvec.dtype).eps) ** (1.0 / 3.0)
-    return stack(xp, _kexp(xp, unstack(rotvec), thr2), rotvec)
+    return stack(xp, kexp(xp, unstack(rotvec), thr2), rotvec)
 
 
 def log(q: Any) -> Any:
@@ -355,7 +361,7 @@ def log(q: Any) -> Any:
     check_shape(q, (4,), "q")
     xp = namespace(q)
     thr2 = (7.0 * xp.finfo(q.dtype).eps) ** (1.0 / 3.0)
-    return stack(xp, _klog(xp, unstack(q), thr2), q)
+    return stack(xp, klog(xp, unstack(q), thr2), q)
 
 
 def quat_dot(quat: Any, ang_vel: Any) -> Any:
@@ -370,7 +376,7 @@ def quat_dot(quat: Any, ang_vel: Any) -> Any:
     """
     check_shape(quat, (4,), "quat")
     check_shape(ang_vel, (3,), "ang_vel")
-    return stack(namespace(quat, ang_vel), _kquat_dot(unstack(quat), unstack(ang_vel)), quat)
+    return stack(namespace(quat, ang_vel), kquat_dot(unstack(quat), unstack(ang_vel)), quat)
 
 
 def integrate(quat: Any, ang_vel: Any, dt: Any) -> Any:

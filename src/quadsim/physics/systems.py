@@ -99,7 +99,7 @@ def make_system(model: str, n_rotors: int = 4, rotor_dynamics: bool = True) -> S
 
 def _fp_deriv(x: tuple, u: tuple, p: Any, ops: Any, env: Env) -> tuple:
     rotor = x[13:] if len(x) > 13 else None
-    qd, vd, wd, rd = first_principles._kernel(
+    qd, vd, wd, rd = first_principles.kernel(
         x[3:7], x[7:10], x[10:13], u, rotor, env.dist_f, env.dist_t, p, ops, env.wind
     )
     return (*x[7:10], *qd, *vd, *wd, *(rd or ()))
@@ -108,14 +108,14 @@ def _fp_deriv(x: tuple, u: tuple, p: Any, ops: Any, env: Env) -> tuple:
 def _euler_deriv(x: tuple, u: tuple, p: Any, ops: Any, env: Env) -> tuple:
     rotor = x[12:] if len(x) > 12 else None
     eps = eps_of(ops, x[0])
-    ed, vd, wd, rd = euler_zyx._kernel(
+    ed, vd, wd, rd = euler_zyx.kernel(
         x[3:6], x[6:9], x[9:12], u, rotor, env.dist_f, env.dist_t, p, ops, False, eps, env.wind
     )
     return (*x[6:9], *ed, *vd, *wd, *(rd or ()))
 
 
 def _wrench_deriv(x: tuple, u: tuple, p: Any, ops: Any, env: Env) -> tuple:
-    qd, vd, wd = wrench._kernel(
+    qd, vd, wd = wrench.kernel(
         x[3:7], x[7:10], x[10:13], u, env.dist_f, env.dist_t, p, ops, env.wind
     )
     return (*x[7:10], *qd, *vd, *wd)

@@ -442,14 +442,20 @@ class ThrustRates(ActionLevel):
 
     def command(self, action: np.ndarray, state: Any) -> np.ndarray:
         """Rotor speeds [RPM] ``(n, N)``: one substep of :func:`inner_loop` (updates ``inner``)."""
-        st = _Attitude(np.asarray(state.quat, dtype=np.float64),
+        st = Attitude(np.asarray(state.quat, dtype=np.float64),
                        np.asarray(state.ang_vel, dtype=np.float64))  # fmt: skip
         rpm, self.inner = inner_loop(np.asarray(action, dtype=np.float64), st, self.inner,
                                      self.consts)  # fmt: skip
         return np.asarray(rpm)
 
 
-class _Attitude(NamedTuple):
+class Attitude(NamedTuple):
+    """What :func:`inner_loop` reads of the state.
+
+    ``quat`` (xyzw, body to world) ``(..., 4)`` and body ``ang_vel`` [rad/s] ``(..., 3)``:
+    NumPy arrays, or symbols in the compiled env (:mod:`quadsim.app.envs.compiled`).
+    """
+
     quat: Any
     ang_vel: Any
 

@@ -50,7 +50,7 @@ from typing import Any
 import numpy as np
 
 from ...physics._array import CASADI_OPS, SymArray, SymbolicNamespace, symbolic
-from .actions import InnerState, _Attitude, inner_loop
+from .actions import Attitude, InnerState, inner_loop
 from .core import observation, outcome, start_state
 from .observer import advance, integrate_error, normalized
 
@@ -121,7 +121,7 @@ class CompiledStep:
     """
 
     def __init__(self, core: Any, sim: Any, cache: CompiledStep | None = None) -> None:
-        from ...engines.sim_native import _varying
+        from ...engines.sim_native import varying_params
 
         system = sim.system
         if core.level.name == "pwm":
@@ -136,7 +136,7 @@ class CompiledStep:
         self.n, self.k_act, self.substeps = core.n, core.act_dim, core.substeps
         params = sim.model_params
         per_drone = tuple(k for k in params if np.ndim(params[k]) > len(system.param_spec[k]))
-        varying = _varying(system, params, per_drone)
+        varying = varying_params(system, params, per_drone)
         self.rows = self._layout()
         self.n_u = self.k_act + 1 + 3 * len(START) + N_U_EXTRA
         self.n_x = max(s.stop for s in self.rows.values())
@@ -189,7 +189,7 @@ class CompiledStep:
 
         from ...engines.native import compile_rollout
         from ...engines.sim import make_step
-        from ...engines.sim_native import _symbolic_params
+        from ...engines.sim_native import kernel_params
         from ...physics.systems import Env
         from ...physics.world import Status
 
@@ -204,8 +204,8 @@ class CompiledStep:
         def sym(name: str) -> SymArray:
             return symbolic(xs[rows[name]], dtype)
 
-        def attitude(x: tuple) -> _Attitude:
-            return _Attitude(symbolic(x[sl["quat"]], dtype), symbolic(x[sl["ang_vel"]], dtype))
+        def attitude(x: tuple) -> Attitude:
+            return Attitude(symbolic(x[sl["quat"]], dtype), symbolic(x[sl["ang_vel"]], dtype))
 
         observer = core.observer if core.observe_rotors else None
 
@@ -230,7 +230,7 @@ class CompiledStep:
 
         # the control step; an environment with fresh = 1 (NEXT_STEP autoreset) starts anew
         # instead: its start state, first observation, reward 0 and no flags
-        p = _symbolic_params(system, sim.model_params, varying, P)
+        p = kernel_params(system, sim.model_params, varying, P)
         step = make_step(system, p, sim.dt, sim.integrator, sim.world, xp=CASADI_OPS)
         ku = self.k_act
         a = xp.clip(symbolic([U[i] for i in range(ku)], dtype), -1.0, 1.0)
@@ -367,7 +367,7 @@ class CompiledStep:
             ValueError: A checked value is not finite or a quaternion is not a unit one (as
                 :meth:`quadsim.engines.sim.Simulator.reset_drones`).
         """
-        from ...engines.sim import _check_unit_quat
+        from ...engines.sim import check_unit_quat
 
         where = "reset" if full else "reset_drones"
         m, rows, n = idx.size, self.rows, self.n
@@ -382,7 +382,7 @@ class CompiledStep:
                 if not np.all(np.isfinite(v)):
                     raise ValueError(f"{where}: {name} must be finite")
                 if name == "quat":
-                    _check_unit_quat(v, idx, where)
+                    check_unit_quat(v, idx, where)
                 block[r] = v.T
             else:
                 block[r] = np.transpose(value)

@@ -38,7 +38,7 @@ import numpy as np
 
 from ...loop.initial import Spread, make_trajectory, sample_start
 from ...physics._array import namespace
-from ...physics.rotation import _kfrom_euler, rotate_inverse, to_matrix
+from ...physics.rotation import kfrom_euler, rotate_inverse, to_matrix
 from ...physics.world import Ground, World
 from .actions import make_action_level
 from .observer import INTEGRAL_MAX
@@ -227,7 +227,7 @@ def start_state(pos: Any, rpy: Any, vel: Any, ang_vel: Any, floor: float | None)
         ``quat`` ``(..., 4)`` (xyzw) of ``rpy``.
     """
     xp = namespace(pos, rpy)
-    quat = xp.stack(_kfrom_euler(xp, (rpy[..., 0], rpy[..., 1], rpy[..., 2])), axis=-1)
+    quat = xp.stack(kfrom_euler(xp, (rpy[..., 0], rpy[..., 1], rpy[..., 2])), axis=-1)
     if floor is not None:
         z = xp.maximum(pos[..., 2], floor)
         pos = xp.stack([pos[..., 0], pos[..., 1], z], axis=-1)

@@ -17,7 +17,6 @@ in the title).
 from __future__ import annotations
 
 from ._common import DPI, FIGSIZE, MAX_DRONES
-from .animation import _ffmpeg as _ffmpeg  # used by tests
 from .animation import animate
 from .envelope import plot_envelope
 from .figures import plot_all, plot_path_3d, plot_rotors, plot_states, plot_tracking_error

@@ -1,7 +1,8 @@
 """Shared plotting helpers: figure creation, data masking, drone selection, styles.
 
 Agg figures and saving, figure sizes and colours, non-finite masking, drone selection, titles,
-Euler angles and axis limits.
+Euler angles and axis limits. A private module of :mod:`quadsim.app.plotting`: its functions
+serve the sibling plot modules only.
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ FIGSIZE = {
 MAX_DRONES = 8
 
 
-def _figure(kind: str, figsize: tuple[float, float] | None = None, dpi: int = DPI) -> Any:
+def new_figure(kind: str, figsize: tuple[float, float] | None = None, dpi: int = DPI) -> Any:
+    """An Agg :class:`~matplotlib.figure.Figure`, ``FIGSIZE[kind]`` [inch] unless given."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -39,7 +41,7 @@ def _figure(kind: str, figsize: tuple[float, float] | None = None, dpi: int = DP
 PNG_COMPRESS_LEVEL = 3
 
 
-def _save(fig: Any, path: str | os.PathLike[str]) -> Path:
+def save_figure(fig: Any, path: str | os.PathLike[str]) -> Path:
     """Render ``fig`` (Agg, at its dpi) and write it; a ``.png`` goes straight through Pillow.
 
     An opaque figure (every one here) is written as RGB rather than RGBA: the same pixels,
@@ -68,7 +70,7 @@ def _save(fig: Any, path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def _thin(y: np.ndarray, columns: int) -> np.ndarray | slice:
+def thin_indices(y: np.ndarray, columns: int) -> np.ndarray | slice:
     """Indices of the samples of ``y`` that draw the same line ``columns`` pixels wide.
 
     Long series only: with more than 4 samples per column, the samples are cut into
@@ -99,10 +101,10 @@ def _thin(y: np.ndarray, columns: int) -> np.ndarray | slice:
     return idx[idx < T]
 
 
-def _runs(mask: np.ndarray, columns: int) -> np.ndarray | slice:
+def run_indices(mask: np.ndarray, columns: int) -> np.ndarray | slice:
     """Indices of a boolean series that shade the same intervals (``fill_between(where=)``).
 
-    For long series (as :func:`_thin`): the ends of the series and of every run of ``True``
+    For long series (as :func:`thin_indices`): the ends of the series and of every run of ``True``
     with the samples just outside it, so each run keeps its extent and runs stay apart.
     """
     T = mask.shape[0]
@@ -114,18 +116,24 @@ def _runs(mask: np.ndarray, columns: int) -> np.ndarray | slice:
     return idx
 
 
-def _columns(fig: Any, oversample: int = 2) -> int:
-    """Runs for :func:`_thin`: ``oversample`` per pixel column of the whole figure."""
+def thin_columns(fig: Any, oversample: int = 2) -> int:
+    """Runs for :func:`thin_indices`: ``oversample`` per pixel column of the whole figure."""
     return int(oversample * fig.get_figwidth() * fig.dpi)
 
 
-def _fin(a: Any) -> np.ndarray:
+def nan_masked(a: Any) -> np.ndarray:
     """Float64 copy with non-finite entries replaced by NaN (matplotlib breaks lines there)."""
     a = np.asarray(a, dtype=np.float64)
     return np.where(np.isfinite(a), a, np.nan)
 
 
-def _drones(log: Mapping[str, Any], drones: Sequence[int] | None, max_drones: int) -> list[int]:
+def select_drones(
+    log: Mapping[str, Any], drones: Sequence[int] | None, max_drones: int
+) -> list[int]:
+    """Indices of the drones to draw, at most ``max_drones``.
+
+    ``drones`` (checked against the log's ``N``), or the first ones when ``None``.
+    """
     n = np.asarray(log["pos"]).shape[1]
     if drones is None:
         return list(range(min(n, max_drones)))
@@ -136,7 +144,8 @@ def _drones(log: Mapping[str, Any], drones: Sequence[int] | None, max_drones: in
     return sel[:max_drones]
 
 
-def _title(meta: Mapping[str, Any], what: str, shown: list[int], n: int) -> str:
+def figure_title(meta: Mapping[str, Any], what: str, shown: list[int], n: int) -> str:
+    """``what — drone — scenario``, and how many of the ``n`` drones are ``shown``."""
     parts = [what]
     if meta.get("drone"):
         parts.append(str(meta["drone"]))
@@ -148,11 +157,12 @@ def _title(meta: Mapping[str, Any], what: str, shown: list[int], n: int) -> str:
     return t
 
 
-def _color(k: int) -> str:
+def drone_color(k: int) -> str:
+    """Colour of the ``k``-th drone drawn (matplotlib's ``C0``..``C9`` cycle)."""
     return f"C{k % 10}"
 
 
-def _unwrap(a: np.ndarray) -> np.ndarray:
+def unwrap_finite(a: np.ndarray) -> np.ndarray:
     """np.unwrap along axis 0 over the finite samples only (NaN stay NaN)."""
     out = np.array(a, dtype=np.float64)
     for idx in np.ndindex(out.shape[1:]):
@@ -163,18 +173,19 @@ def _unwrap(a: np.ndarray) -> np.ndarray:
     return out
 
 
-def _euler_deg(quat: Any) -> np.ndarray:
+def euler_deg(quat: Any) -> np.ndarray:
+    """Euler ZYX angles [deg] ``(T, ..., 3)`` of quaternions ``(T, ..., 4)``, yaw unwrapped."""
     from ...physics.rotation import to_euler
 
     q = np.asarray(quat, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         rpy = to_euler(q)
-    rpy = _fin(rpy)
-    rpy[..., 2] = _unwrap(rpy[..., 2])
+    rpy = nan_masked(rpy)
+    rpy[..., 2] = unwrap_finite(rpy[..., 2])
     return np.degrees(rpy)
 
 
-def _limits(*arrays: np.ndarray, pad: float = 0.05, min_span: float = 0.5) -> np.ndarray:
+def cube_limits(*arrays: np.ndarray, pad: float = 0.05, min_span: float = 0.5) -> np.ndarray:
     """Cube limits (3, 2) [m] around the finite points of (..., 3) arrays."""
     pts = np.concatenate([np.asarray(a, dtype=np.float64).reshape(-1, 3) for a in arrays])
     pts = pts[np.all(np.isfinite(pts), axis=1)]
@@ -186,7 +197,8 @@ def _limits(*arrays: np.ndarray, pad: float = 0.05, min_span: float = 0.5) -> np
     return np.stack([c - h, c + h], axis=1)
 
 
-def _no_data(ax: Any, what: str) -> None:
+def mark_no_data(ax: Any, what: str) -> None:
+    """Write "``what`` not logged" in the middle of the axes ``ax``."""
     ax.text(
         0.5,
         0.5,

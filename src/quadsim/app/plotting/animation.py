@@ -12,13 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from ._common import _figure, _fin, _limits, _title
+from ._common import cube_limits, figure_title, nan_masked, new_figure
 
 _ANIM_SIZE = (6.0, 6.0)
 _ANIM_DPI = 80
 
 
-def _ffmpeg() -> str | None:
+def ffmpeg_exe() -> str | None:
+    """Path of an ffmpeg executable (``imageio-ffmpeg``'s, else one on ``PATH``), or ``None``."""
     try:
         import imageio_ffmpeg
 
@@ -109,7 +110,7 @@ def animate(
     suffix = p.suffix.lower()
     if suffix not in (".gif", ".mp4"):
         raise ValueError(f"animate: path must end in .gif or .mp4, got {p.name!r}")
-    ffmpeg = _ffmpeg() if suffix == ".mp4" else None
+    ffmpeg = ffmpeg_exe() if suffix == ".mp4" else None
     if suffix == ".mp4" and ffmpeg is None:
         raise RuntimeError(
             "animate: MP4 needs ffmpeg (pip install imageio-ffmpeg, or put "
@@ -121,9 +122,9 @@ def animate(
     if fps <= 0 or max_frames < 1:
         raise ValueError(f"animate: need fps > 0 and max_frames >= 1, got {fps}, {max_frames}")
     time = np.asarray(log["time"], dtype=np.float64)
-    pos = _fin(np.asarray(log["pos"])[:, drone])
+    pos = nan_masked(np.asarray(log["pos"])[:, drone])
     quat = np.asarray(log["quat"], dtype=np.float64)[:, drone]
-    ref = _fin(np.asarray(log["ref_pos"])[:, drone]) if "ref_pos" in log else None
+    ref = nan_masked(np.asarray(log["ref_pos"])[:, drone]) if "ref_pos" in log else None
     rp = meta.get("rotor_positions")
     rotors = (
         np.asarray(rp, dtype=np.float64).reshape(-1, 2)
@@ -131,7 +132,7 @@ def animate(
         else 0.1 / math.sqrt(2) * np.array([[1, -1], [1, 1], [-1, 1], [-1, -1]], float)
     )
     arm = float(np.max(np.linalg.norm(rotors, axis=1))) or 0.1
-    lim = _limits(pos, *(() if ref is None else (ref,)), pad=0.15)
+    lim = cube_limits(pos, *(() if ref is None else (ref,)), pad=0.15)
     extent = float(lim[0, 1] - lim[0, 0])
     if scale is None:
         scale = max(1.0, 0.08 * extent / arm)
@@ -149,7 +150,7 @@ def animate(
     with np.errstate(invalid="ignore", divide="ignore"):
         R_wb = np.asarray(to_matrix(quat[idx]))  # (F, 3, 3)
 
-    fig = _figure("", figsize=_ANIM_SIZE, dpi=_ANIM_DPI)
+    fig = new_figure("", figsize=_ANIM_SIZE, dpi=_ANIM_DPI)
     ax = fig.add_subplot(projection="3d")
     ax.set_xlim(*lim[0])
     ax.set_ylim(*lim[1])
@@ -165,7 +166,7 @@ def animate(
     (disc_ln,) = ax.plot([], [], [], color="C1", lw=1.2)
     axes_ln = [ax.plot([], [], [], color=c, lw=2.0)[0] for c in ("red", "green", "blue")]
     ax.legend(loc="upper left", fontsize="small")
-    base = _title(meta, f"drone {drone}", [drone], 1)
+    base = figure_title(meta, f"drone {drone}", [drone], 1)
     if scale > 1.0:
         base += f" (drawn ×{scale:.0f})"
     title = fig.text(0.5, 0.97, "", ha="center", va="top", fontsize="medium")

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ._common import _figure, _fin, _save
+from ._common import nan_masked, new_figure, save_figure
 
 
 def plot_envelope(params: Any, path: str | os.PathLike[str], n: int = 200) -> Path:
@@ -35,8 +35,8 @@ def plot_envelope(params: Any, path: str | os.PathLike[str], n: int = 200) -> Pa
     p = params if isinstance(params, Params) else load_params(params)
     env = envelope(p)
     th = np.linspace(0.0, env.tilt_max, n)
-    v = _fin(terminal_velocity(p, th))
-    fig = _figure("envelope")
+    v = nan_masked(terminal_velocity(p, th))
+    fig = new_figure("envelope")
     ax = fig.add_subplot()
     deg = np.degrees(th)
     v_ok = float(getattr(p, "drag_speed_max", math.inf))
@@ -92,4 +92,4 @@ def plot_envelope(params: Any, path: str | os.PathLike[str], n: int = 200) -> Pa
     ax.legend(loc="upper left")
     ax.set_title(f"{p.name}: level-flight speed vs tilt (hover {env.hover_rpm:.0f} RPM)")
     fig.subplots_adjust(left=0.09, right=0.97, bottom=0.1, top=0.92)
-    return _save(fig, path)
+    return save_figure(fig, path)

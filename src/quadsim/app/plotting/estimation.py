@@ -26,8 +26,18 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._common import MAX_DRONES, _color, _columns, _drones, _figure, _fin, _no_data, _save, _thin
-from ._common import _title as _fig_title
+from ._common import (
+    MAX_DRONES,
+    drone_color,
+    figure_title,
+    mark_no_data,
+    nan_masked,
+    new_figure,
+    save_figure,
+    select_drones,
+    thin_columns,
+    thin_indices,
+)
 
 __all__ = ["FIGSIZE_ESTIMATION", "NEES_DOF", "EstimationErrors", "estimation_errors",
            "plot_estimation"]  # fmt: skip
@@ -69,8 +79,8 @@ def _attitude_error(q_est: np.ndarray, q_true: np.ndarray) -> np.ndarray:
     """``Log(q_est⁻¹ ⊗ q_true)`` [rad] (..., 3); NaN where either quaternion is unusable."""
     from ..analysis import attitude_error_vector
 
-    a = _fin(q_est)
-    b = _fin(q_true)
+    a = nan_masked(q_est)
+    b = nan_masked(q_true)
     ok = (
         np.all(np.isfinite(a), axis=-1)
         & np.all(np.isfinite(b), axis=-1)
@@ -113,17 +123,19 @@ def estimation_errors(
     if "est_pos" not in log:
         raise ValueError("estimation: log has no 'est_pos' (no estimator in the loop)")
     n = np.asarray(log["pos"]).shape[1]
-    sel = _drones(log, drones, n)
-    t = _fin(log["time"])
+    sel = select_drones(log, drones, n)
+    t = nan_masked(log["time"])
     pick = lambda k: np.asarray(log[k])[:, sel]  # noqa: E731
-    pos = _fin(pick("pos")) - _fin(pick("est_pos"))
-    vel = _fin(pick("vel")) - _fin(pick("est_vel")) if "vel" in log and "est_vel" in log else None
+    pos = nan_masked(pick("pos")) - nan_masked(pick("est_pos"))
+    vel = None
+    if "vel" in log and "est_vel" in log:
+        vel = nan_masked(pick("vel")) - nan_masked(pick("est_vel"))
     att = (
         _attitude_error(pick("est_quat"), pick("quat"))
         if "quat" in log and "est_quat" in log
         else None
     )
-    nees = _fin(pick("est_nees")).reshape(len(t), len(sel)) if "est_nees" in log else None
+    nees = nan_masked(pick("est_nees")).reshape(len(t), len(sel)) if "est_nees" in log else None
     counted = np.broadcast_to((t >= float(t_from))[:, None], (len(t), len(sel))).copy()
     if "crashed" in log:
         counted &= ~np.logical_or.accumulate(np.asarray(pick("crashed"), dtype=bool), axis=0)
@@ -172,19 +184,19 @@ def _estimation_figure(
     """The figure of :func:`plot_estimation` (not saved) and the errors its titles state."""
     if "est_pos" not in log:
         raise ValueError("plot_estimation: log has no 'est_pos' (no estimator in the loop)")
-    sel = _drones(log, drones, max_drones)
+    sel = select_drones(log, drones, max_drones)
     n_all = np.asarray(log["pos"]).shape[1]
     t_from = float(t_from)
     err = estimation_errors(log, t_from, sel)
-    t = _fin(log["time"])
+    t = nan_masked(log["time"])
     cov = None
     if "est_cov" in log:
-        c = _fin(np.asarray(log["est_cov"])[:, sel])
+        c = nan_masked(np.asarray(log["est_cov"])[:, sel])
         cov = c if c.shape[-1] >= 9 else None
     has_nees = err.nees is not None
     nrows = 4 if has_nees else 3
-    fig = _figure("estimation", (FIGSIZE_ESTIMATION[0], FIGSIZE_ESTIMATION[1] * nrows / 4))
-    cols = _columns(fig)
+    fig = new_figure("estimation", (FIGSIZE_ESTIMATION[0], FIGSIZE_ESTIMATION[1] * nrows / 4))
+    cols = thin_columns(fig)
     axes = fig.subplots(nrows, 1, sharex=True, squeeze=False)[:, 0]
     who = f"drone {sel[0]}" + (f"; drones {', '.join(map(str, sel[1:]))} light" if
                                 len(sel) > 1 else "")  # fmt: skip
@@ -204,26 +216,26 @@ def _estimation_figure(
         ax.set_ylabel(f"{name} error [{unit}]")
         ax.grid(True, alpha=0.3)
         if e is None:
-            _no_data(ax, f"{name} estimate or truth")
+            mark_no_data(ax, f"{name} estimate or truth")
             ax.set_title(f"{name} error: not logged", fontsize="medium")
             continue
         y = scale * e
         for k in range(len(sel) - 1, -1, -1):  # the first drone on top
             for j in range(3):
-                idx = _thin(y[:, k, j], cols)
+                idx = thin_indices(y[:, k, j], cols)
                 if k == 0:
-                    ax.plot(t[idx], y[idx, 0, j], color=_color(j), lw=1.2,
+                    ax.plot(t[idx], y[idx, 0, j], color=drone_color(j), lw=1.2,
                             label=f"{comps[j]}", zorder=3)  # fmt: skip
                 else:
-                    ax.plot(t[idx], y[idx, k, j], color=_color(j), lw=0.6, alpha=0.3, zorder=2)
+                    ax.plot(t[idx], y[idx, k, j], color=drone_color(j), lw=0.6, alpha=0.3, zorder=2)
         if sig is not None:
             s = 3.0 * sig[:, 0]
-            idx = _thin(s, cols)
+            idx = thin_indices(s, cols)
             for j in range(3):
-                ax.fill_between(t[idx], -s[idx, j], s[idx, j], color=_color(j), alpha=0.1,
+                ax.fill_between(t[idx], -s[idx, j], s[idx, j], color=drone_color(j), alpha=0.1,
                                 lw=0, label="±3σ" if j == 0 else None, zorder=1)  # fmt: skip
                 for sign in (-1.0, 1.0):  # the edges, so overlapping bands stay apart
-                    ax.plot(t[idx], sign * s[idx, j], color=_color(j), lw=0.7, ls="--",
+                    ax.plot(t[idx], sign * s[idx, j], color=drone_color(j), lw=0.7, ls="--",
                             alpha=0.7, zorder=1)  # fmt: skip
         stat = "n/a" if rmse is None or not math.isfinite(rmse) else f"{rmse * rscale:.3g} {runit}"
         what = "rotation angle " if name == "attitude" else ""
@@ -240,9 +252,9 @@ def _estimation_figure(
                    label=f"95 % band, one run [{lo:.3g}, {hi:.3g}]")  # fmt: skip
         ax.axhline(NEES_DOF, color="green", ls=":", lw=1.0, label=f"mean {NEES_DOF} (χ² dof)")
         for k in range(len(sel) - 1, 0, -1):
-            idx = _thin(nees[:, k], cols)
+            idx = thin_indices(nees[:, k], cols)
             ax.plot(t[idx], nees[idx, k], color="0.4", lw=0.6, alpha=0.3)
-        idx = _thin(nees[:, 0], cols)
+        idx = thin_indices(nees[:, 0], cols)
         ax.plot(t[idx], nees[idx, 0], color="C0", lw=0.9, label=f"NEES, drone {sel[0]}")
         ok = err.counted[:, 0] & np.isfinite(nees[:, 0])
         csum = np.cumsum(np.where(ok, nees[:, 0], 0.0))
@@ -250,7 +262,7 @@ def _estimation_figure(
         with np.errstate(invalid="ignore", divide="ignore"):
             run = np.where(cnt > 0, csum / cnt, np.nan)
         run[~ok] = np.nan
-        idx = _thin(run, cols)
+        idx = thin_indices(run, cols)
         ax.plot(t[idx], run[idx], color="C3", lw=1.6, label="running mean" + _window(t_from))
         pos_vals = nees[np.isfinite(nees) & (nees > 0)]
         if pos_vals.size:
@@ -284,7 +296,7 @@ def _estimation_figure(
                 axes[0].annotate(f" crash {sel[k]}", (tc, 0.0), xycoords=("data", "axes fraction"),
                                  va="bottom", fontsize="small", color="0.3")  # fmt: skip
     axes[-1].set_xlabel("time [s]")
-    fig.suptitle(_fig_title(meta, f"state estimate against truth ({who})", sel, n_all))
+    fig.suptitle(figure_title(meta, f"state estimate against truth ({who})", sel, n_all))
     h = fig.get_figheight()  # margins in inches: room for the suptitle and the row titles
     fig.subplots_adjust(left=0.08, right=0.98, bottom=0.55 / h, top=1 - 0.8 / h, hspace=0.32)
     return fig, err
@@ -327,4 +339,4 @@ def plot_estimation(
         ValueError: If the log has no ``est_pos``.
     """
     fig, _ = _estimation_figure(log, meta, drones, max_drones, t_from)
-    return _save(fig, path)
+    return save_figure(fig, path)

@@ -12,19 +12,19 @@ import numpy as np
 
 from ._common import (
     MAX_DRONES,
-    _color,
-    _columns,
-    _drones,
-    _euler_deg,
-    _figure,
-    _fin,
-    _limits,
-    _no_data,
-    _runs,
-    _save,
-    _thin,
-    _title,
-    _unwrap,
+    cube_limits,
+    drone_color,
+    euler_deg,
+    figure_title,
+    mark_no_data,
+    nan_masked,
+    new_figure,
+    run_indices,
+    save_figure,
+    select_drones,
+    thin_columns,
+    thin_indices,
+    unwrap_finite,
 )
 
 
@@ -50,18 +50,18 @@ def plot_path_3d(
     """
     from matplotlib.lines import Line2D
 
-    sel = _drones(log, drones, max_drones)
-    pos = _fin(log["pos"])[:, sel]
-    ref = _fin(log["ref_pos"])[:, sel] if "ref_pos" in log else None
-    fig = _figure("path_3d")
+    sel = select_drones(log, drones, max_drones)
+    pos = nan_masked(log["pos"])[:, sel]
+    ref = nan_masked(log["ref_pos"])[:, sel] if "ref_pos" in log else None
+    fig = new_figure("path_3d")
     ax = fig.add_subplot(projection="3d")
-    cols = _columns(fig, oversample=4)  # a long path keeps the extremes of x, y and z
+    cols = thin_columns(fig, oversample=4)  # a long path keeps the extremes of x, y and z
     for k, i in enumerate(sel):
-        c = _color(k)
-        p = pos[_thin(pos[:, k], cols), k]
+        c = drone_color(k)
+        p = pos[thin_indices(pos[:, k], cols), k]
         ax.plot(p[:, 0], p[:, 1], p[:, 2], color=c, lw=1.5)
         if ref is not None:
-            r = ref[_thin(ref[:, k], cols), k]
+            r = ref[thin_indices(ref[:, k], cols), k]
             ax.plot(r[:, 0], r[:, 1], r[:, 2], color=c, lw=1.0, ls="--", alpha=0.7)
         ok = np.flatnonzero(np.all(np.isfinite(pos[:, k]), axis=1))
         if ok.size:
@@ -70,7 +70,7 @@ def plot_path_3d(
         if "crashed" in log and np.asarray(log["crashed"], dtype=bool)[:, i].any():
             j = int(np.argmax(np.asarray(log["crashed"], dtype=bool)[:, i]))
             ax.scatter(*pos[j, k], color=c, marker="X", s=60)
-    lim = _limits(pos, *(() if ref is None else (ref,)))
+    lim = cube_limits(pos, *(() if ref is None else (ref,)))
     ax.set_xlim(*lim[0])
     ax.set_ylim(*lim[1])
     ax.set_zlim(*lim[2])
@@ -86,11 +86,11 @@ def plot_path_3d(
         Line2D([], [], color="k", marker="X", ls="", label="crash"),
     ]
     handles += [
-        Line2D([], [], color=_color(k), lw=2, label=f"drone {i}") for k, i in enumerate(sel)
+        Line2D([], [], color=drone_color(k), lw=2, label=f"drone {i}") for k, i in enumerate(sel)
     ]
     ax.legend(handles=handles, loc="upper left", fontsize="small")
-    ax.set_title(_title(meta, "3-D path", sel, np.asarray(log["pos"]).shape[1]))
-    return _save(fig, path)
+    ax.set_title(figure_title(meta, "3-D path", sel, np.asarray(log["pos"]).shape[1]))
+    return save_figure(fig, path)
 
 
 def plot_states(
@@ -117,29 +117,29 @@ def plot_states(
     Returns:
         The path written.
     """
-    sel = _drones(log, drones, max_drones)
-    t = _fin(log["time"])
+    sel = select_drones(log, drones, max_drones)
+    t = nan_masked(log["time"])
     rows: list[tuple[str, str, Any, Any, tuple[str, ...]]] = [
         ("position", "m", log.get("pos"), log.get("ref_pos"), ("x", "y", "z")),
         ("velocity", "m/s", log.get("vel"), log.get("ref_vel"), ("vx", "vy", "vz")),
         ("attitude", "deg", None, None, ("roll", "pitch", "yaw")),
         ("body rate", "deg/s", None, None, ("ωx", "ωy", "ωz")),
     ]
-    att = _euler_deg(np.asarray(log["quat"])[:, sel])
+    att = euler_deg(np.asarray(log["quat"])[:, sel])
     ref_att = None
     if "ref_yaw" in log:
         ref_att = np.full(att.shape, np.nan)
-        ref_att[..., 2] = np.degrees(_unwrap(_fin(np.asarray(log["ref_yaw"])[:, sel])))
+        ref_att[..., 2] = np.degrees(unwrap_finite(nan_masked(np.asarray(log["ref_yaw"])[:, sel])))
     rows[2] = (*rows[2][:2], att, ref_att, rows[2][4])
     if "ang_vel" in log:
         rows[3] = (
             *rows[3][:2],
-            np.degrees(_fin(np.asarray(log["ang_vel"])[:, sel])),
+            np.degrees(nan_masked(np.asarray(log["ang_vel"])[:, sel])),
             None,
             rows[3][4],
         )
-    fig = _figure("states")
-    cols = _columns(fig)
+    fig = new_figure("states")
+    cols = thin_columns(fig)
     axes = fig.subplots(4, 3, sharex=True, squeeze=False)
     for r, (name, unit, val, ref, comps) in enumerate(rows):
         for j, comp in enumerate(comps):
@@ -147,29 +147,32 @@ def plot_states(
             ax.set_ylabel(f"{comp} [{unit}]")
             ax.grid(True, alpha=0.3)
             if val is None:
-                _no_data(ax, name)
+                mark_no_data(ax, name)
                 continue
-            v = _fin(val) if r >= 2 else _fin(np.asarray(val)[:, sel])
-            rv = None if ref is None else _fin(ref) if r >= 2 else _fin(np.asarray(ref)[:, sel])
+            v = nan_masked(val) if r >= 2 else nan_masked(np.asarray(val)[:, sel])
+            rv = None
+            if ref is not None:
+                rv = nan_masked(ref) if r >= 2 else nan_masked(np.asarray(ref)[:, sel])
             for k in range(len(sel)):
-                idx = _thin(v[:, k, j], cols)
+                idx = thin_indices(v[:, k, j], cols)
                 ax.plot(
                     t[idx],
                     v[idx, k, j],
-                    color=_color(k),
+                    color=drone_color(k),
                     lw=1.2,
                     label=f"drone {sel[k]}" if (r, j) == (0, 0) else None,
                 )
                 if rv is not None and np.isfinite(rv[:, k, j]).any():
-                    idx = _thin(rv[:, k, j], cols)
-                    ax.plot(t[idx], rv[idx, k, j], color=_color(k), lw=1.0, ls="--", alpha=0.8)
+                    idx = thin_indices(rv[:, k, j], cols)
+                    ax.plot(t[idx], rv[idx, k, j], color=drone_color(k), lw=1.0, ls="--", alpha=0.8)
     for ax in axes[-1]:
         ax.set_xlabel("time [s]")
     if len(sel) > 1:
         axes[0, 0].legend(fontsize="x-small", ncol=2)
-    fig.suptitle(_title(meta, "states (reference dashed)", sel, np.asarray(log["pos"]).shape[1]))
+    n_all = np.asarray(log["pos"]).shape[1]
+    fig.suptitle(figure_title(meta, "states (reference dashed)", sel, n_all))
     fig.subplots_adjust(left=0.07, right=0.985, bottom=0.06, top=0.94, wspace=0.28, hspace=0.12)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_rotors(
@@ -201,22 +204,22 @@ def plot_rotors(
     """
     if "rotor_rpm" not in log and "cmd_rpm" not in log:
         raise ValueError("plot_rotors: log has neither 'rotor_rpm' nor 'cmd_rpm'")
-    sel = _drones(log, drones, max_drones)
-    t = _fin(log["time"])
-    act = _fin(np.asarray(log["rotor_rpm"])[:, sel]) if "rotor_rpm" in log else None
-    cmd = _fin(np.asarray(log["cmd_rpm"])[:, sel]) if "cmd_rpm" in log else None
+    sel = select_drones(log, drones, max_drones)
+    t = nan_masked(log["time"])
+    act = nan_masked(np.asarray(log["rotor_rpm"])[:, sel]) if "rotor_rpm" in log else None
+    cmd = nan_masked(np.asarray(log["cmd_rpm"])[:, sel]) if "cmd_rpm" in log else None
     R = (act if act is not None else cmd).shape[2]
     sat = (
         np.asarray(log["saturated"], dtype=bool)[:, sel].any(axis=1) if "saturated" in log else None
     )
     ncols = 1 if R == 1 else 2
     nrows = math.ceil(R / ncols)
-    fig = _figure("rotors")
-    cols = _columns(fig)
+    fig = new_figure("rotors")
+    cols = thin_columns(fig)
     axes = np.atleast_1d(
         fig.subplots(nrows, ncols, sharex=True, sharey=True, squeeze=False)
     ).ravel()
-    runs = _runs(sat, cols) if sat is not None else None
+    runs = run_indices(sat, cols) if sat is not None else None
     for r in range(R):
         ax = axes[r]
         if sat is not None and sat.any():
@@ -233,20 +236,20 @@ def plot_rotors(
             )
         for k in range(len(sel)):
             if act is not None:
-                idx = _thin(act[:, k, r], cols)
+                idx = thin_indices(act[:, k, r], cols)
                 ax.plot(
                     t[idx],
                     act[idx, k, r],
-                    color=_color(k),
+                    color=drone_color(k),
                     lw=1.2,
                     label=f"drone {sel[k]}" if r == 0 else None,
                 )
             if cmd is not None:
-                idx = _thin(cmd[:, k, r], cols)
+                idx = thin_indices(cmd[:, k, r], cols)
                 ax.plot(
                     t[idx],
                     cmd[idx, k, r],
-                    color=_color(k),
+                    color=drone_color(k),
                     lw=0.9,
                     ls="--",
                     alpha=0.8,
@@ -269,10 +272,10 @@ def plot_rotors(
         ax.set_xlabel("time [s]")
     axes[0].legend(fontsize="x-small", ncol=2)
     fig.suptitle(
-        _title(meta, "rotor speeds (commanded dashed)", sel, np.asarray(log["pos"]).shape[1])
+        figure_title(meta, "rotor speeds (commanded dashed)", sel, np.asarray(log["pos"]).shape[1])
     )
     fig.subplots_adjust(left=0.08, right=0.985, bottom=0.08, top=0.93, wspace=0.12, hspace=0.1)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _tracking_stats(
@@ -329,19 +332,19 @@ def plot_tracking_error(
     """
     if "ref_pos" not in log:
         raise ValueError("plot_tracking_error: log has no 'ref_pos'")
-    sel = _drones(log, drones, max_drones)
-    t = _fin(log["time"])
-    e = _fin(np.asarray(log["pos"])[:, sel]) - _fin(np.asarray(log["ref_pos"])[:, sel])
+    sel = select_drones(log, drones, max_drones)
+    t = nan_masked(log["time"])
+    e = nan_masked(np.asarray(log["pos"])[:, sel]) - nan_masked(np.asarray(log["ref_pos"])[:, sel])
     en = np.linalg.norm(e, axis=-1)
-    fig = _figure("tracking_error")
-    cols = _columns(fig)
+    fig = new_figure("tracking_error")
+    cols = thin_columns(fig)
     axes = fig.subplots(4, 1, sharex=True)
     labels = ("e_x [m]", "e_y [m]", "e_z [m]", "|e| [m]")
     for j, ax in enumerate(axes):
         for k in range(len(sel)):
             y = e[:, k, j] if j < 3 else en[:, k]
-            idx = _thin(y, cols)
-            ax.plot(t[idx], y[idx], color=_color(k), lw=1.2,
+            idx = thin_indices(y, cols)
+            ax.plot(t[idx], y[idx], color=drone_color(k), lw=1.2,
                     label=f"drone {sel[k]}" if j == 0 else None)  # fmt: skip
         ax.set_ylabel(labels[j])
         ax.grid(True, alpha=0.3)
@@ -351,14 +354,14 @@ def plot_tracking_error(
             if cr[:, k].any():
                 tc = t[np.argmax(cr[:, k])]
                 for ax in axes:
-                    ax.axvline(tc, color=_color(k), ls=":", lw=1.5)
+                    ax.axvline(tc, color=drone_color(k), ls=":", lw=1.5)
                 axes[3].annotate(
                     "crash",
                     (tc, 1.0),
                     xycoords=("data", "axes fraction"),
                     va="top",
                     fontsize="small",
-                    color=_color(k),
+                    color=drone_color(k),
                 )
     t_from = float(t_from)
     if t_from > 0:
@@ -380,7 +383,7 @@ def plot_tracking_error(
     window = f", t >= {t_from:g} s" if t_from > 0 else ""
     axes[0].legend(fontsize="x-small", ncol=4)
     fig.suptitle(
-        _title(
+        figure_title(
             meta,
             f"tracking error (RMS {rms:.3g} m, max {mx:.3g} m{window})",
             sel,
@@ -388,7 +391,7 @@ def plot_tracking_error(
         )
     )
     fig.subplots_adjust(left=0.09, right=0.98, bottom=0.07, top=0.94, hspace=0.1)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_all(

@@ -82,7 +82,7 @@ def disturbance_options(wind: float = 0.0, turbulence: str | None = None, latenc
     return {"disturbances": d} if d else {}
 
 
-def _cli_disturbances(args: Any) -> dict:
+def cli_disturbances(args: Any) -> dict:
     """:func:`disturbance_options` of ``quadsim train``'s or ``eval``'s arguments."""
     return disturbance_options(args.wind, args.turbulence, args.latency, args.obs_noise,
                                args.gyro)  # fmt: skip
@@ -226,7 +226,7 @@ def main(args: Any) -> int:
         raise ValueError(f"{args.policy}: meta env_id {env_id!r} is not a known environment "
                          f"({', '.join(sorted(ENV_IDS))}); give --env")  # fmt: skip
     res = evaluate(pol, env_id, args.episodes, args.seed,
-                   env_options=_cli_disturbances(args))  # fmt: skip
+                   env_options=cli_disturbances(args))  # fmt: skip
     rec = res["mean_recovery_time_s"]
     rec_text = (f"recovery {rec:.2f} s (median {res['median_recovery_time_s']:.2f} s)"
                 if math.isfinite(rec) else "no recovery time (no success)")  # fmt: skip

@@ -519,9 +519,9 @@ def _loop(model: Any, env: Any, out_dir: Path, state: dict, meta: dict, seconds:
     return state
 
 def _env_options(args: Any) -> dict:
-    from .evaluate import _cli_disturbances
+    from .evaluate import cli_disturbances
 
-    opts = _cli_disturbances(args)
+    opts = cli_disturbances(args)
     if args.observe_integral:
         opts["observe_integral"] = True
     return opts

@@ -106,7 +106,7 @@ class LiveLoop:
 
     def __init__(self, objs: Any, *, jit: bool | None = None) -> None:
         from ...loop.brain import Sensors, loop_periods, make_brain
-        from ...loop.flight import _jax_or_none, _numpy_state
+        from ...loop.flight import jax_or_none, numpy_state
         from ...physics import rotors
         from ...physics.sensors import ImuParams
 
@@ -127,15 +127,15 @@ class LiveLoop:
         world = getattr(sim, "world", None)
         ground = getattr(getattr(world, "ground", None), "height", 0.0) if world else 0.0
         self.ref = _Reference(objs.trajectory, self.offset, float(ground or 0.0))
-        self.state = _numpy_state(sim.state)
+        self.state = numpy_state(sim.state)
         g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
         brain = make_brain(None, objs.control, objs.gains, rotors.make_allocator(sim.drone),
                            self.sens, g_vec, dt, getattr(objs.control, "command", None),
                            self.periods, objs.estimator, world=world)  # fmt: skip
-        self._jax = _jax_or_none() if jit in (None, True) else None
+        self._jax = jax_or_none() if jit in (None, True) else None
         if jit and self._jax is None:
             raise ValueError("jit=True needs JAX (pip install 'quadsim[jax]')")
-        self._numpy_state = _numpy_state
+        self._numpy_state = numpy_state
         self._z, self._z_k0 = np.zeros((0,)), 0
         self.brain, self.bstate, self.backend = self._setup(brain, jit)
         self.n_rotors = sim.drone.mixing_matrix.shape[1]
@@ -228,17 +228,17 @@ class LiveLoop:
 
     def _setup(self, brain: Any, jit: bool | None) -> tuple[Any, Any, str]:
         """``(per-step function, its state, backend)``: traced by JAX when it can be."""
-        from ...loop.flight import _brain_state0, _x64
+        from ...loop.flight import initial_brain_state, jax_x64
 
         sim, objs, jax = self.sim, self.objs, self._jax
 
         def state0(xp: Any) -> Any:
-            return _brain_state0(sim, objs.control, objs.gains, None, self.sens, self.periods,
-                                 objs.seed, xp, objs.estimator)  # fmt: skip
+            return initial_brain_state(sim, objs.control, objs.gains, None, self.sens, self.periods,
+                                       objs.seed, xp, objs.estimator)  # fmt: skip
 
         if jax is not None:
             try:
-                with _x64(jax):
+                with jax_x64(jax):
                     import jax.numpy as jnp
 
                     bstate = state0(jnp)
@@ -259,23 +259,23 @@ class LiveLoop:
     def _normals(self) -> np.ndarray:
         """The sensors' standard normals of the current step ``(n, n_z)``, drawn a block of
         :data:`NOISE_BLOCK` steps at a time (the same numbers as one step at a time)."""  # noqa: D205, D209
-        from ...loop.flight import _sensor_noise
+        from ...loop.flight import sensor_normals
 
         k = int(self.sim.k)
         if not (self._z_k0 <= k < self._z_k0 + len(self._z)):
             self._z_k0 = k
-            self._z = _sensor_noise(
+            self._z = sensor_normals(
                 self.objs.seed, self.sens, np.arange(k, k + NOISE_BLOCK), self.sim.n
             )
         return self._z[k - self._z_k0]
 
     def think(self) -> dict:
         """The brain at the current step: sensors, estimator, reference, controller, command."""
-        from ...loop.flight import _x64
+        from ...loop.flight import jax_x64
 
         s, sim = self.state, self.sim
         ref = self.ref(self.time)
-        with _x64(self._jax):
+        with jax_x64(self._jax):
             out, self.bstate = self.brain(
                 sim.k,
                 s.pos,

@@ -338,7 +338,7 @@ class Ros2Node:
 
     def tick(self) -> dict:
         """Commands, fallbacks, the loop's step, publishing; the log record of ``x_k``."""
-        from ...loop.flight import log_record
+        from ...loop.flight import log_record, numpy_state
 
         lp = self.loop
         self.poll()
@@ -348,7 +348,7 @@ class Ros2Node:
         self.publish(t, state, out)
         sim = lp.sim
         rec = log_record(out, state, t, lp.rpm, sim.status, self.n)
-        lp.state = lp._numpy_state(sim.step(lp.rpm))
+        lp.state = numpy_state(sim.step(lp.rpm))
         self.ticks += 1
         return rec
 

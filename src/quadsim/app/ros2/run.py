@@ -15,7 +15,7 @@ __all__ = ["main"]
 def main(args: Any) -> int:
     """``quadsim ros2 SCENARIO ...`` (parsed by :mod:`quadsim.app.cli`); the exit code."""
     from ..io.parts import PARTS, PartWriter
-    from ..run import _echo_warnings, _finish
+    from ..run import echo_warnings, finish_run
     from ..scenario import build, load_scenario
     from . import dds
 
@@ -25,7 +25,7 @@ def main(args: Any) -> int:
     dds.topic(args.namespace)  # the options first: a mistake costs no build and no folder
     if args.network is not None:
         dds.check_interface(args.network)
-    with _echo_warnings(echo):
+    with echo_warnings(echo):
         sc = load_scenario(args.scenario)
         objs = build(sc)
     out = Path(args.out) if args.out else Path("runs") / f"{Path(args.scenario).stem}_ros2"
@@ -69,7 +69,7 @@ def main(args: Any) -> int:
                                    log_every=int(objs.output["log_every"]))  # fmt: skip
             finally:
                 parts.flush()
-            summary = _finish(out, meta, rep["wall_s"], rep["signal"] is not None, rep["signal"])
+            summary = finish_run(out, meta, rep["wall_s"], rep["signal"] is not None, rep["signal"])
             summary["ros2"] = {k: v for k, v in rep.items() if k != "signal"}
             io.write_summary(out / "summary.json", summary)
     lat = rep["lateness_ms"]

@@ -352,10 +352,10 @@ def _run(sw: Sweep, runs: list, tasks: list[dict], out_dir: Path, ex: Any, progr
     if hasattr(ex, "release"):  # Ray stops while the results are merged and plotted
         ex.release()
     from .plots import plot_metrics
-    from .tasks import _rows, rows_ipc
+    from .tasks import rows_ipc, task_rows
 
     for t in lost:  # their workers kept dying: recorded as failed
-        write_rows(rows_ipc(_rows(t, [], "the worker died (retried)")), Path(t["out"]))
+        write_rows(rows_ipc(task_rows(t, [], "the worker died (retried)")), Path(t["out"]))
     table = _collect(sw, runs, tasks, out_dir)
     plots = plot_metrics(table, sw, out_dir)
     return {
@@ -386,7 +386,7 @@ def _collect(sw: Sweep, runs: list, tasks: list[dict], out: Path) -> Any:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from .tasks import _atomic_write
+    from .tasks import write_parquet_atomic
 
     parts = [pq.read_table(t["out"]) for t in tasks]
     merged = pa.concat_tables(parts).sort_by("run")
@@ -404,7 +404,7 @@ def _collect(sw: Sweep, runs: list, tasks: list[dict], out: Path) -> Any:
         if name != "run":
             cols[name] = merged.column(name)
     table = pa.table(cols)
-    _atomic_write(table, out / "results.parquet")
+    write_parquet_atomic(table, out / "results.parquet")
     return table
 
 

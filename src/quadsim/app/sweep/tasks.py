@@ -249,11 +249,16 @@ def run_task(task: dict) -> dict:
         "name": task["name"],
         "rows": len(task["runs"]),
         "error": error,
-        "table": rows_ipc(_rows(task, per, error)),
+        "table": rows_ipc(task_rows(task, per, error)),
     }
 
 
-def _rows(task: dict, per: list[dict], error: str | None) -> dict[str, list]:
+def task_rows(task: dict, per: list[dict], error: str | None) -> dict[str, list]:
+    """The result rows of a task's runs, by column.
+
+    Run, task, lane and seed, the metrics of :data:`METRICS` (all ``None`` when the task failed
+    with ``error``) and the error.
+    """
     n = len(task["runs"])
     rows: dict[str, list] = {
         "run": list(task["runs"]),
@@ -275,7 +280,8 @@ def _rows(task: dict, per: list[dict], error: str | None) -> dict[str, list]:
     return rows
 
 
-def _atomic_write(table: Any, path: Path) -> None:
+def write_parquet_atomic(table: Any, path: Path) -> None:
+    """Write a pyarrow ``table`` to the Parquet file ``path`` atomically and durably."""
     import pyarrow.parquet as pq
 
     from ..io.files import atomic_write
@@ -313,7 +319,7 @@ def write_rows(ipc: bytes, path: Path) -> None:
     """Write a task's rows (:func:`rows_ipc`) to ``tasks/<task>.parquet``, whole or not at all."""
     import pyarrow as pa
 
-    _atomic_write(pa.ipc.open_stream(ipc).read_all(), path)
+    write_parquet_atomic(pa.ipc.open_stream(ipc).read_all(), path)
 
 
 def _write_traj(task: dict, chunks: list[dict], path: Path) -> None:
@@ -333,4 +339,4 @@ def _write_traj(task: dict, chunks: list[dict], path: Path) -> None:
     for key, arr in cat.items():
         for j, c in enumerate(names[key]):
             cols[c] = arr[:, :, j].reshape(-1)
-    _atomic_write(pa.table(cols), path)
+    write_parquet_atomic(pa.table(cols), path)

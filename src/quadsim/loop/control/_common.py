@@ -26,7 +26,7 @@ from array_api_compat import is_array_api_obj
 
 from ...physics._array import stack, unstack
 from ...physics.models._rigid import matTvec, matvec
-from ...physics.rotation import _kcross, _kdot, _kmatrix, _kqmul
+from ...physics.rotation import kcross, kdot, kmatrix, kqmul
 
 Comp = tuple[Any, ...]
 
@@ -48,7 +48,7 @@ __all__ = [
     "tostack",
 ]
 
-cross, dot, qmul, rot_matrix = _kcross, _kdot, _kqmul, _kmatrix
+cross, dot, qmul, rot_matrix = kcross, kdot, kqmul, kmatrix
 
 
 def scalar(x: Any) -> Any:

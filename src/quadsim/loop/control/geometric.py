@@ -257,11 +257,11 @@ def control(
     alpha = tuple(a - c for a, c in zip(alpha, cross(w, Wd_b), strict=True))
     tau = tuple(a + b for a, b in zip(matvec(J, alpha), cross(w, matvec(J, w)), strict=True))
     wrench = tostack(xp, (f, *tau), like)
-    out, est, started = _lead(xp, wrench, gains, cstate)
+    out, est, started = compensate_rotor_lag(xp, wrench, gains, cstate)
     return out, GeometricState(tostack(xp, integ, like), est, started)
 
 
-def _lead(xp: Any, wrench: Any, gains: Any, cstate: Any) -> tuple[Any, Any, Any]:
+def compensate_rotor_lag(xp: Any, wrench: Any, gains: Any, cstate: Any) -> tuple[Any, Any, Any]:
     """Rotor-lag compensation (module docstring); identity when ``motor_tau == 0``.
 
     Returns:

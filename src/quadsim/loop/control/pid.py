@@ -42,7 +42,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ...physics._array import as_like, namespace, unstack
-from ...physics.rotation import _kfrom_matrix
+from ...physics.rotation import kfrom_matrix
 from ._common import (
     clip,
     cross,
@@ -60,7 +60,7 @@ from ._common import (
     tostack,
 )
 from .gains import PidGains
-from .geometric import _lead, desired_attitude
+from .geometric import compensate_rotor_lag, desired_attitude
 
 __all__ = [
     "PidState",
@@ -198,7 +198,7 @@ def _krate(
 def _thrust_attitude(xp: Any, T: tuple, yaw: Any, q: tuple, g: PidGains) -> tuple[tuple, Any]:
     b3, _ = normalized(xp, T)
     b1, b2, b3, _, _ = desired_attitude(xp, b3, yaw)
-    qd = _kfrom_matrix(xp, tuple((b1[i], b2[i], b3[i]) for i in range(3)))
+    qd = kfrom_matrix(xp, tuple((b1[i], b2[i], b3[i]) for i in range(3)))
     R = rot_matrix(q)
     f = clip(xp, dot(T, (R[0][2], R[1][2], R[2][2])), scalar(g.thrust_min), scalar(g.thrust_max))
     return qd, f
@@ -311,7 +311,7 @@ def _attitude_rate(
 
 
 def _finish(xp: Any, wrench: Any, gains: PidGains, cs: PidState) -> tuple[Any, PidState]:
-    out, est, started = _lead(xp, wrench, gains, cs)
+    out, est, started = compensate_rotor_lag(xp, wrench, gains, cs)
     return out, cs._replace(wrench_est=est, started=started)
 
 

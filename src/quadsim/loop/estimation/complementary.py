@@ -104,7 +104,7 @@ from array_api_compat import is_array_api_obj
 
 from ...physics import rotation
 from ...physics._array import as_like, check_shape, namespace, stack, unstack
-from ...physics.rotation import _kcross
+from ...physics.rotation import kcross
 
 __all__ = [
     "ComplementaryGains",
@@ -283,7 +283,7 @@ def complementary_init(
 
 
 def _cross(xp: Any, a: Any, b: Any) -> Any:
-    return stack(xp, _kcross(unstack(a), unstack(b)), a)
+    return stack(xp, kcross(unstack(a), unstack(b)), a)
 
 
 def _unit(xp: Any, v: Any) -> Any:

@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from .reference import (
-    _SMOOTH,
+    SMOOTH,
     Reference,
-    _as_time,
-    _full,
-    _nonneg,
-    _number,
-    _poly_derivs,
-    _set,
-    _vec,
-    _vec3,
+    as_time,
+    finite_number,
+    finite_vec3,
+    full_like,
+    nonneg_number,
+    poly_derivs,
+    set_frozen,
+    vec_like,
 )
 
 
@@ -41,7 +41,11 @@ class Hover:
     yaw: float = 0.0
 
     def __post_init__(self) -> None:
-        _set(self, pos=_vec3("Hover", "pos", self.pos), yaw=_number("Hover", "yaw", self.yaw))
+        set_frozen(
+            self,
+            pos=finite_vec3("Hover", "pos", self.pos),
+            yaw=finite_number("Hover", "yaw", self.yaw),
+        )
 
     @property
     def duration(self) -> float:
@@ -50,10 +54,16 @@ class Hover:
 
     def __call__(self, t: Any) -> Reference:
         """Reference at time ``t`` [s], shape (...): fields (..., 3) and (...)."""
-        xp, t = _as_time(t)
-        zero = _vec(xp, (0.0, 0.0, 0.0), t)
+        xp, t = as_time(t)
+        zero = vec_like(xp, (0.0, 0.0, 0.0), t)
         return Reference(
-            _vec(xp, self.pos, t), zero, zero, zero, zero, _full(xp, self.yaw, t), _full(xp, 0.0, t)
+            vec_like(xp, self.pos, t),
+            zero,
+            zero,
+            zero,
+            zero,
+            full_like(xp, self.yaw, t),
+            full_like(xp, 0.0, t),
         )
 
 
@@ -84,15 +94,15 @@ class Step:
 
     def __post_init__(self) -> None:
         o = "Step"
-        yaw = _number(o, "yaw", self.yaw)
-        _set(
+        yaw = finite_number(o, "yaw", self.yaw)
+        set_frozen(
             self,
-            start=_vec3(o, "start", self.start),
-            end=_vec3(o, "end", self.end),
-            t_step=_number(o, "t_step", self.t_step),
-            rise_time=_nonneg(o, "rise_time", self.rise_time),
+            start=finite_vec3(o, "start", self.start),
+            end=finite_vec3(o, "end", self.end),
+            t_step=finite_number(o, "t_step", self.t_step),
+            rise_time=nonneg_number(o, "rise_time", self.rise_time),
             yaw=yaw,
-            end_yaw=yaw if self.end_yaw is None else _number(o, "end_yaw", self.end_yaw),
+            end_yaw=yaw if self.end_yaw is None else finite_number(o, "end_yaw", self.end_yaw),
         )
 
     @property
@@ -102,17 +112,17 @@ class Step:
 
     def __call__(self, t: Any) -> Reference:
         """Reference at time ``t`` [s], shape (...): fields (..., 3) and (...)."""
-        xp, t = _as_time(t)
+        xp, t = as_time(t)
         if self.rise_time == 0.0:
             sig = [xp.astype(t >= self.t_step, t.dtype), 0.0, 0.0, 0.0, 0.0]
         else:
             tr = self.rise_time
             tau = xp.clip((t - self.t_step) / tr, 0.0, 1.0)
-            sig = [d / tr**k for k, d in enumerate(_poly_derivs(_SMOOTH, tau, 4))]
+            sig = [d / tr**k for k, d in enumerate(poly_derivs(SMOOTH, tau, 4))]
         a, b = self.start, self.end
-        fields = [_vec(xp, [a[i] + (b[i] - a[i]) * sig[0] for i in range(3)], t)]
-        fields += [_vec(xp, [(b[i] - a[i]) * sig[k] for i in range(3)], t) for k in range(1, 5)]
+        fields = [vec_like(xp, [a[i] + (b[i] - a[i]) * sig[0] for i in range(3)], t)]
+        fields += [vec_like(xp, [(b[i] - a[i]) * sig[k] for i in range(3)], t) for k in range(1, 5)]
         dyaw = self.end_yaw - self.yaw
         return Reference(
-            *fields, _full(xp, self.yaw + dyaw * sig[0], t), _full(xp, dyaw * sig[1], t)
+            *fields, full_like(xp, self.yaw + dyaw * sig[0], t), full_like(xp, dyaw * sig[1], t)
         )

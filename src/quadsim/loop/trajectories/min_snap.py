@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ...physics._array import as_like
-from .reference import Reference, _array, _as_time, _number, _set
+from .reference import Reference, as_time, finite_array, finite_number, set_frozen
 
 
 def allocate_times(
@@ -41,7 +41,7 @@ def allocate_times(
         above the mean speed.)
     """
     o = "allocate_times"
-    w = _array(o, "waypoints", waypoints, (None, 3))
+    w = finite_array(o, "waypoints", waypoints, (None, 3))
     if w.shape[0] < 2:
         raise ValueError(f"{o}: waypoints must have shape (K, 3) with K >= 2; got {w.shape}")
     if (speed is None) == (total_time is None):
@@ -57,8 +57,8 @@ def allocate_times(
             "duration; pass durations explicitly"
         )
     if speed is not None:
-        return lengths / _number(o, "speed", speed, positive=True)
-    return lengths * (_number(o, "total_time", total_time, positive=True) / lengths.sum())
+        return lengths / finite_number(o, "speed", speed, positive=True)
+    return lengths * (finite_number(o, "total_time", total_time, positive=True) / lengths.sum())
 
 
 def _min_snap_coeffs(durations: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -141,7 +141,7 @@ class MinSnap:
 
     def __post_init__(self) -> None:
         o = "MinSnap"
-        w = _array(o, "waypoints", self.waypoints, (None, 3))
+        w = finite_array(o, "waypoints", self.waypoints, (None, 3))
         K = w.shape[0]
         if K < 2:
             raise ValueError(f"{o}: waypoints must have shape (K, 3) with K >= 2; got {w.shape}")
@@ -156,16 +156,18 @@ class MinSnap:
                     f"speed={self.speed!r}, total_time={self.total_time!r} with durations"
                 )
             d = np.array(
-                _array(o, "durations", self.durations, (K - 1,), f" (K-1 for K={K} waypoints)")
+                finite_array(
+                    o, "durations", self.durations, (K - 1,), f" (K-1 for K={K} waypoints)"
+                )
             )
             if np.any(d <= 0.0):
                 raise ValueError(f"{o}: durations must be > 0; got {d.tolist()}")
         d.setflags(write=False)
         if np.ndim(self.yaw) == 0:
-            yaw = np.full(K, _number(o, "yaw", self.yaw))
+            yaw = np.full(K, finite_number(o, "yaw", self.yaw))
             yaw.setflags(write=False)
         else:
-            yaw = _array(o, "yaw", self.yaw, (K,), " (one per waypoint)")
+            yaw = finite_array(o, "yaw", self.yaw, (K,), " (one per waypoint)")
         coeffs = _min_snap_coeffs(d, np.concatenate([w, yaw[:, None]], axis=1))
         # table[i, k, p, :] = d^k/dt^k coefficient of s^p: c_{p+k} (p+k)!/p! / T_i^k
         table = np.zeros((K - 1, 8, 8, 4))
@@ -176,7 +178,7 @@ class MinSnap:
         knots = np.concatenate([[0.0], np.cumsum(d)])
         for a in (coeffs, table, knots):
             a.setflags(write=False)
-        _set(
+        set_frozen(
             self,
             waypoints=w,
             durations=d,
@@ -206,7 +208,7 @@ class MinSnap:
         return float(np.sum(per_seg * self.durations))
 
     def _evaluate(self, t: Any, orders: Sequence[int]) -> list[Any]:
-        xp, t = _as_time(t)
+        xp, t = as_time(t)
         shape = tuple(t.shape)
         flat = xp.reshape(t, (-1,))
         M = self.durations.shape[0]

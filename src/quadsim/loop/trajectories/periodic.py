@@ -36,18 +36,18 @@ from typing import Any
 import numpy as np
 
 from .reference import (
-    _SMOOTH,
-    _SMOOTH_INT,
+    SMOOTH,
+    SMOOTH_INT,
     Reference,
-    _as_time,
-    _full,
-    _nonneg,
-    _number,
-    _poly_derivs,
-    _set,
-    _vec,
-    _vec3,
-    _yaw_mode,
+    as_time,
+    check_yaw_mode,
+    finite_number,
+    finite_vec3,
+    full_like,
+    nonneg_number,
+    poly_derivs,
+    set_frozen,
+    vec_like,
 )
 
 
@@ -56,8 +56,8 @@ def _warped_time(xp: Any, t: Any, ramp: float) -> list[Any]:
     if ramp == 0.0:
         return [t, 1.0, 0.0, 0.0, 0.0]
     tau = xp.clip(t / ramp, 0.0, 1.0)
-    s = _poly_derivs(_SMOOTH, tau, 3)
-    phi = ramp * _poly_derivs(_SMOOTH_INT, tau, 0)[0] + xp.clip(t - ramp, min=0.0)
+    s = poly_derivs(SMOOTH, tau, 3)
+    phi = ramp * poly_derivs(SMOOTH_INT, tau, 0)[0] + xp.clip(t - ramp, min=0.0)
     return [phi, s[0], s[1] / ramp, s[2] / ramp**2, s[3] / ramp**3]
 
 
@@ -82,8 +82,8 @@ def _wrap(xp: Any, angle: Any) -> Any:
 
 def _planar(xp: Any, t: Any, center: Sequence[float], x: list[Any], y: list[Any]) -> list[Any]:
     """Five (..., 3) fields from derivative lists of the x and y offsets (z constant)."""
-    out = [_vec(xp, (center[0] + x[0], center[1] + y[0], center[2]), t)]
-    out += [_vec(xp, (x[k], y[k], 0.0), t) for k in range(1, 5)]
+    out = [vec_like(xp, (center[0] + x[0], center[1] + y[0], center[2]), t)]
+    out += [vec_like(xp, (x[k], y[k], 0.0), t) for k in range(1, 5)]
     return out
 
 
@@ -113,15 +113,15 @@ class Circle:
 
     def __post_init__(self) -> None:
         o = "Circle"
-        _set(
+        set_frozen(
             self,
-            radius=_number(o, "radius", self.radius, positive=True),
-            speed=_number(o, "speed", self.speed),
-            center=_vec3(o, "center", self.center),
-            yaw_mode=_yaw_mode(o, self.yaw_mode),
-            yaw=_number(o, "yaw", self.yaw),
-            start_angle=_number(o, "start_angle", self.start_angle),
-            ramp_time=_nonneg(o, "ramp_time", self.ramp_time),
+            radius=finite_number(o, "radius", self.radius, positive=True),
+            speed=finite_number(o, "speed", self.speed),
+            center=finite_vec3(o, "center", self.center),
+            yaw_mode=check_yaw_mode(o, self.yaw_mode),
+            yaw=finite_number(o, "yaw", self.yaw),
+            start_angle=finite_number(o, "start_angle", self.start_angle),
+            ramp_time=nonneg_number(o, "ramp_time", self.ramp_time),
         )
 
     @property
@@ -141,7 +141,7 @@ class Circle:
 
     def __call__(self, t: Any) -> Reference:
         """Reference at time ``t`` [s], shape (...): fields (..., 3) and (...)."""
-        xp, t = _as_time(t)
+        xp, t = as_time(t)
         phi = _warped_time(xp, t, self.ramp_time)
         w = self.omega
         th = [self.start_angle + w * phi[0]] + [w * p for p in phi[1:]]
@@ -149,10 +149,10 @@ class Circle:
         r = self.radius
         fields = _planar(xp, t, self.center, [r * c for c in cos_d], [r * s for s in sin_d])
         if self.yaw_mode == "fixed":
-            yaw, rate = _full(xp, self.yaw, t), _full(xp, 0.0, t)
+            yaw, rate = full_like(xp, self.yaw, t), full_like(xp, 0.0, t)
         else:
             side = math.pi / 2 if self.speed >= 0.0 else -math.pi / 2
-            yaw, rate = _wrap(xp, th[0] + (side + self.yaw)), _full(xp, th[1], t)
+            yaw, rate = _wrap(xp, th[0] + (side + self.yaw)), full_like(xp, th[1], t)
         return Reference(*fields, yaw, rate)
 
 
@@ -197,7 +197,7 @@ class Lemniscate:
 
     def __post_init__(self) -> None:
         o = "Lemniscate"
-        size = _number(o, "size", self.size, positive=True)
+        size = finite_number(o, "size", self.size, positive=True)
         if (self.period is None) == (self.speed is None):
             raise ValueError(
                 f"{o}: give exactly one of period and speed; got period={self.period!r}, "
@@ -205,20 +205,20 @@ class Lemniscate:
             )
         perimeter = gerono_perimeter(size)
         if self.period is not None:
-            period = _number(o, "period", self.period, positive=True)
+            period = finite_number(o, "period", self.period, positive=True)
             speed = perimeter / period
         else:
-            speed = _number(o, "speed", self.speed, positive=True)
+            speed = finite_number(o, "speed", self.speed, positive=True)
             period = perimeter / speed
-        _set(
+        set_frozen(
             self,
             size=size,
             period=period,
             speed=speed,
-            center=_vec3(o, "center", self.center),
-            yaw_mode=_yaw_mode(o, self.yaw_mode),
-            yaw=_number(o, "yaw", self.yaw),
-            ramp_time=_nonneg(o, "ramp_time", self.ramp_time),
+            center=finite_vec3(o, "center", self.center),
+            yaw_mode=check_yaw_mode(o, self.yaw_mode),
+            yaw=finite_number(o, "yaw", self.yaw),
+            ramp_time=nonneg_number(o, "ramp_time", self.ramp_time),
         )
 
     @property
@@ -228,7 +228,7 @@ class Lemniscate:
 
     def __call__(self, t: Any) -> Reference:
         """Reference at time ``t`` [s], shape (...): fields (..., 3) and (...)."""
-        xp, t = _as_time(t)
+        xp, t = as_time(t)
         phi = _warped_time(xp, t, self.ramp_time)
         w = 2.0 * math.pi / self.period
         th = [w * p for p in phi]
@@ -237,12 +237,12 @@ class Lemniscate:
         s = self.size
         fields = _planar(xp, t, self.center, [s * v for v in sin1], [0.5 * s * v for v in sin2])
         if self.yaw_mode == "fixed":
-            yaw, rate = _full(xp, self.yaw, t), _full(xp, 0.0, t)
+            yaw, rate = full_like(xp, self.yaw, t), full_like(xp, 0.0, t)
         else:
             c1, s1, c2 = cos1[0], sin1[0], xp.cos(2.0 * th[0])
             s2 = 2.0 * s1 * c1
             # (x_θ, y_θ) = s (cos θ, cos 2θ), (x_θθ, y_θθ) = s (-sin θ, -2 sin 2θ)
             curl = (s1 * c2 - 2.0 * c1 * s2) / (c1 * c1 + c2 * c2)
             yaw = _wrap(xp, xp.atan2(c2, c1) + self.yaw)
-            rate = _full(xp, th[1] * curl, t)
+            rate = full_like(xp, th[1] * curl, t)
         return Reference(*fields, yaw, rate)

@@ -49,16 +49,17 @@ class Reference(NamedTuple):
     yaw_rate: Any
 
 
-# C⁴ smoothstep σ (zero 1st-4th derivatives at 0 and 1) and its integral Σ, ascending powers.
-_SMOOTH = (0.0, 0.0, 0.0, 0.0, 0.0, 126.0, -420.0, 540.0, -315.0, 70.0)
-_SMOOTH_INT = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 21.0, -60.0, 67.5, -35.0, 7.0)
+SMOOTH = (0.0, 0.0, 0.0, 0.0, 0.0, 126.0, -420.0, 540.0, -315.0, 70.0)
+"""The C⁴ smoothstep σ on ``[0, 1]`` (zero 1st-4th derivatives at 0 and 1), ascending powers."""
+SMOOTH_INT = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 21.0, -60.0, 67.5, -35.0, 7.0)
+"""Its integral ``Σ(τ) = ∫₀^τ σ``, ascending powers."""
 _YAW_MODES = ("fixed", "tangent")
 
 
 # --------------------------------------------------------------------------- validation
 
 
-def _number(owner: str, name: str, value: Any, *, positive: bool = False) -> float:
+def finite_number(owner: str, name: str, value: Any, *, positive: bool = False) -> float:
     """``value`` as a finite float (``> 0`` if ``positive``), else a ValueError naming it."""
     want = "a finite number > 0" if positive else "a finite number"
     try:
@@ -70,14 +71,15 @@ def _number(owner: str, name: str, value: Any, *, positive: bool = False) -> flo
     return x
 
 
-def _nonneg(owner: str, name: str, value: Any) -> float:
-    x = _number(owner, name, value)
+def nonneg_number(owner: str, name: str, value: Any) -> float:
+    """``value`` as a finite float ``>= 0``, else a ValueError naming ``owner`` and ``name``."""
+    x = finite_number(owner, name, value)
     if x < 0.0:
         raise ValueError(f"{owner}: {name} must be a finite number >= 0; got {value!r}")
     return x
 
 
-def _array(
+def finite_array(
     owner: str, name: str, value: Any, shape: tuple[int | None, ...], hint: str = ""
 ) -> np.ndarray:
     """``value`` as a finite, read-only float64 array of ``shape`` (``None``: any length)."""
@@ -99,18 +101,21 @@ def _array(
     return a
 
 
-def _vec3(owner: str, name: str, value: Any) -> tuple[float, float, float]:
-    a = _array(owner, name, value, (3,))
+def finite_vec3(owner: str, name: str, value: Any) -> tuple[float, float, float]:
+    """``value`` (3 finite numbers, e.g. a position [m]) as a tuple of 3 floats."""
+    a = finite_array(owner, name, value, (3,))
     return (float(a[0]), float(a[1]), float(a[2]))
 
 
-def _yaw_mode(owner: str, value: Any) -> str:
+def check_yaw_mode(owner: str, value: Any) -> str:
+    """``value`` if it is a yaw mode (``"fixed"`` or ``"tangent"``), else a ValueError."""
     if value not in _YAW_MODES:
         raise ValueError(f"{owner}: yaw_mode must be one of {_YAW_MODES}; got {value!r}")
     return value
 
 
-def _set(obj: Any, **values: Any) -> None:
+def set_frozen(obj: Any, **values: Any) -> None:
+    """Set attributes of an immutable trajectory (in its ``__init__``), past ``__setattr__``."""
     for k, v in values.items():
         object.__setattr__(obj, k, v)
 
@@ -118,7 +123,7 @@ def _set(obj: Any, **values: Any) -> None:
 # --------------------------------------------------------------------------- array helpers
 
 
-def _as_time(t: Any) -> tuple[Any, Any]:
+def as_time(t: Any) -> tuple[Any, Any]:
     """Namespace and floating array for ``t`` (Python numbers and lists become float64 NumPy)."""
     if isinstance(t, np.generic) or not is_array_api_obj(t):
         t = np.asarray(t, dtype=np.float64)
@@ -128,16 +133,17 @@ def _as_time(t: Any) -> tuple[Any, Any]:
     return xp, t
 
 
-def _full(xp: Any, value: Any, t: Any) -> Any:
+def full_like(xp: Any, value: Any, t: Any) -> Any:
     """``value`` (array or Python number) broadcast to the shape, dtype and device of ``t``."""
     return value + xp.zeros_like(t)
 
 
-def _vec(xp: Any, comps: Sequence[Any], t: Any) -> Any:
-    return xp.stack([_full(xp, c, t) for c in comps], axis=-1)
+def vec_like(xp: Any, comps: Sequence[Any], t: Any) -> Any:
+    """Components (arrays or numbers) stacked to ``(*t.shape, len(comps))`` like ``t``."""
+    return xp.stack([full_like(xp, c, t) for c in comps], axis=-1)
 
 
-def _poly_derivs(coefs: Sequence[float], x: Any, n: int) -> list[Any]:
+def poly_derivs(coefs: Sequence[float], x: Any, n: int) -> list[Any]:
     """Values of a polynomial (ascending ``coefs``) and its first ``n`` derivatives at ``x``."""
     out = []
     c = list(coefs)

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from .._array import as_like, check_real, check_shape, unstack
-from ..rotation import _is_const, _kcross, _kdot
+from ..rotation import is_const, kcross, kdot
 
 RPM_TO_RAD_S = 2.0 * math.pi / 60.0
 
@@ -213,18 +213,18 @@ def casadi_assemble(sym: dict, derivs: list, U: Any, outputs: tuple[str, ...]) -
 
 def matvec(A: tuple[Comp, ...], v: Comp) -> Comp:
     """``A @ v`` for a matrix given as row tuples."""
-    return tuple(_kdot(row, v) for row in A)
+    return tuple(kdot(row, v) for row in A)
 
 
 def matTvec(A: tuple[Comp, ...], v: Comp) -> Comp:
     """``A.T @ v`` for a matrix given as row tuples."""
     cols = len(A[0])
-    return tuple(_kdot(tuple(row[j] for row in A), v) for j in range(cols))
+    return tuple(kdot(tuple(row[j] for row in A), v) for j in range(cols))
 
 
 def poly2(c: Comp, x: Any) -> Any:
     """``c0 + c1 x + c2 x²`` (terms with an exact zero coefficient are skipped)."""
-    return _kdot(c, (1.0, x, x * x))
+    return kdot(c, (1.0, x, x * x))
 
 
 def rotor_speed_dot(cmd: Comp, rotor: Comp, c: Comp, ops: Any) -> Comp:
@@ -251,14 +251,14 @@ def rotor_wrench(rotor: Comp, rotor_dot: Comp | None, ang_vel: Comp, p: Any) -> 
     for fi in f[1:]:
         thrust = thrust + fi
     m_yaw = p.mixing_matrix[2]
-    h_z = -p.prop_inertia * RPM_TO_RAD_S * _kdot(m_yaw, rotor)  # rotor momentum along body z
-    gyro = _kcross(ang_vel, (0.0, 0.0, h_z))  # ω × h_r
-    tau_z = _kdot(m_yaw, tq)
+    h_z = -p.prop_inertia * RPM_TO_RAD_S * kdot(m_yaw, rotor)  # rotor momentum along body z
+    gyro = kcross(ang_vel, (0.0, 0.0, h_z))  # ω × h_r
+    tau_z = kdot(m_yaw, tq)
     if rotor_dot is not None:
-        tau_z = tau_z + p.prop_inertia * RPM_TO_RAD_S * _kdot(m_yaw, rotor_dot)
+        tau_z = tau_z + p.prop_inertia * RPM_TO_RAD_S * kdot(m_yaw, rotor_dot)
     torque = (
-        p.L * _kdot(p.mixing_matrix[0], f) - gyro[0],
-        p.L * _kdot(p.mixing_matrix[1], f) - gyro[1],
+        p.L * kdot(p.mixing_matrix[0], f) - gyro[0],
+        p.L * kdot(p.mixing_matrix[1], f) - gyro[1],
         tau_z,
     )
     return thrust, torque
@@ -280,19 +280,19 @@ def linear_accel(
     """
     air = vel if wind is None else tuple(vel[i] - wind[i] for i in range(3))
     force = [R[i][2] * thrust for i in range(3)]
-    if not all(_is_const(d, 0) for row in p.drag_matrix for d in row):
+    if not all(is_const(d, 0) for row in p.drag_matrix for d in row):
         drag_w = matvec(R, matvec(p.drag_matrix, matTvec(R, air)))
         force = [force[i] + drag_w[i] for i in range(3)]
-    if not _is_const(p.drag_coef, 0):
-        speed = _norm_safe(air, ops)
+    if not is_const(p.drag_coef, 0):
+        speed = norm_safe(air, ops)
         force = [force[i] - p.drag_coef * speed * air[i] for i in range(3)]
     if dist_f is not None:
         force = [force[i] + dist_f[i] for i in range(3)]
     inv_m = 1.0 / p.mass
-    return tuple(_kdot((p.gravity_vec[i], inv_m), (1.0, force[i])) for i in range(3))
+    return tuple(kdot((p.gravity_vec[i], inv_m), (1.0, force[i])) for i in range(3))
 
 
-def _norm_safe(v: Comp, ops: Any) -> Any:
+def norm_safe(v: Comp, ops: Any) -> Any:
     """``|v|`` with a finite derivative at ``v = 0`` (double where: no ``sqrt(0)`` gradient)."""
     s2 = v[0] * v[0] + v[1] * v[1] + v[2] * v[2]
     pos = s2 > 0
@@ -301,7 +301,7 @@ def _norm_safe(v: Comp, ops: Any) -> Any:
 
 def rotational_drag(torque: Comp, ang_vel: Comp, p: Any) -> Comp:
     """Body torque minus linear rotational drag ``c_ω ω`` [N m] (seed 002)."""
-    if _is_const(p.rot_drag_coef, 0):
+    if is_const(p.rot_drag_coef, 0):
         return torque
     return tuple(torque[i] - p.rot_drag_coef * ang_vel[i] for i in range(3))
 
@@ -313,5 +313,5 @@ def angular_accel(
     if dist_t is not None:
         dt_b = matTvec(R, dist_t)
         torque = tuple(torque[i] + dt_b[i] for i in range(3))
-    coriolis = _kcross(ang_vel, matvec(p.J, ang_vel))
+    coriolis = kcross(ang_vel, matvec(p.J, ang_vel))
     return matvec(p.J_inv, tuple(torque[i] - coriolis[i] for i in range(3)))

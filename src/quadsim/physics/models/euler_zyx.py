@@ -82,7 +82,16 @@ def _euler_rates(rpy: tuple, nu: tuple, ops: Any, eps: float) -> tuple:
     return tuple(ops.where(singular, nan + 0.0 * r, r) for r in rates)
 
 
-def _kernel(rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t, p, ops, small_angle, eps, wind=None):
+def kernel(rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t, p, ops, small_angle, eps, wind=None):
+    """Component kernel of :func:`dynamics` (shared with its CasADi twin and the simulator).
+
+    As :func:`quadsim.physics.models.first_principles.kernel`, with ``rpy`` [rad] (3) for the
+    attitude; ``small_angle`` uses ``rpy_dot = ang_vel``, ``eps`` is the gimbal-lock threshold
+    on ``cos² pitch``.
+
+    Returns:
+        ``(rpy_dot, vel_dot, ang_vel_dot, rotor_vel_dot)`` as component tuples.
+    """
     if rotor_vel is None:
         rotor, rotor_dot = cmd, None
     else:
@@ -163,7 +172,7 @@ def dynamics(
         rotor_vel=(rotor_vel, n), dist_f=(dist_f, 3), dist_t=(dist_t, 3))  # fmt: skip
     eps = float(xp.finfo(pos.dtype).eps)
     s = unstack_opt(rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t)
-    ed, vd, wd, rd = _kernel(*s, p, xp, small_angle, eps)
+    ed, vd, wd, rd = kernel(*s, p, xp, small_angle, eps)
     return (
         vel,
         stack(xp, ed, pos),
@@ -251,7 +260,7 @@ def symbolic_dynamics(
     parts = {"pos": 3, "rpy": 3, "vel": 3, "ang_vel": 3, "rotor_vel": n * model_rotor_vel,
              "dist_f": 3 * model_dist_f, "dist_t": 3 * model_dist_t}  # fmt: skip
     sym, U, comps = casadi_state(parts, n)
-    ed, vd, wd, rd = _kernel(
+    ed, vd, wd, rd = kernel(
         comps("rpy"), comps("vel"), comps("ang_vel"), comps("cmd"), comps("rotor_vel"),
         comps("dist_f"), comps("dist_t"), p, CASADI_OPS, small_angle, _F64_EPS,
     )  # fmt: skip

@@ -48,7 +48,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._array import CASADI_OPS, namespace, stack
-from ..rotation import _kmatrix, _kquat_dot
+from ..rotation import kmatrix, kquat_dot
 from ._rigid import (
     ROTOR_PARAMS,
     angular_accel,
@@ -67,7 +67,7 @@ from ._rigid import (
 __all__ = ["dynamics", "symbolic_dynamics"]
 
 
-def _kernel(
+def kernel(
     quat: tuple,
     vel: tuple,
     ang_vel: tuple,
@@ -79,15 +79,28 @@ def _kernel(
     ops: Any,
     wind: tuple | None = None,
 ) -> tuple:
+    """Component kernel of :func:`dynamics` (shared with its CasADi twin and the simulator).
+
+    Every state and input is a tuple of components (arrays of one batch shape, or CasADi
+    scalars): ``quat`` (4, xyzw), ``vel`` [m/s] (3), ``ang_vel`` [rad/s] (3, body), ``cmd`` and
+    ``rotor_vel`` [RPM] (N; ``rotor_vel`` ``None``: the commands act directly), ``dist_f`` [N],
+    ``dist_t`` [N m] and ``wind`` [m/s] (3, world, or ``None``); ``p`` the parameters
+    (:data:`~quadsim.physics.models._rigid.ROTOR_PARAMS`), ``ops`` the ``where``/``sqrt``
+    namespace.
+
+    Returns:
+        ``(quat_dot, vel_dot, ang_vel_dot, rotor_vel_dot)`` as component tuples;
+        ``rotor_vel_dot`` is ``None`` when ``rotor_vel`` is.
+    """
     if rotor_vel is None:
         rotor, rotor_dot = cmd, None
     else:
         rotor, rotor_dot = rotor_vel, rotor_speed_dot(cmd, rotor_vel, p.rotor_dyn_coef, ops)
-    R = _kmatrix(quat)
+    R = kmatrix(quat)
     thrust, torque = rotor_wrench(rotor, rotor_dot, ang_vel, p)
     vel_dot = linear_accel(R, vel, thrust, p, dist_f, wind, ops)
     ang_vel_dot = angular_accel(R, ang_vel, rotational_drag(torque, ang_vel, p), p, dist_t)
-    return _kquat_dot(quat, ang_vel), vel_dot, ang_vel_dot, rotor_dot
+    return kquat_dot(quat, ang_vel), vel_dot, ang_vel_dot, rotor_dot
 
 
 def dynamics(
@@ -162,7 +175,7 @@ def dynamics(
         xp, pos=(pos, 3), quat=(quat, 4), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, n),
         rotor_vel=(rotor_vel, n), dist_f=(dist_f, 3), dist_t=(dist_t, 3))  # fmt: skip
     s = unstack_opt(quat, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t)
-    qd, vd, wd, rd = _kernel(*s, p, xp)
+    qd, vd, wd, rd = kernel(*s, p, xp)
     return (
         vel,
         stack(xp, qd, pos),
@@ -227,7 +240,7 @@ def symbolic_dynamics(
     parts = {"pos": 3, "quat": 4, "vel": 3, "ang_vel": 3, "rotor_vel": n * model_rotor_vel,
              "dist_f": 3 * model_dist_f, "dist_t": 3 * model_dist_t}  # fmt: skip
     sym, U, comps = casadi_state(parts, n)
-    qd, vd, wd, rd = _kernel(
+    qd, vd, wd, rd = kernel(
         comps("quat"), comps("vel"), comps("ang_vel"), comps("cmd"), comps("rotor_vel"),
         comps("dist_f"), comps("dist_t"), p, CASADI_OPS,
     )  # fmt: skip

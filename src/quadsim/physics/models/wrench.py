@@ -28,13 +28,13 @@ from __future__ import annotations
 from typing import Any
 
 from .._array import CASADI_OPS, namespace, stack
-from ..rotation import _kmatrix, _kquat_dot
+from ..rotation import kmatrix, kquat_dot
 from ._rigid import (
-    _norm_safe,
     angular_accel,
     casadi_assemble,
     casadi_state,
     check_state,
+    norm_safe,
     numeric_params,
     rotational_drag,
     symbolic_params,
@@ -54,17 +54,27 @@ WRENCH_PARAMS: dict[str, tuple[int, ...]] = {
 """Keyword parameters of the wrench model and their trailing shapes."""
 
 
-def _kernel(quat, vel, ang_vel, cmd, dist_f, dist_t, p, ops, wind=None):
-    R = _kmatrix(quat)
+def kernel(quat, vel, ang_vel, cmd, dist_f, dist_t, p, ops, wind=None):
+    """Component kernel of :func:`dynamics` (shared with its CasADi twin and the simulator).
+
+    Component tuples: ``quat`` (4, xyzw), ``vel`` [m/s] (3), ``ang_vel`` [rad/s] (3, body),
+    ``cmd`` ``(F [N], τ [N m] x3)``, ``dist_f`` [N], ``dist_t`` [N m], ``wind`` [m/s] (3, world,
+    or ``None``); ``p`` the parameters (:data:`WRENCH_PARAMS`), ``ops`` the ``where``/``sqrt``
+    namespace.
+
+    Returns:
+        ``(quat_dot, vel_dot, ang_vel_dot)`` as component tuples.
+    """
+    R = kmatrix(quat)
     air = vel if wind is None else tuple(vel[i] - wind[i] for i in range(3))
-    speed = _norm_safe(air, ops)
+    speed = norm_safe(air, ops)
     force = [R[i][2] * cmd[0] - p.drag_coef * speed * air[i] for i in range(3)]
     if dist_f is not None:
         force = [force[i] + dist_f[i] for i in range(3)]
     vel_dot = tuple(p.gravity_vec[i] + force[i] / p.mass for i in range(3))
     torque = rotational_drag(tuple(cmd[1:4]), ang_vel, p)
     ang_vel_dot = angular_accel(R, ang_vel, torque, p, dist_t)
-    return _kquat_dot(quat, ang_vel), vel_dot, ang_vel_dot
+    return kquat_dot(quat, ang_vel), vel_dot, ang_vel_dot
 
 
 def dynamics(
@@ -111,7 +121,7 @@ def dynamics(
     pos, quat, vel, ang_vel, cmd, dist_f, dist_t = check_state(
         xp, pos=(pos, 3), quat=(quat, 4), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, 4),
         dist_f=(dist_f, 3), dist_t=(dist_t, 3))  # fmt: skip
-    qd, vd, wd = _kernel(*unstack_opt(quat, vel, ang_vel, cmd, dist_f, dist_t), p, xp)
+    qd, vd, wd = kernel(*unstack_opt(quat, vel, ang_vel, cmd, dist_f, dist_t), p, xp)
     return vel, stack(xp, qd, pos), stack(xp, vd, pos), stack(xp, wd, pos)
 
 
@@ -149,7 +159,7 @@ def symbolic_dynamics(
     parts = {"pos": 3, "quat": 4, "vel": 3, "ang_vel": 3,
              "dist_f": 3 * model_dist_f, "dist_t": 3 * model_dist_t}  # fmt: skip
     sym, U, comps = casadi_state(parts, 4)
-    qd, vd, wd = _kernel(
+    qd, vd, wd = kernel(
         comps("quat"), comps("vel"), comps("ang_vel"), comps("cmd"), comps("dist_f"),
         comps("dist_t"), p, CASADI_OPS,
     )  # fmt: skip

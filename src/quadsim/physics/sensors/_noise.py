@@ -1,4 +1,8 @@
-"""Standard normal samples for the noisy sensor functions, and broadcast batch shapes."""
+"""Standard normal samples for the noisy sensor functions, and broadcast batch shapes.
+
+A private module of :mod:`quadsim.physics.sensors`: its functions serve the sibling sensor
+modules only.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from .._array import as_like, check_shape, namespace
 from ..wind import normal_noise
 
 
-def _is_float_array(x: Any) -> bool:
+def is_float_array(x: Any) -> bool:
     """``x`` is an array with a real floating dtype (pre-drawn normals, not a PRNG key)."""
     if not is_array_api_obj(x):
         return False
@@ -21,9 +25,13 @@ def _is_float_array(x: Any) -> bool:
         return False
 
 
-def _normals(noise: Any, batch: tuple[int, ...], k: int, xp: Any, like: Any) -> Any:
-    """Standard normals ``(..., k)``: given (checked and cast like ``like``) or drawn."""
-    if _is_float_array(noise):
+def standard_normals(noise: Any, batch: tuple[int, ...], k: int, xp: Any, like: Any) -> Any:
+    """Standard normals ``(..., k)``: given (checked and cast like ``like``) or drawn.
+
+    ``noise`` is pre-drawn samples ``(..., k)``, or a NumPy/torch generator or JAX key that
+    draws ``(*batch, k)`` of ``like``'s dtype (``xp``: the namespace of ``like``).
+    """
+    if is_float_array(noise):
         check_shape(noise, (k,), "noise")
         return as_like(xp, noise, like)
     if noise is None:
@@ -36,5 +44,6 @@ def _normals(noise: Any, batch: tuple[int, ...], k: int, xp: Any, like: Any) -> 
     return as_like(xp, z, like) if npgen else z
 
 
-def _batch(*arrays: Any, drop: int = 1) -> tuple[int, ...]:
+def common_batch(*arrays: Any, drop: int = 1) -> tuple[int, ...]:
+    """Broadcast batch shape of ``arrays``, each without its last ``drop`` axes."""
     return tuple(np.broadcast_shapes(*(tuple(a.shape[: a.ndim - drop]) for a in arrays)))

@@ -1,4 +1,8 @@
-"""Validation of sensor parameters: finite per-axis vectors, positive numbers, sample periods."""
+"""Validation of sensor parameters: finite per-axis vectors, positive numbers, sample periods.
+
+A private module of :mod:`quadsim.physics.sensors`: its functions serve the sibling sensor
+modules only.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,7 @@ from typing import Any
 import numpy as np
 
 
-def _vec3(value: Any, name: str, nonneg: bool = False) -> np.ndarray:
+def axis_vec3(value: Any, name: str, nonneg: bool = False) -> np.ndarray:
     """A finite per-axis value as a read-only float64 ``(3,)`` array (scalars broadcast)."""
     try:
         a = np.array(value, dtype=np.float64)
@@ -25,7 +29,8 @@ def _vec3(value: Any, name: str, nonneg: bool = False) -> np.ndarray:
     return out
 
 
-def _positive(value: Any, name: str) -> float:
+def positive_number(value: Any, name: str) -> float:
+    """``value`` as a finite float ``> 0`` (a rate [Hz], a period [s], ...), else a ValueError."""
     try:
         v = float(value)
     except (TypeError, ValueError) as e:
@@ -35,5 +40,6 @@ def _positive(value: Any, name: str) -> float:
     return v
 
 
-def _dt(dt: Any, rate: float) -> float:
-    return 1.0 / rate if dt is None else _positive(dt, "dt")
+def sample_period(dt: Any, rate: float) -> float:
+    """Sample period [s]: ``dt`` if given (checked ``> 0``), else ``1 / rate`` (``rate`` [Hz])."""
+    return 1.0 / rate if dt is None else positive_number(dt, "dt")

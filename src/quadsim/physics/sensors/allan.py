@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import _positive
+from ._validate import positive_number
 
 
 def allan_deviation(x: Any, dt: float, taus: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -35,7 +35,7 @@ def allan_deviation(x: Any, dt: float, taus: Any) -> tuple[np.ndarray, np.ndarra
         ``(taus_used, adev)``: ``m dt`` ``(T,)`` and the deviations ``(T, ...)`` [unit of x].
     """
     x = np.asarray(x, dtype=np.float64)
-    dt = _positive(dt, "dt")
+    dt = positive_number(dt, "dt")
     if x.ndim < 1 or x.shape[0] < 2:
         raise ValueError(f"x must have shape (n, ...) with n >= 2; got shape {x.shape}")
     taus = np.atleast_1d(np.asarray(taus, dtype=np.float64))

@@ -35,8 +35,8 @@ import numpy as np
 
 from .._array import as_like, check_shape, namespace
 from ..wind import normal_noise
-from ._noise import _batch, _is_float_array, _normals
-from ._validate import _dt, _positive
+from ._noise import common_batch, is_float_array, standard_normals
+from ._validate import positive_number, sample_period
 
 BARO_NOISE_DIM = 2  # z[..., 0] white noise, z[..., 1] bias walk
 BARO_INIT_NOISE_DIM = 1  # z[..., 0] turn-on bias
@@ -96,7 +96,7 @@ def check_baro_params(params: BaroParams) -> BaroParams:
     return BaroParams(
         noise_std=_finite(params.noise_std, "noise_std", True),
         bias_walk=_finite(params.bias_walk, "bias_walk", True),
-        rate=_positive(params.rate, "rate"),
+        rate=positive_number(params.rate, "rate"),
         bias=_finite(params.bias, "bias", False),
         bias_std=_finite(params.bias_std, "bias_std", True),
         name=str(params.name),
@@ -131,7 +131,7 @@ def baro_init(
             raise ValueError("noise is required when bias_std is > 0")
         xp = np if xp is None else xp
         return BaroState(xp.zeros(batch, dtype=dtype))
-    if _is_float_array(noise):
+    if is_float_array(noise):
         z = noise
         check_shape(z, (BARO_INIT_NOISE_DIM,), "noise")
     else:
@@ -163,11 +163,11 @@ def baro_measure(
     """
     check_shape(pos, (3,), "pos")
     p = check_baro_params(params)
-    r = math.sqrt(_dt(dt, p.rate))
+    r = math.sqrt(sample_period(dt, p.rate))
     xp = namespace(pos)
     b = as_like(xp, baro_state.bias, pos)
-    batch = tuple(np.broadcast_shapes(_batch(pos), tuple(b.shape)))
+    batch = tuple(np.broadcast_shapes(common_batch(pos), tuple(b.shape)))
     b = xp.broadcast_to(b, batch)  # the state takes the batch shape of the readings
-    z = _normals(noise, batch, BARO_NOISE_DIM, xp, pos)
+    z = standard_normals(noise, batch, BARO_NOISE_DIM, xp, pos)
     reading = pos[..., 2] + p.bias + b + p.noise_std * z[..., 0]
     return reading, BaroState(b + (p.bias_walk * r) * z[..., 1])

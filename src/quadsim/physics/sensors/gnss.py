@@ -33,8 +33,8 @@ import numpy as np
 from array_api_compat import device as _device
 
 from .._array import as_like, check_shape, namespace
-from ._noise import _batch, _normals
-from ._validate import _dt, _positive
+from ._noise import common_batch, standard_normals
+from ._validate import positive_number, sample_period
 from .mocap import mocap_delay_steps
 
 GNSS_NOISE_DIM = 9  # z[..., 0:3] position white, 3:6 velocity white, 6:9 Gauss-Markov drive
@@ -114,7 +114,7 @@ def check_gnss_params(params: GnssParams) -> GnssParams:
     for name in GnssParams._fields:
         v = getattr(params, name)
         if name == "rate":
-            fields[name] = _positive(v, "rate")
+            fields[name] = positive_number(v, "rate")
         elif name == "name":
             fields[name] = str(v)
         else:
@@ -142,7 +142,7 @@ def gnss_delay_steps(params: GnssParams, dt: float | None = None) -> int:
 def gnss_gm_coefficient(params: GnssParams, dt: float | None = None) -> float:
     """The Gauss-Markov factor ``a = exp(-dt/τ)`` (0 for ``τ = 0``) at period ``dt`` [s]."""
     p = check_gnss_params(params)
-    dt = _dt(dt, p.rate)
+    dt = sample_period(dt, p.rate)
     return math.exp(-dt / p.gm_tau) if p.gm_tau > 0.0 else 0.0
 
 
@@ -173,7 +173,7 @@ def gnss_init(
     p = check_gnss_params(params)
     m = gnss_delay_steps(p, dt)
     xp = namespace(pos, vel)
-    batch = _batch(pos, vel)
+    batch = common_batch(pos, vel)
     v_like = as_like(xp, vel, pos)
     pp = xp.broadcast_to(pos, (*batch, 3))[..., None, :]
     vv = xp.broadcast_to(v_like, (*batch, 3))[..., None, :]
@@ -188,7 +188,7 @@ def gnss_init(
             raise ValueError("noise is required when gm_std_h or gm_std_v is > 0")
         err = xp.zeros((*batch, 3), dtype=pos.dtype, device=_device(pos))
     else:
-        z = _normals(noise, batch, GNSS_INIT_NOISE_DIM, xp, pos)
+        z = standard_normals(noise, batch, GNSS_INIT_NOISE_DIM, xp, pos)
         err = xp.broadcast_to(as_like(xp, gm_std, pos) * z, (*batch, 3))
     # The CasADi SymbolicNamespace has no int32: its count is a plain (folded) zero.
     count = xp.zeros((), dtype=getattr(xp, "int32", None), device=_device(pos))
@@ -231,7 +231,7 @@ def gnss_measure(
     if pbuf.ndim < 2:
         raise ValueError(f"gnss_state.pos_buf must have shape (..., m, 3); got {pbuf.shape}")
     m = pbuf.shape[-2]
-    batch = _batch(pos, vel)
+    batch = common_batch(pos, vel)
     if tuple(pbuf.shape) != (*batch, m, 3) or tuple(vbuf.shape) != (*batch, m, 3):
         raise ValueError(
             f"gnss_state buffers must have shape {(*batch, m, 3)} for pos/vel batch shape "
@@ -248,7 +248,7 @@ def gnss_measure(
         vbuf = xp.concat((vbuf[..., 1:, :], v_new), axis=-2)
     else:
         p_old, v_old = pos, v
-    z = _normals(noise, batch, GNSS_NOISE_DIM, xp, pos)
+    z = standard_normals(noise, batch, GNSS_NOISE_DIM, xp, pos)
     gm_std = _vec(p.gm_std_h, p.gm_std_v)
     k = as_like(xp, np.stack((_vec(p.pos_std_h, p.pos_std_v), _vec(p.vel_std_h, p.vel_std_v),
                               gm_std * math.sqrt(1.0 - a * a))), pos)  # fmt: skip

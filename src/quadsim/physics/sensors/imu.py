@@ -37,8 +37,8 @@ import numpy as np
 from .. import rotation
 from .._array import as_like, check_shape, namespace
 from ..wind import normal_noise
-from ._noise import _batch, _is_float_array, _normals
-from ._validate import _dt, _positive, _vec3
+from ._noise import common_batch, is_float_array, standard_normals
+from ._validate import axis_vec3, positive_number, sample_period
 
 IMU_NOISE_DIM = 12  # z[..., 0:3] gyro white, 3:6 accel white, 6:9 gyro walk, 9:12 accel walk
 IMU_INIT_NOISE_DIM = 6  # z[..., 0:3] gyro turn-on bias, 3:6 accel turn-on bias
@@ -123,11 +123,11 @@ def check_imu_params(params: ImuParams) -> ImuParams:
     for name in ImuParams._fields:
         v = getattr(params, name)
         if name == "rate":
-            fields[name] = _positive(v, "rate")
+            fields[name] = positive_number(v, "rate")
         elif name == "name":
             fields[name] = str(v)
         else:
-            fields[name] = _vec3(v, name, nonneg=name in _NONNEG)
+            fields[name] = axis_vec3(v, name, nonneg=name in _NONNEG)
     out = ImuParams(**fields)
     _CHECKED.insert(0, out)  # identity cache: repeated calls with ``out`` skip the checks
     del _CHECKED[8:]
@@ -142,7 +142,7 @@ def imu_discrete_std(params: ImuParams, dt: float | None = None) -> dict[str, np
         each float64 ``(3,)`` [rad/s, m/s², rad/s, m/s²].
     """
     p = check_imu_params(params)
-    r = math.sqrt(_dt(dt, p.rate))
+    r = math.sqrt(sample_period(dt, p.rate))
     return {
         "gyro": p.gyro_noise_density / r,
         "accel": p.accel_noise_density / r,
@@ -180,7 +180,7 @@ def imu_init(
         xp = np if xp is None else xp
         zeros = xp.zeros((*batch, 3), dtype=dtype)
         return ImuState(zeros, xp.zeros((*batch, 3), dtype=dtype))
-    if _is_float_array(noise):
+    if is_float_array(noise):
         z = noise
         check_shape(z, (IMU_INIT_NOISE_DIM,), "noise")
     else:
@@ -227,7 +227,7 @@ def imu_measure(
     check_shape(ang_vel, (3,), "ang_vel")
     check_shape(acc_world, (3,), "acc_world")
     p = check_imu_params(params)
-    r = math.sqrt(_dt(dt, p.rate))
+    r = math.sqrt(sample_period(dt, p.rate))
     xp = namespace(quat, ang_vel, acc_world)
 
     def c(v: Any) -> Any:
@@ -238,8 +238,8 @@ def imu_measure(
     bg, ba = c(imu_state.gyro_bias), c(imu_state.accel_bias)
     check_shape(bg, (3,), "imu_state.gyro_bias")
     check_shape(ba, (3,), "imu_state.accel_bias")
-    batch = _batch(quat, ang_vel, acc_world, g, bg, ba)
-    z = _normals(noise, batch, IMU_NOISE_DIM, xp, ang_vel)
+    batch = common_batch(quat, ang_vel, acc_world, g, bg, ba)
+    z = standard_normals(noise, batch, IMU_NOISE_DIM, xp, ang_vel)
     f = rotation.rotate_inverse(quat, acc_world - g)
     gyro_k = (p.gyro_scale, p.gyro_bias, p.gyro_noise_density / r, p.gyro_bias_walk * r)
     accel_k = (p.accel_scale, p.accel_bias, p.accel_noise_density / r, p.accel_bias_walk * r)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .._toml import read_entry
-from ._validate import _vec3
+from ._validate import axis_vec3
 from .imu import ImuParams, check_imu_params
 
 G_N = 9.80665  # standard gravity [m/s^2], defines the unit g (µg, mg) of data sheets
@@ -66,7 +66,7 @@ _IMU_KEYS: dict[str, tuple[dict[str, float], Any]] = {
 _TEXT_KEYS = ("name", "description")
 
 
-def _norm_unit(unit: str) -> str:
+def norm_unit(unit: str) -> str:
     """Canonical spelling: no spaces, ° -> deg, µ/μ -> u, √X -> sqrt(X), ² ³ -> ^2 ^3."""
     s = "".join(str(unit).split())
     for a, b in (("°", "deg"), ("µ", "u"), ("μ", "u"), ("²", "^2"), ("³", "^3"), ("sec", "s")):
@@ -88,18 +88,19 @@ def bias_walk_from_instability(instability: Any, noise_density: Any) -> np.ndarr
     Returns:
         ``K`` [unit/s/√Hz], float64 ``(3,)``.
     """
-    B = _vec3(instability, "bias_instability", nonneg=True)
-    N = _vec3(noise_density, "noise_density", nonneg=True)
+    B = axis_vec3(instability, "bias_instability", nonneg=True)
+    N = axis_vec3(noise_density, "noise_density", nonneg=True)
     if np.any((B > 0.0) & (N <= 0.0)):
         raise ValueError("noise_density must be > 0 to convert a bias instability to a bias walk")
     return np.where(B > 0.0, math.sqrt(3.0) * B * B / (2.0 * np.where(N > 0.0, N, 1.0)), 0.0)
 
 
-def _preset_root() -> Any:
+def preset_root() -> Any:
+    """The folder of the packaged sensor presets (``quadsim/physics/presets/sensors``)."""
     return resources.files("quadsim.physics") / "presets" / "sensors"
 
 
-def _preset_kind(entry: Any) -> str:
+def preset_kind(entry: Any) -> str:
     """The ``kind`` a packaged sensor preset declares (``"imu"`` when it declares none)."""
     try:
         return str(tomllib.loads(entry.read_text(encoding="utf-8")).get("kind", "imu"))
@@ -109,8 +110,8 @@ def _preset_kind(entry: Any) -> str:
 
 def list_imu_presets() -> list[str]:
     """Sorted names of the packaged IMU presets (``quadsim/physics/presets/sensors/*.toml``)."""
-    return sorted(p.name[:-5] for p in _preset_root().iterdir()
-                  if p.name.endswith(".toml") and _preset_kind(p) == "imu")  # fmt: skip
+    return sorted(p.name[:-5] for p in preset_root().iterdir()
+                  if p.name.endswith(".toml") and preset_kind(p) == "imu")  # fmt: skip
 
 
 def load_imu(name_or_path: str | os.PathLike[str]) -> ImuParams:
@@ -178,7 +179,7 @@ def read_sensor_file(name_or_path: str | os.PathLike[str], what: str, names: lis
         if name_or_path not in names:
             raise ValueError(f"unknown {what} preset {name_or_path!r}; available presets: {names}")
         where, stem, preset = f"{what} preset {name_or_path!r}", name_or_path, True
-        raw = ((root or _preset_root()) / f"{name_or_path}.toml").read_bytes()
+        raw = ((root or preset_root()) / f"{name_or_path}.toml").read_bytes()
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
@@ -204,7 +205,7 @@ def _entry(doc: dict[str, Any], key: str, preset: bool, fail: Any) -> Any:
             raise fail(key, "required key is missing")
         return None if default is None else np.asarray(default, dtype=np.float64)
     a, factor = read_entry(doc, key, units, packaged=preset, packaged_name="presets",
-                           normalize=_norm_unit, fail=fail)  # fmt: skip
+                           normalize=norm_unit, fail=fail)  # fmt: skip
     shapes = ((),) if key == "rate" else ((), (3,))
     if a.shape not in shapes:
         raise fail(key, f"wrong shape {a.shape}; expected one of {list(shapes)}")

@@ -22,7 +22,7 @@ import numpy as np
 from .._toml import read_entry
 from .baro import M_PER_PA, BaroParams, check_baro_params
 from .gnss import GnssParams, check_gnss_params, gnss_delay_steps
-from .loading import _norm_unit, _preset_kind, _preset_root, read_sensor_file
+from .loading import norm_unit, preset_kind, preset_root, read_sensor_file
 
 _REQ = object()
 _U_ALT = {"m": 1.0, "cm": 0.01, "mm": 1e-3, "Pa": M_PER_PA, "hPa": 100.0 * M_PER_PA}
@@ -65,9 +65,9 @@ _WHAT = {"baro": "barometer", "gnss": "GNSS"}
 
 
 def _list(kind: str) -> list[str]:
-    root = _preset_root()
+    root = preset_root()
     return sorted(p.name[:-5] for p in root.iterdir()
-                  if p.name.endswith(".toml") and _preset_kind(p) == kind)  # fmt: skip
+                  if p.name.endswith(".toml") and preset_kind(p) == kind)  # fmt: skip
 
 
 def list_baro_presets() -> list[str]:
@@ -101,7 +101,7 @@ def _read(
             values[key] = float(default)
             continue
         a, factor = read_entry(doc, key, units, packaged=preset, packaged_name="presets",
-                               normalize=_norm_unit, fail=fail)  # fmt: skip
+                               normalize=norm_unit, fail=fail)  # fmt: skip
         if a.shape != ():
             raise fail(key, f"must be a single number; got shape {a.shape}")
         if not np.isfinite(a):

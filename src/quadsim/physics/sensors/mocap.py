@@ -28,8 +28,8 @@ from array_api_compat import device as _device
 
 from .. import rotation
 from .._array import as_like, check_shape, namespace
-from ._noise import _batch, _normals
-from ._validate import _dt, _positive, _vec3
+from ._noise import common_batch, standard_normals
+from ._validate import axis_vec3, positive_number, sample_period
 
 MOCAP_NOISE_DIM = 6  # z[..., 0:3] position, 3:6 attitude (body rotation vector)
 
@@ -86,7 +86,7 @@ def mocap_delay_steps(params: MocapParams, dt: float | None = None) -> int:
     Raises:
         ValueError: If ``latency`` < 0 or not an integer multiple of ``dt`` (1e-9 relative).
     """
-    dt = _dt(dt, _positive(params.rate, "rate"))
+    dt = sample_period(dt, positive_number(params.rate, "rate"))
     lat = float(params.latency)
     if not (math.isfinite(lat) and lat >= 0.0):
         raise ValueError(f"latency must be finite and >= 0 s; got {params.latency!r}")
@@ -123,9 +123,10 @@ def dropout_thresholds(params: MocapParams) -> tuple[float, float]:
 def _check_mocap(params: MocapParams) -> tuple[np.ndarray, np.ndarray]:
     if not isinstance(params, MocapParams):
         raise ValueError(f"params must be a MocapParams; got {type(params).__name__}")
-    _positive(params.rate, "rate")
+    positive_number(params.rate, "rate")
     dropout_thresholds(params)
-    return _vec3(params.pos_std, "pos_std", nonneg=True), _vec3(params.att_std, "att_std", True)
+    pos_std = axis_vec3(params.pos_std, "pos_std", nonneg=True)
+    return pos_std, axis_vec3(params.att_std, "att_std", True)
 
 
 def mocap_init(pos: Any, quat: Any, params: MocapParams, dt: float | None = None) -> MocapState:
@@ -145,7 +146,7 @@ def mocap_init(pos: Any, quat: Any, params: MocapParams, dt: float | None = None
     _check_mocap(params)
     k = mocap_delay_steps(params, dt)
     xp = namespace(pos, quat)
-    batch = _batch(pos, quat)
+    batch = common_batch(pos, quat)
     p = xp.broadcast_to(pos, (*batch, 3))[..., None, :]
     q = xp.broadcast_to(as_like(xp, quat, pos), (*batch, 4))[..., None, :]
     if k:
@@ -181,7 +182,7 @@ def mocap_measure(
     if pbuf.ndim < 2:
         raise ValueError(f"mocap_state.pos_buf must have shape (..., k, 3); got {pbuf.shape}")
     k = pbuf.shape[-2]
-    batch = _batch(pos, quat)
+    batch = common_batch(pos, quat)
     if tuple(pbuf.shape[:-2]) != batch or tuple(qbuf.shape) != (*batch, k, 4):
         raise ValueError(
             f"mocap_state buffers must have shapes {(*batch, k, 3)} and {(*batch, k, 4)} for "
@@ -196,7 +197,7 @@ def mocap_measure(
         qbuf = xp.concat((qbuf[..., 1:, :], q_new), axis=-2)
     else:
         p_old, q_old = pos, q
-    z = _normals(noise, batch, MOCAP_NOISE_DIM, xp, pos)
+    z = standard_normals(noise, batch, MOCAP_NOISE_DIM, xp, pos)
     p_m = p_old + as_like(xp, pos_std, pos) * z[..., 0:3]
     q_m = rotation.multiply(rotation.normalize(q_old),
                             rotation.exp(as_like(xp, att_std, pos) * z[..., 3:6]))
