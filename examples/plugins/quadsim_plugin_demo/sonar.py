@@ -29,15 +29,11 @@ class Sonar(Sensor):
         "half_cone_deg": Param(15.0, "largest tilt with an echo [deg]", lo=0.0, hi=90.0),
     }
 
+    default_rate: ClassVar[float | None] = 10.0
+
     def __init__(self, name: str = "sonar", rate: float | None = 10.0, **values: float):
         super().__init__(name, rate, **values)
         self.streams = ((f"part:{self.name}", 1),)
-
-    @classmethod
-    def from_table(cls, name: str, table: dict, ctx: Context) -> Sonar:
-        """The sonar of a scenario table (``rate`` [Hz] and :attr:`params`)."""
-        values = {k: v for k, v in table.items() if k not in ("kind", "rate")}
-        return cls(name, table.get("rate", 10.0), **values)
 
     def measure(self, k: Any, truth: Any, state: Any, z: Any, ctx: Context) -> tuple[dict, Any]:
         """Height and validity at step ``k``; stateless."""

@@ -138,6 +138,8 @@ class Sensor:
     """The registered name (informational)."""
     outputs: ClassVar[tuple[Output, ...]] = ()
     params: ClassVar[dict[str, Param]] = {}
+    default_rate: ClassVar[float | None] = None
+    """[Hz] its rate when a scenario table gives none (``None``: every physics step)."""
     streams: tuple[tuple[str, int], ...] = ()
 
     def __init__(self, name: str, rate: float | None = None, **values: float) -> None:
@@ -152,9 +154,10 @@ class Sensor:
 
     @classmethod
     def from_table(cls, name: str, table: dict, ctx: Context) -> Sensor:
-        """The part of a scenario table (its keys: ``rate`` and :attr:`params`)."""
+        """The part of a scenario table (its keys: ``rate``, default :attr:`default_rate`, and
+        :attr:`params`)."""  # noqa: D205, D209
         values = {k: v for k, v in table.items() if k not in ("kind", "rate")}
-        return cls(name, table.get("rate"), **values)
+        return cls(name, table.get("rate", cls.default_rate), **values)
 
     def init(self, n: int, truth: Any, ctx: Context) -> Any:
         """The part's state at a flight's start (default: none)."""

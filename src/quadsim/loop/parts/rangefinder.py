@@ -97,18 +97,14 @@ class Rangefinder(Sensor):
         "noise_r0": Param(2.5, "range where the noise std is 2 a, r_0 [m]", lo=0.0, hi=100.0),
     }
 
+    default_rate: ClassVar[float | None] = 25.0
+
     def __init__(self, name: str = "rangefinder", rate: float | None = 25.0, **values: float):
         super().__init__(name, rate, **values)
         if not self.min_range < self.max_range:
             raise ValueError(f"min_range: must be below max_range ({self.max_range} m); got "
                              f"{self.min_range}")  # fmt: skip
         self.streams = ((f"part:{self.name}", 1),)
-
-    @classmethod
-    def from_table(cls, name: str, table: dict, ctx: Context) -> Rangefinder:
-        """The rangefinder of a scenario table (``rate`` [Hz] and :attr:`params`)."""
-        values = {k: v for k, v in table.items() if k not in ("kind", "rate")}
-        return cls(name, table.get("rate", 25.0), **values)
 
     def measure(self, k: Any, truth: Any, state: Any, z: Any, ctx: Context) -> tuple[dict, Any]:
         """Range and validity at step ``k``; stateless."""
