@@ -59,8 +59,21 @@ def test_bad_seed_and_stream():
         normals(-1, "imu", 0, 0, 3)
     with pytest.raises(ValueError, match="seed"):
         normals(2**64, "imu", 0, 0, 3)
-    with pytest.raises(KeyError):
-        normals(0, "nope", 0, 0, 3)
+    with pytest.raises(ValueError, match="non-empty string"):
+        normals(0, "", 0, 0, 3)
+
+
+def test_a_part_stream_has_numbers_of_its_own():
+    """A name outside STREAMS (a sensor part's) hashes above the built-in streams, the same on
+    every call, so its normals differ from every built-in stream's and from another name's."""
+    from quadsim.physics.noise import STREAMS, stream_id
+
+    assert stream_id("imu") == STREAMS["imu"]
+    ids = {stream_id(f"part:{name}") for name in ("tof", "sonar", "lidar", "flow")}
+    assert len(ids) == 4 and min(ids) >= 1024 and max(ids) < 2**16
+    assert stream_id("part:tof") == stream_id("part:tof")
+    a, b = normals(0, "part:tof", 5, 2, 4), normals(0, "part:sonar", 5, 2, 4)
+    assert not np.array_equal(a, b) and not np.array_equal(a, normals(0, "imu", 5, 2, 4))
 
 
 @pytest.mark.skipif(not native.available(), reason="needs a C compiler")
