@@ -193,6 +193,26 @@ def _leaves_the_process_as_found() -> Any:
             _restore(name, False)
     if leaked:
         pytest.fail("the test changed process-wide state: " + "; ".join(leaked))
+    why = _sigint_dead()
+    if why:
+        pytest.fail(f"after this test a SIGINT no longer raises KeyboardInterrupt ({why})")
+
+
+def _sigint_dead() -> str | None:
+    """Why a SIGINT raised now would not stop a flight (``None``: it raises KeyboardInterrupt, as
+    the signal tests need). Probed only where Python's default handler is installed."""
+    import threading
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        return None
+    try:
+        signal.raise_signal(signal.SIGINT)
+    except KeyboardInterrupt:
+        return None
+    return (f"kernel handler {_os_handler(signal.SIGINT)}, blocked "
+            f"{sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))}, main thread "
+            f"{threading.current_thread() is threading.main_thread()}, threads "
+            f"{[th.name for th in threading.enumerate()]}")  # fmt: skip
 
 
 @pytest.fixture
