@@ -198,6 +198,16 @@ def _leaves_the_process_as_found() -> Any:
         pytest.fail(f"after this test a SIGINT no longer raises KeyboardInterrupt ({why})")
 
 
+def sigint_state() -> str:
+    """SIGINT's state now, for a signal test's failure message: Python's and the kernel's
+    handler, the blocked set, the thread."""
+    import threading
+
+    return (f"handler {signal.getsignal(signal.SIGINT)!r}, kernel {_os_handler(signal.SIGINT)}, "
+            f"blocked {sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))}, main thread "
+            f"{threading.current_thread() is threading.main_thread()}")  # fmt: skip
+
+
 def _sigint_dead() -> str | None:
     """Why a SIGINT raised now would not stop a flight (``None``: it raises KeyboardInterrupt, as
     the signal tests need). Probed only where Python's default handler is installed."""

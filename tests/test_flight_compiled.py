@@ -17,6 +17,8 @@ from quadsim.loop.flight import compiled_path_reason, fly
 from quadsim.loop.trajectories import Circle, Hover, Lemniscate
 from quadsim.physics.rotors import make_allocator
 
+SEEN: list = []  # SIGINT's state where a signal test raised it (for its failure message)
+
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs CasADi and a C compiler")
 
 DT = 1 / 500
@@ -365,6 +367,7 @@ def test_sigint_keeps_the_completed_chunks_with_sensors_and_gusts(where):
     def stop(*args):
         calls.append(args)
         if len(calls) == 2:
+            SEEN.append(__import__("conftest").sigint_state())
             signal.raise_signal(signal.SIGINT)
 
     sim_kw, fly_kw, _ = _features("imu_mocap_dryden_sim_seed", 4)
@@ -373,7 +376,7 @@ def test_sigint_keeps_the_completed_chunks_with_sensors_and_gusts(where):
     kw = {"ref_offset": offset, "log_every": 5, "chunk_steps": 20, **fly_kw}
     res = fly(sim, TRAJS["circle"], control, GAINS["geometric"], duration=0.2,
               **{where: stop}, **kw)  # fmt: skip
-    assert res.meta["loop"] == "compiled" and res.interrupted and res.signal == signal.SIGINT
+    assert res.meta["loop"] == "compiled" and res.interrupted and res.signal == signal.SIGINT, SEEN
     # the chunk being handed over when the signal came is kept (signals wait for the hand-over)
     assert res.steps == 40 and res.log["time"].shape == (8,) and sim.k == 40
     sim_p, _, _ = _sim(4, **sim_kw)

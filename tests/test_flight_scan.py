@@ -19,6 +19,8 @@ from quadsim.loop.control import control, load_gains
 from quadsim.loop.flight import fly
 from quadsim.loop.trajectories import Circle, Lemniscate
 
+SEEN: list = []  # SIGINT's state where a signal test raised it (for its failure message)
+
 pytest.importorskip("jax")
 
 DT = 1 / 500
@@ -184,10 +186,11 @@ def test_sigint_keeps_the_completed_chunks(where):
     def stop(*args):
         calls.append(args)
         if len(calls) == 2:
+            SEEN.append(__import__("conftest").sigint_state())
             signal.raise_signal(signal.SIGINT)
 
     res, _, sim, _ = _fly("jax", "imu_mocap_dryden_sim_seed", steps=100, **{where: stop})
-    assert res.meta["loop"] == "scan" and res.interrupted and res.signal == signal.SIGINT
+    assert res.meta["loop"] == "scan" and res.interrupted and res.signal == signal.SIGINT, SEEN
     assert res.steps == 40 and res.log["time"].shape == (8,) and sim.k == 40
     ref, *_ = _fly("numpy", "imu_mocap_dryden_sim_seed", steps=100, jit=False)
     _assert_logs_equal(res.log, {key: v[:8] for key, v in ref.log.items()})

@@ -11,6 +11,8 @@ import pytest
 from quadsim.app import io, run
 from quadsim.engines import native
 
+SEEN: list = []  # SIGINT's state where a signal test raised it (for its failure message)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs CasADi and a C compiler")
@@ -101,6 +103,7 @@ def test_an_interrupted_compiled_run_keeps_its_chunks(tmp_path, monkeypatch):
         def stop(chunk):
             calls.append(chunk)
             if len(calls) == 3:
+                SEEN.append(__import__("conftest").sigint_state())
                 signal.raise_signal(signal.SIGINT)  # held until the chunk is written
             on_chunk(chunk)
 
@@ -113,7 +116,7 @@ def test_an_interrupted_compiled_run_keeps_its_chunks(tmp_path, monkeypatch):
     scen.write_text(text)
     summary = run.fly_scenario(scen, tmp_path / "out", plots=False, progress=False,
                                echo=lambda s: None)  # fmt: skip
-    assert summary["interrupted"] is True and summary["signal"] == "SIGINT"
+    assert summary["interrupted"] is True and summary["signal"] == "SIGINT", SEEN
     assert summary["loop"] == "compiled"
     log, _ = io.read_log(tmp_path / "out" / "trajectory.parquet")
     assert log["time"].shape == (15,)  # three chunks of 25 steps, logged every 5th step
