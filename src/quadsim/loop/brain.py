@@ -511,11 +511,10 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
     sens = Sensors() if sens is None else sens
     periods = Periods(parts=(1,) * len(sens.parts)) if periods is None else periods
     m_c = periods.control
-    offsets, o = {}, 0  # where each sensor's normals start in z
-    for stream, count in noise_groups(sens):
-        offsets.setdefault(stream, o)
-        o += count
-    part_at, o = {}, sum(c for s, c in noise_groups(sens._replace(parts=())))
+    offsets, o = {}, 0  # where each built-in sensor's normals start in z, then each part's
+    for stream, count in noise_groups(sens._replace(parts=())):
+        offsets[stream], o = o, o + count
+    part_at = {}
     for part in sens.parts:
         part_at[part.name] = o
         o += sum(c for _, c in part.streams)
