@@ -401,25 +401,16 @@ def _recover(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``quadsim`` command (see the module docstring for exit codes)."""
-    import signal
-    import threading
+    from .signals import Interrupted, raising
 
-    from ..loop.flight import STOP_SIGNALS, Interrupted, raise_on_signals
-
-    previous = {}
-    if threading.current_thread() is threading.main_thread():
-        previous = {s: signal.getsignal(s) for s in STOP_SIGNALS}
-        raise_on_signals()  # SIGTERM and SIGHUP stop a run as Ctrl-C does
     try:
-        args = _parser().parse_args(argv)
-        return _dispatch(args)
+        with raising():  # SIGTERM and SIGHUP stop a run as Ctrl-C does; put back on return
+            args = _parser().parse_args(argv)
+            return _dispatch(args)
     except KeyboardInterrupt as e:  # start-up, compilation, or writing the results
         signum = e.signum if isinstance(e, Interrupted) else 2
         print(f"quadsim: interrupted ({_signal_name(signum)})", file=sys.stderr)
         return 128 + signum
-    finally:
-        for s, handler in previous.items():  # main() called from Python leaves them as found
-            signal.signal(s, handler)
 
 
 def _signal_name(signum: int) -> str:

@@ -63,7 +63,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..engines.signals import STOP_SIGNALS, interrupt_after
+from ..engines.signals import interrupt_after
 from ..physics._array import to_numpy
 from .brain import (
     COMMANDS,
@@ -78,7 +78,6 @@ from .parts import log_columns
 __all__ = [
     "CHUNK_BYTES",
     "FlightResult",
-    "Interrupted",
     "TraceFallbackWarning",
     "command_allocation",
     "command_kind",
@@ -86,7 +85,6 @@ __all__ = [
     "flight_loop",
     "fly",
     "initial_ctrl_state",
-    "raise_on_signals",
     "run_meta",
     "scan_path_reason",
 ]
@@ -108,8 +106,8 @@ class FlightResult(NamedTuple):
         meta: Run metadata (drone, dt, duration, n, rotor limits and geometry, ...).
         steps: Control steps completed.
         interrupted: True when the flight stopped on ``KeyboardInterrupt`` (Ctrl-C, or a
-            signal the caller turned into one, see :class:`Interrupted`); the log holds every
-            completed chunk.
+            signal the caller turned into one, see :class:`quadsim.app.signals.Interrupted`);
+            the log holds every completed chunk.
         wall_time: Wall-clock time of the flight loop [s].
         signal: Number of the signal that stopped the flight (``SIGINT`` for a plain
             ``KeyboardInterrupt``), or ``None``.
@@ -131,30 +129,6 @@ class TraceFallbackWarning(UserWarning):
     reason is in ``meta["loop_reason"]``. Silence it with ``warnings.simplefilter("ignore",
     TraceFallbackWarning)``; make it an error with ``"error"`` to insist on a fast loop.
     """
-
-
-class Interrupted(KeyboardInterrupt):
-    """A stop requested by a signal (SIGINT, SIGTERM, SIGHUP); ``signum`` says which.
-
-    A ``KeyboardInterrupt``, so everything that keeps a run's results on Ctrl-C does the same
-    for the others. :func:`raise_on_signals` installs handlers that raise it.
-    """
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = int(signum)
-
-
-
-
-def raise_on_signals() -> None:
-    """Make SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted` (main thread only)."""
-
-    def handler(signum: int, frame: Any) -> None:
-        raise Interrupted(signum)
-
-    for s in STOP_SIGNALS:
-        signal.signal(s, handler)
 
 
 def run_meta(sim: Any, duration: float, extra: dict | None = None) -> dict:

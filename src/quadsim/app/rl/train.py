@@ -47,6 +47,8 @@ from typing import Any
 
 import numpy as np
 
+from ..signals import stop_flag
+
 __all__ = ["ALGOS", "export_policy", "main", "make_sb3_env", "train"]
 
 ALGOS = ("ppo",)
@@ -463,7 +465,6 @@ def _commit(out_dir: Path, model: Any, env: Any, state: dict, row: list, meta: d
 def _loop(model: Any, env: Any, out_dir: Path, state: dict, meta: dict, seconds: float | None,
           total: int | None, progress: bool) -> dict:  # fmt: skip
     """PPO iterations until the budget is spent or a stop signal came; the final state."""
-    from ...engines.signals import stop_flag
     from ..io.files import atomic_write
     from .resume import PROGRESS_HEADER
 

@@ -45,7 +45,7 @@ from typing import Any
 
 import numpy as np
 
-from ...engines.signals import stop_flag
+from ..signals import stop_flag
 from .commands import IGNORE_YAW_RATE, check_attitude, check_pose, check_rotor_speeds
 
 __all__ = ["ON_TIMEOUT", "Background", "Ros2Node"]

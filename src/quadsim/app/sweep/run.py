@@ -37,14 +37,14 @@ import hashlib
 import json
 import math
 import os
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from ...engines.signals import STOP_SIGNALS, interrupt_after
+from ...engines.signals import interrupt_after
 from ..io.files import atomic_write
+from ..signals import Interrupted, raising
 from .limits import MAX_HOURS, MAX_RUNS
 from .spec import Sweep, load_sweep, make_runs
 from .tasks import plan, prepare, write_rows
@@ -241,8 +241,8 @@ def run_sweep(
     Raises:
         ValueError: Bad input (the sweep file, a run's value, the output directory and its
             lock, a sweep too large or too long, Ray).
-        KeyboardInterrupt: SIGINT, SIGTERM or SIGHUP (``signum`` attribute); finished tasks
-            stay.
+        Interrupted: SIGINT, SIGTERM or SIGHUP (:class:`quadsim.app.signals.Interrupted`,
+            ``signum``); finished tasks stay.
     """
     from ..io.outdir import claim
     from .executors import LocalExecutor, RayExecutor
@@ -338,15 +338,10 @@ def _run(sw: Sweep, runs: list, tasks: list[dict], out_dir: Path, ex: Any, progr
 
     t0 = time.perf_counter()
 
-    def stop(signum: int, frame: Any) -> None:
-        raise _Stopped(signum)
-
-    old = {s: signal.signal(s, stop) for s in STOP_SIGNALS}
     try:
-        lost = ex.run(todo, done)
+        with raising():
+            lost = ex.run(todo, done)
     finally:
-        for s, h in old.items():
-            signal.signal(s, h)
         if bar is not None:
             bar.close()
     if hasattr(ex, "release"):  # Ray stops while the results are merged and plotted
@@ -368,12 +363,6 @@ def _run(sw: Sweep, runs: list, tasks: list[dict], out_dir: Path, ex: Any, progr
         "out": str(out_dir),
         "plots": [str(p) for p in plots],
     }
-
-
-class _Stopped(KeyboardInterrupt):
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
 
 
 def collect(sw: Sweep, runs: list, tasks: list[dict], out: Path) -> dict[str, list]:
@@ -421,8 +410,8 @@ def main(args: Any) -> int:
             max_runs=args.max_runs,
             max_hours=args.max_hours,
         )
-    except _Stopped as e:
-        name = signal.Signals(e.signum).name
+    except Interrupted as e:
+        name = e.args[0]
         print(
             f"quadsim: sweep interrupted ({name}); finished tasks are kept: run the same "
             "command to resume",
