@@ -263,11 +263,11 @@ def _assert_sims_alike(sim_c, sim_p, *_):
         np.testing.assert_allclose(f, g, rtol=0, atol=TOL * max(np.abs(g).max(), 1.0))
     for f, g in zip(sim_c.status, sim_p.status, strict=True):
         np.testing.assert_array_equal(f, g)
-    if sim_p._gust_state is None:
-        assert sim_c._gust_state is None
+    if sim_p.gust_state is None:
+        assert sim_c.gust_state is None
     else:
-        g = np.asarray(sim_p._gust_state)
-        np.testing.assert_allclose(sim_c._gust_state, g, rtol=0, atol=TOL * np.abs(g).max())
+        g = np.asarray(sim_p.gust_state)
+        np.testing.assert_allclose(sim_c.gust_state, g, rtol=0, atol=TOL * np.abs(g).max())
 
 
 FEATURES = ["mass", "mass_inertia", "dryden", "dryden_per_drone_mean", "imu", "imu_sim_seed",

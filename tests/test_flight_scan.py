@@ -104,11 +104,11 @@ def _assert_sims_alike(a, b, rng_a=None, rng_b=None):
         np.testing.assert_allclose(np.asarray(f), g, rtol=0, atol=TOL * max(np.abs(g).max(), 1))
     for f, g in zip(a.status, b.status, strict=True):
         np.testing.assert_array_equal(np.asarray(f), np.asarray(g))
-    if b._gust_state is None:
-        assert a._gust_state is None
+    if b.gust_state is None:
+        assert a.gust_state is None
     else:
-        g = np.asarray(b._gust_state)
-        np.testing.assert_allclose(a._gust_state, g, rtol=0, atol=TOL * np.abs(g).max())
+        g = np.asarray(b.gust_state)
+        np.testing.assert_allclose(a.gust_state, g, rtol=0, atol=TOL * np.abs(g).max())
 
 
 def test_scan_equals_the_jax_per_step_loop_with_every_feature():

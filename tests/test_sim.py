@@ -295,7 +295,7 @@ def test_simulator_gusts_are_the_wind_module_recursion():
 
     turb = dryden_preset("moderate", 5.0, 2.0)
     sim = Simulator("cf2x_L250", n=3, wind=Wind(mean=(1.0, 1.0, 0.0), turbulence=turb), seed=4)
-    got = sim._wind_sequence(50)
+    got = sim.wind_sequence(50)
     disc = dryden_discretize(turb, sim.dt)
     g = dryden_init(disc, normals(4, "dryden_init", 0, np.arange(3), 5))
     noise = normals(4, "dryden", np.arange(50)[:, None], np.arange(3), 5)

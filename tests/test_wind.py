@@ -314,8 +314,8 @@ def test_simulator_wind_is_the_wind_module_bitwise() -> None:
     mean = np.array([[1.0, 2.0, 0.1], [0.0, 0.0, 0.0], [-3.0, 0.5, 0.0]])
     turb = wind.dryden_preset("moderate", 5.0, 2.0)
     sim = Simulator("cf2x_L250", n=3, wind=Wind(mean=mean, turbulence=turb), seed=8)
-    got = np.concatenate([sim._wind_sequence(1, 0), sim._wind_sequence(30, 1),
-                          sim._wind_sequence(5, 31)])  # fmt: skip
+    got = np.concatenate([sim.wind_sequence(1, 0), sim.wind_sequence(30, 1),
+                          sim.wind_sequence(5, 31)])  # fmt: skip
     disc = wind.dryden_discretize(turb, sim.dt)
     drones = np.arange(3)
     x = wind.dryden_init(disc, normals(8, "dryden_init", 0, drones, 5))

@@ -548,6 +548,14 @@ class Simulator:
         params: Per-drone overrides: model parameter name -> array with leading size ``n``
             (domain randomisation), e.g. ``{"mass": masses}``.
         wind: :class:`Wind` (mean and turbulence), or ``None`` for still air.
+
+    Attributes:
+        mean_wind: The mean wind ``(n, 3)`` [m/s], or ``None`` in still air.
+        dryden: The turbulence discretised at ``dt``
+            (:func:`~quadsim.physics.wind.dryden_discretize`), or ``None``.
+        gust_state: The turbulence's state ``(n, 5)``; ``None`` until the first step after a
+            reset draws the stationary start (:meth:`gust_start`). Loops that run the gusts
+            themselves (the compiled closed loop) put theirs back here.
     """
 
     def __init__(
@@ -673,7 +681,7 @@ class Simulator:
         cls = State if att_size == 4 else EulerState
         status = initial_status(xp, (n,), dtype=self.dtype) if self.world is not None else None
         self.k = 0
-        self._gust_state = None  # drawn at the first step, so reset(seed=s) == Simulator(seed=s)
+        self.gust_state = None  # drawn at the first step, so reset(seed=s) == Simulator(seed=s)
         self._engine.load(cls(*fields), status, 0)
         self._state = self._engine.state()
         return self._state
@@ -735,18 +743,22 @@ class Simulator:
         return self._state
 
     def _setup_wind(self, wind: Wind | None) -> None:
-        self._dryden = None
+        """The wind's parts: :attr:`mean_wind` ``(n, 3)`` [m/s] or ``None`` (no wind),
+        :attr:`dryden` (the turbulence discretised at ``dt``, :func:`~quadsim.physics.wind.
+        dryden_discretize`) or ``None``; :attr:`gust_state` ``(n, 5)`` is the turbulence's
+        state, ``None`` until the first step after a reset draws the stationary start."""  # noqa: D205, D209
+        self.dryden = None
         if wind is None:
-            self._mean_wind = None
+            self.mean_wind = None
             return
         mean = np.broadcast_to(np.asarray(wind.mean, dtype=np.float64), (self.n, 3))
         if not np.all(np.isfinite(mean)):
             raise ValueError("wind.mean must be finite")
-        self._mean_wind = mean
+        self.mean_wind = mean
         if wind.turbulence is not None:
             from ..physics.wind import dryden_discretize
 
-            self._dryden = dryden_discretize(wind.turbulence, self.dt)
+            self.dryden = dryden_discretize(wind.turbulence, self.dt)
             horiz = mean[:, :2].copy()
             calm = np.linalg.norm(horiz, axis=1) < 1e-9
             horiz[calm] = (1.0, 0.0)
@@ -754,7 +766,7 @@ class Simulator:
             unit = horiz / np.linalg.norm(horiz, axis=1, keepdims=True)
             self._wind_dir = np.asfortranarray(unit)
 
-    def _wind_sequence(self, steps: int, k0: int | None = None) -> np.ndarray | None:
+    def wind_sequence(self, steps: int, k0: int | None = None) -> np.ndarray | None:
         """World wind of steps ``k0 .. k0 + steps - 1``, ``(steps, n, 3)``; advances the gusts.
 
         The mean wind plus, with turbulence, the Dryden process of :mod:`quadsim.physics.wind`
@@ -764,24 +776,35 @@ class Simulator:
         :attr:`seed` at each step (``k0`` defaults to :attr:`k`); the stationary start is
         drawn at the first step after a reset.
         """
-        if self._mean_wind is None:
+        if self.mean_wind is None:
             return None
         out = np.empty((steps, self.n, 3))
-        if self._dryden is None:
-            out[:] = self._mean_wind
+        if self.dryden is None:
+            out[:] = self.mean_wind
             return out
         from ..physics.noise import normals
-        from ..physics.wind import dryden_init, dryden_sequence, gust_to_world
+        from ..physics.wind import dryden_sequence, gust_to_world
 
         k0 = self.k if k0 is None else int(k0)
-        drones = np.arange(self.n)
-        if self._gust_state is None:  # stationary start: no transient
-            init = normals(self.seed, "dryden_init", k0, drones, 5)
-            self._gust_state = dryden_init(self._dryden, init)
-        noise = normals(self.seed, "dryden", k0 + np.arange(steps)[:, None], drones, 5)
-        self._gust_state, gusts = dryden_sequence(self._gust_state, noise, self._dryden)
-        out[:] = self._mean_wind + gust_to_world(gusts, self._wind_dir, unit=True)
+        start = self.gust_start(k0)  # the stationary start after a reset: no transient
+        noise = normals(self.seed, "dryden", k0 + np.arange(steps)[:, None], np.arange(self.n), 5)
+        self.gust_state, gusts = dryden_sequence(start, noise, self.dryden)
+        out[:] = self.mean_wind + gust_to_world(gusts, self._wind_dir, unit=True)
         return out
+
+    def gust_start(self, k0: int | None = None) -> np.ndarray | None:
+        """The gust state ``(n, 5)`` step ``k0`` (default :attr:`k`) starts from:
+        :attr:`gust_state`, or the stationary start drawn there after a reset (``None`` without
+        turbulence); changes nothing."""  # noqa: D205, D209
+        if self.dryden is None:
+            return None
+        if self.gust_state is not None:
+            return self.gust_state
+        from ..physics.noise import normals
+        from ..physics.wind import dryden_init
+
+        k0 = self.k if k0 is None else int(k0)
+        return dryden_init(self.dryden, normals(self.seed, "dryden_init", k0, np.arange(self.n), 5))
 
     @property
     def time(self) -> float:
@@ -801,7 +824,7 @@ class Simulator:
         Raises:
             SimulationError: For a single drone (``n == 1``) whose state diverged.
         """
-        seq = self._wind_sequence(1)
+        seq = self.wind_sequence(1)
         if seq is not None:
             wind = seq[0] if wind is None else seq[0] + np.asarray(wind)
         self._state = self._engine.step(cmd, (wind, dist_f, dist_t))
@@ -849,7 +872,7 @@ class Simulator:
         held = steps is not None
         T = int(steps) if held else int(np.shape(cmds)[0])
         u = self._cmd(cmds, () if held else (T,))
-        seq = self._wind_sequence(T)
+        seq = self.wind_sequence(T)
         traj = self._engine.rollout(u, seq, record, T if held else None)
         self._state = self._engine.state()
         self.k += T

@@ -579,7 +579,7 @@ def compile_for_simulator(
         sim.integrator, np.dtype(sim.dtype), sim.world, sample, sens=sens,
         gravity_vec=np.asarray(sim.drone.gravity_vec, np.float64), ctrl_state=ctrl_state,
         brain_state=brain_state, command=command, periods=periods,
-        dryden=getattr(sim, "_dryden", None), estimator=estimator,
+        dryden=sim.dryden, estimator=estimator,
     )  # fmt: skip
     groups = (noise_groups(sens)
               + ((("dryden", 5, 1),) if "gust_state" in rows else ()))  # fmt: skip

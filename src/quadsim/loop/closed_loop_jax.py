@@ -78,7 +78,7 @@ class ScanLoop:
         plant = make_step(system, sim.model_params, dt, sim.integrator, sim.world, xp=jnp,
                           like=jnp.zeros((), dtype=dtype))  # fmt: skip
 
-        mean = getattr(sim, "_mean_wind", None)
+        mean = sim.mean_wind
         held = None if mean is None or gusty else np.asarray(mean, np.float64)
         f64 = jnp.float64
 

@@ -362,15 +362,16 @@ class _Draws:
 
     Counter-based (:mod:`quadsim.physics.noise`), so a range is a pure function of its steps: the
     sensor normals of sample ``j`` (:func:`sensor_normals`) and the world wind of step ``j``
-    (mean + Dryden gust) from the Simulator's own ``_wind_sequence`` at the absolute step,
-    which advances ``sim``'s gust state (ask for the ranges in order). The wind of step
+    (mean + Dryden gust) from the Simulator's own
+    :meth:`~quadsim.engines.sim.Simulator.wind_sequence` at the absolute step, which advances
+    ``sim``'s gust state (ask for the ranges in order). The wind of step
     ``total`` (never applied) is the mean.
     """
 
     def __init__(self, sim: Any, seed: int, sens: Any, total: int) -> None:
         self.sim, self.seed, self.sens, self.total = sim, seed, sens, total
         self.k0, self.n = int(sim.k), sim.n
-        self.gusty = getattr(sim, "_dryden", None) is not None
+        self.gusty = sim.dryden is not None
 
     def __call__(self, a: int, b: int) -> tuple[Any, Any]:
         """Draws of steps ``a..b`` (inclusive, relative to the flight's start).
@@ -387,9 +388,9 @@ class _Draws:
             return z, None
         mg = max(0, min(b, self.total - 1) - a + 1)
         wind = np.empty((m, n, 3))
-        wind[:] = sim._mean_wind
+        wind[:] = sim.mean_wind
         if mg:
-            wind[:mg] = sim._wind_sequence(mg, self.k0 + a)
+            wind[:mg] = sim.wind_sequence(mg, self.k0 + a)
         return z, wind
 
 
@@ -445,17 +446,10 @@ def _fly_compiled(
             x[rows[name]] = to_numpy(value).astype(np.float64)[None]
     x[rows["step"]] = k_sim0
     if "gust_state" in rows:  # the turbulence runs in the step, from the Simulator's state
-        gust = sim._gust_state
-        if gust is None:  # stationary start, drawn as the Simulator draws it at its first step
-            from ..physics.noise import normals
-            from ..physics.wind import dryden_init
-
-            gust = dryden_init(sim._dryden, normals(sim.seed, "dryden_init", k_sim0,
-                                                    np.arange(n), 5))  # fmt: skip
-        x[rows["gust_state"]] = np.asarray(gust, np.float64).T
+        x[rows["gust_state"]] = np.asarray(sim.gust_start(), np.float64).T
     x = x.astype(loop.dtype)
     wind = getattr(sim, "wind", None)
-    held = None if wind is None else np.broadcast_to(np.asarray(sim._mean_wind, np.float64),
+    held = None if wind is None else np.broadcast_to(np.asarray(sim.mean_wind, np.float64),
                                                      (n, 3))  # fmt: skip
 
     def run(x: np.ndarray, steps: int, every: int) -> tuple[np.ndarray, dict, dict]:
@@ -519,7 +513,7 @@ def _fly_compiled(
                 for name, old in zip(Status._fields, status0, strict=True)
             ))  # fmt: skip
         if "prev_gust_state" in rec:  # the gust state after the steps flown, as the Simulator's
-            sim._gust_state = np.asarray(rec["prev_gust_state"][-1], np.float64)
+            sim.gust_state = np.asarray(rec["prev_gust_state"][-1], np.float64)
 
     def check_fault(rec: dict) -> None:
         """Raise as ``Simulator.step`` does for a single drone that diverged."""
@@ -891,7 +885,7 @@ def _build_scan(sim, trajectory, control, gains, allocator, sens, command, ctrl_
     n, dt = sim.n, float(sim.dt)
     g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
     nz = _n_noise(sens)
-    gusty = getattr(sim, "_dryden", None) is not None
+    gusty = sim.dryden is not None
     L = log_every
     per_call = -(-min(chunk_steps, total) // L)
     if nz or gusty:  # the per-step inputs of one call stay under CHUNK_BYTES
