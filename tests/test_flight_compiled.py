@@ -336,7 +336,7 @@ def test_chunk_size_does_not_change_the_compiled_log(chunk_steps):
 def test_turbulence_and_sensors_run_in_the_step_one_call_per_chunk(monkeypatch):
     """Dryden gusts and sensor noise are drawn in C: a gusty flight hands the rollout only the
     held mean wind, one call per chunk (plus the priming step), whatever the memory cap."""
-    from quadsim.loop import flight
+    from quadsim.loop import driver
     from quadsim.loop.closed_loop import ClosedLoop
 
     calls = []
@@ -346,7 +346,7 @@ def test_turbulence_and_sensors_run_in_the_step_one_call_per_chunk(monkeypatch):
         calls.append((steps, np.shape(kw.get("wind"))))
         return run(self, x0, steps, *a, **kw)
 
-    monkeypatch.setattr(flight, "CHUNK_BYTES", 1792 * 2)  # chunks of 20 steps of 4 drones
+    monkeypatch.setattr(driver, "CHUNK_BYTES", 1792 * 2)  # chunks of 20 steps of 4 drones
     monkeypatch.setattr(ClosedLoop, "run", counting)
     (_, cc, sim_c, _), (_, pc, sim_p, _) = _fly_pair("imu_mocap_dryden_sim_seed", steps=60,
                                                      chunk_steps=20, log_every=10)  # fmt: skip

@@ -157,7 +157,7 @@ def test_chunk_size_does_not_change_the_scan_log(chunk_steps):
 
 def test_calls_split_under_the_memory_cap(monkeypatch):
     """Per-step inputs past CHUNK_BYTES: several scan calls per chunk, the same log."""
-    from quadsim.loop import flight
+    from quadsim.loop import driver
     from quadsim.loop.closed_loop_jax import ScanLoop
 
     calls = []
@@ -168,7 +168,7 @@ def test_calls_split_under_the_memory_cap(monkeypatch):
         return call(self, carry, offset, z, wind, steps)
 
     # 4 drones, 18 normals + the wind per step and drone: 672 bytes per step of one call
-    monkeypatch.setattr(flight, "CHUNK_BYTES", 672 * 10)
+    monkeypatch.setattr(driver, "CHUNK_BYTES", 672 * 10)
     monkeypatch.setattr(ScanLoop, "__call__", counting)
     _, sc, sim_s, _ = _fly("jax", "imu_mocap_dryden_sim_seed", steps=60, chunk_steps=20)
     _, rc, sim_r, _ = _fly("numpy", "imu_mocap_dryden_sim_seed", steps=60, jit=False)

@@ -204,7 +204,7 @@ def dt_advice(dt: float, integrator: str, dtype: str, tau: float, what: str) -> 
 
 def memory_problem(n: int, backend: str) -> str | None:
     """Why ``n`` drones on ``backend`` would not fit in the memory available, or ``None``."""
-    from ..loop.flight import CHUNK_BYTES
+    from ..loop.driver import CHUNK_BYTES
 
     # the part of the process's own memory not yet resident is needed as well
     need = estimate_memory(n, backend, CHUNK_BYTES) - min(BASE_BYTES, _resident())

@@ -39,6 +39,7 @@ __all__ = [
     "Simulator",
     "State",
     "Wind",
+    "diverged",
     "initial_status",
     "make_engine",
     "make_step",
@@ -96,6 +97,15 @@ class Wind(NamedTuple):
 
 class SimulationError(RuntimeError):
     """A single-drone simulation diverged (which quantity, at which step and time)."""
+
+
+def diverged(step: int, code: int, dt: float) -> SimulationError:
+    """The error of a single drone that diverged at ``step`` (fault ``code``,
+    :data:`~quadsim.physics.world.FAULT_NAMES`), for every loop that finds one."""  # noqa: D205, D209
+    return SimulationError(
+        f"drone diverged: {FAULT_NAMES[code]} at step {step} (t = {(step + 1) * dt:.6g} s); "
+        "the state was kept at its last good value"
+    )
 
 
 def state_to_comps(state: NamedTuple) -> tuple:
@@ -884,7 +894,4 @@ class Simulator:
             return
         k, code = self._engine.fault()
         if k >= 0:
-            raise SimulationError(
-                f"drone diverged: {FAULT_NAMES[code]} at step {k} (t = {(k + 1) * self.dt:.6g} s); "
-                "the state was kept at its last good value"
-            )
+            raise diverged(k, code, self.dt)

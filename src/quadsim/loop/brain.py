@@ -45,6 +45,7 @@ from ..physics.commands import COMMANDS, command_allocation, command_kind
 from ..physics.noise import normals
 from ..physics.sensors import baro_init, gnss_init, imu_init, mocap_init
 from .parts import Context
+from .records import numpy_state
 from .sensing import dropping, due, make_sense, pick
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "command_kind",
     "ctrl_leaves",
     "first_drone",
+    "initial_brain_state",
     "initial_ctrl_state",
     "loop_periods",
     "make_brain",
@@ -218,6 +220,22 @@ def initial_ctrl_state(control: Callable, gains: Any, ctrl_state: Any, n: int, x
     if isinstance(gains, control_module.GeometricGains | control_module.PidGains):
         return control_module.init_state(gains, (n,), xp, dtype)
     return None
+
+
+def initial_brain_state(sim: Any, control: Callable, gains: Any, ctrl_state: Any, sens: Any,
+                        periods: Any, seed: int, xp: Any = np,
+                        estimator: Any = None) -> Any:  # fmt: skip
+    """The brain state at a flight's start (:func:`brain_init`), float64.
+
+    Of every drone of ``sim`` at its current step, on the namespace ``xp``; ``ctrl_state``
+    ``None`` starts the controller from its initial state (:func:`initial_ctrl_state`).
+    """
+    state = numpy_state(sim.state)
+    cstate = initial_ctrl_state(control, gains, ctrl_state, sim.n, xp, xp.float64)
+    return brain_init(sim.n, cstate, state.pos, state.quat, state.vel, sens=sens,
+                      dt=float(sim.dt), periods=periods, seed=seed, k0=int(sim.k),
+                      n_rotors=sim.drone.mixing_matrix.shape[1], xp=xp, estimator=estimator,
+                      world=getattr(sim, "world", None))  # fmt: skip
 
 
 def ctrl_leaves(tree: Any, prefix: str = "ctrl") -> list[tuple[str, Any]]:

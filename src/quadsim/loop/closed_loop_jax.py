@@ -14,7 +14,7 @@ motion capture, each at its period; float64), ``s`` its state
 (:func:`quadsim.engines.sim.make_step` of its model, parameters, integrator and world, in its dtype,
 as its :class:`~quadsim.engines.sim.ArrayEngine` builds it), and ``z_k`` (sensor normals) and
 ``w_k`` (mean wind plus Dryden gust) the random inputs: counter-based
-(:mod:`quadsim.physics.noise`), made on the host per call (:class:`quadsim.loop.flight._Draws`) and
+(:mod:`quadsim.physics.noise`), made on the host per call (:class:`quadsim.loop.flight.Draws`) and
 scanned in; so the scan logs the Python loop's samples (to rounding: about 1e-15 relative in
 float64), for any chunking.
 
@@ -35,15 +35,19 @@ configuration start at once.
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..engines.signals import interrupt_after
+from ..engines.sim import State
+from ..physics.world import Status
+from . import driver
+from .brain import initial_brain_state, make_brain, noise_groups
+from .records import jax_x64
+from .step_runner import sensor_normals
 
-__all__ = ["ScanLoop", "fly_scan"]
+__all__ = ["Draws", "ScanLoop", "ScanRunner", "build_scan"]
 
 
 class ScanLoop:
@@ -186,87 +190,144 @@ def initial_carry(sim: Any, bstate: Any) -> tuple:
     return jax.tree.map(jnp.asarray, tree)
 
 
-def fly_scan(
-    sim: Any, loop: ScanLoop, carry: Any, offset: np.ndarray, total: int, log_every: int,
-    chunk_steps: int, on_chunk: Callable | None, progress: Callable | None, keep_log: bool,
-    draws: Any,
-) -> tuple[list[dict], int, bool, int | None]:  # fmt: skip
-    """:func:`quadsim.loop.flight.fly`'s loop on the scan: ``(chunks, steps, interrupted, signal)``.
+class ScanRunner:
+    """:class:`ScanLoop` in chunks for :func:`quadsim.loop.driver.drive`.
 
     Each chunk is run in calls of at most ``S L`` steps with the draws of those steps
-    (``draws(a, b)``, :class:`quadsim.loop.flight._Draws`; the flight's last call also draws for the
-    end sample). After the flight (or a ``KeyboardInterrupt``) ``sim`` holds the state, flags and
-    clock of the last completed call (as the compiled loop leaves it).
+    (``draws(a, b)``, :class:`quadsim.loop.flight.Draws`; the flight's last call also draws for
+    the end sample). :meth:`settle` leaves ``sim`` at the state, flags and clock of the last
+    completed chunk (as the compiled loop leaves it).
     """
-    from ..engines.sim import SimulationError, State
-    from ..physics.world import FAULT_NAMES, Status
-    from . import flight
 
-    n, dt = sim.n, float(sim.dt)
-    k_sim0 = int(sim.k)
-    per_call = loop.periods * loop.every
-    chunks: list[dict] = []
-    k = 0
-    interrupted, stop_signal = False, None
-    latest = [carry, 0]
+    def __init__(self, sim: Any, loop: ScanLoop, carry: Any, offset: np.ndarray,
+                 log_every: int, draws: Any) -> None:  # fmt: skip
+        self.sim, self.loop, self.carry, self.offset = sim, loop, carry, offset
+        self.L, self.draws = log_every, draws
+        self.k_sim0 = int(sim.k)
+        self.per_call = loop.periods * loop.every
+        self.latest = (carry, 0)
 
-    def load_back() -> None:
-        c, steps = latest
-        state, status = c[0], c[1]
-        sim.k = k_sim0 + steps
-        sim.state = State(*state)
+    def start(self) -> None:
+        """Nothing to prime: the carry holds the start."""
+
+    def chunk(self, k: int, steps: int, last: bool) -> dict:
+        """Fly steps ``k .. k + steps - 1``: their log samples (see ``driver.Runner``)."""
+        loop, offset, carry = self.loop, self.offset, self.carry
+        parts = []
+        done = 0
+        while done < steps:
+            s = min(self.per_call, steps - done)
+            a = k + done
+            end = last and done + s == steps
+            z = w = None
+            if loop.n_noise or loop.gusty:
+                z, w = self.draws(a, a + s - 1 + end)
+            carry, rec = loop(carry, offset, None if z is None else z[:s],
+                              None if w is None else w[:s], s)  # fmt: skip
+            parts.append(rec)
+            done += s
+            if end:  # the end sample: one more step, recorded, its carry discarded
+                zs = None if z is None else z[s:]
+                parts.append(loop(carry, offset, zs, None if w is None else w[s:], 1)[1])
+        self.carry = carry
+        self.latest = (carry, k + steps)
+        idx = k + self.L * np.arange(-(-steps // self.L))
+        if last:
+            idx = np.r_[idx, k + steps]
+        chunk = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+        return _log_order(chunk, (self.k_sim0 + idx) * float(self.sim.dt))
+
+    def fault(self) -> tuple[int, int] | None:
+        """A single drone's fault in the last carry (as ``Simulator.step`` raises it)."""
+        status = self.carry[1]
+        if self.sim.n != 1 or status is None:
+            return None
+        return (int(np.asarray(status.fault_step).reshape(-1)[0]),
+                int(np.asarray(status.fault_code).reshape(-1)[0]))  # fmt: skip
+
+    def settle(self) -> None:
+        """Put the state, flags and clock of the last completed chunk into ``sim``."""
+        (state, status, *_), steps = self.latest
+        self.sim.k = self.k_sim0 + steps
+        self.sim.state = State(*state)
         if status is not None:
-            sim.status = Status(*status)
+            self.sim.status = Status(*status)
 
-    def check_fault(c: Any) -> None:
-        """Raise as ``Simulator.step`` does for a single drone that diverged."""
-        if n != 1 or c[1] is None:
-            return
-        step = int(np.asarray(c[1].fault_step).reshape(-1)[0])
-        if step >= 0:
-            code = int(np.asarray(c[1].fault_code).reshape(-1)[0])
-            raise SimulationError(
-                f"drone diverged: {FAULT_NAMES[code]} at step {step} "
-                f"(t = {(step + 1) * dt:.6g} s); the state was kept at its last good value"
-            )
 
-    try:
-        while k < total:
-            n_chunk = min(chunk_steps, total - k)
-            last = k + n_chunk == total
-            parts = []
-            done = 0
-            while done < n_chunk:
-                s = min(per_call, n_chunk - done)
-                a = k + done
-                end = last and done + s == n_chunk
-                z = w = None
-                if loop.n_noise or loop.gusty:
-                    z, w = draws(a, a + s - 1 + end)
-                carry, rec = loop(carry, offset, None if z is None else z[:s],
-                                  None if w is None else w[:s], s)  # fmt: skip
-                parts.append(rec)
-                done += s
-                if end:  # the end sample: one more step, recorded, its carry discarded
-                    zs = None if z is None else z[s:]
-                    parts.append(loop(carry, offset, zs, None if w is None else w[s:], 1)[1])
-            latest = [carry, k + n_chunk]
-            check_fault(carry)
-            idx = k + log_every * np.arange(-(-n_chunk // log_every))
-            if last:
-                idx = np.r_[idx, total]
-            chunk = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
-            chunk = _log_order(chunk, (k_sim0 + idx) * dt)
-            with interrupt_after():  # the chunk reaches the writer and the log
-                k += n_chunk
-                flight.hand_over(chunk, on_chunk, keep_log, chunks)
-            if progress is not None:
-                progress(k, total)
-    except KeyboardInterrupt as e:
-        interrupted, stop_signal = True, getattr(e, "signum", int(signal.SIGINT))
-    finally:
-        load_back()
-    return chunks, k, interrupted, stop_signal
+class Draws:
+    """The per-step random inputs of the scan loop for a range of steps.
+
+    Counter-based (:mod:`quadsim.physics.noise`), so a range is a pure function of its steps: the
+    sensor normals of sample ``j`` (:func:`~quadsim.loop.step_runner.sensor_normals`) and the
+    world wind of step ``j``
+    (mean + Dryden gust) from the Simulator's own
+    :meth:`~quadsim.engines.sim.Simulator.wind_sequence` at the absolute step, which advances
+    ``sim``'s gust state (ask for the ranges in order). The wind of step
+    ``total`` (never applied) is the mean.
+    """
+
+    def __init__(self, sim: Any, seed: int, sens: Any, total: int) -> None:
+        self.sim, self.seed, self.sens, self.total = sim, seed, sens, total
+        self.k0, self.n = int(sim.k), sim.n
+        self.gusty = sim.dryden is not None
+
+    def __call__(self, a: int, b: int) -> tuple[Any, Any]:
+        """Draws of steps ``a..b`` (inclusive, relative to the flight's start).
+
+        Returns:
+            ``(z (m, n, n_noise) or None without sensors, wind (m, n, 3) or None without
+            turbulence)``.
+        """
+        sim, n, m = self.sim, self.n, b - a + 1
+        z = None
+        if noise_groups(self.sens):
+            z = sensor_normals(self.seed, self.sens, self.k0 + np.arange(a, b + 1), n)
+        if not self.gusty:
+            return z, None
+        mg = max(0, min(b, self.total - 1) - a + 1)
+        wind = np.empty((m, n, 3))
+        wind[:] = sim.mean_wind
+        if mg:
+            wind[:mg] = sim.wind_sequence(mg, self.k0 + a)
+        return z, wind
+
+
+
+def build_scan(sim: Any, trajectory: Callable, control: Callable, gains: Any, allocator: Any,
+               sens: Any, command: Any, ctrl_state: Any, offset: np.ndarray, total: int,
+               log_every: int, chunk_steps: int, seed: int, periods: Any,
+               estimator: Any = None) -> Callable[[], ScanRunner]:  # fmt: skip
+    """Build and compile the scan of a flight (:func:`quadsim.loop.flight.fly`'s arguments);
+    returns a thunk of its :class:`ScanRunner`, made when the flight's clock starts."""  # noqa: D205, D209
+    import jax
+
+    from ..physics import rotors
+
+    allocator = rotors.make_allocator(sim.drone) if allocator is None else allocator
+    n, dt = sim.n, float(sim.dt)
+    g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
+    nz = sum(count for _, count in noise_groups(sens))
+    gusty = sim.dryden is not None
+    L = log_every
+    per_call = -(-min(chunk_steps, total) // L)
+    if nz or gusty:  # the per-step inputs of one call stay under CHUNK_BYTES
+        per_call = min(per_call, max(1, driver.CHUNK_BYTES // (8 * n * (3 + nz) * L)))
+    with jax_x64(jax):
+        import jax.numpy as jnp
+
+        brain = make_brain(trajectory, control, gains, allocator, sens, g_vec, dt, command,
+                           periods, estimator, world=getattr(sim, "world", None))  # fmt: skip
+        loop = ScanLoop(sim, brain, nz, gusty, L, per_call)
+        bstate = initial_brain_state(sim, control, gains, ctrl_state, sens, periods, seed, jnp,
+                                     estimator)  # fmt: skip
+        loop.compile(initial_carry(sim, bstate), offset)
+
+    def start() -> ScanRunner:
+        with jax_x64(jax):
+            carry = initial_carry(sim, bstate)
+        return ScanRunner(sim, loop, carry, offset, log_every, Draws(sim, seed, sens, total))
+
+    return start
 
 
 def _log_order(rec: dict, times: np.ndarray) -> dict:

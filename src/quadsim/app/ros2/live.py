@@ -28,18 +28,19 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["LAND_SPEED", "MODES", "NOISE_BLOCK", "LiveLoop", "yaw_of"]
+from ...loop.brain import Sensors, loop_periods
+from ...loop.records import numpy_state
+from ...loop.step_runner import StepLoop
+from ...physics import rotors
+from ...physics.sensors import ImuParams
+
+__all__ = ["LAND_SPEED", "MODES", "LiveLoop", "yaw_of"]
 
 MODES = ("auto", "pose", "land", "attitude", "rpm", "cut")
 """The modes a drone can be in (module docstring)."""
 
 LAND_SPEED = 0.5
 """Descent speed of ``"land"`` [m/s]."""
-
-NOISE_BLOCK = 100
-"""Steps of sensor normals drawn at once (:meth:`LiveLoop._normals`): about 0.13 ms a block,
-small enough not to stall a 1 kHz tick, large enough that a step's share is a few µs."""
-
 
 class _Reference:
     """The controller's reference: the scenario's (plus the formation offset), with set points
@@ -105,11 +106,6 @@ class LiveLoop:
     """
 
     def __init__(self, objs: Any, *, jit: bool | None = None) -> None:
-        from ...loop.brain import Sensors, loop_periods, make_brain
-        from ...loop.flight import jax_or_none, numpy_state
-        from ...physics import rotors
-        from ...physics.sensors import ImuParams
-
         sim = objs.sim
         if sim.system.n_cmd != sim.drone.mixing_matrix.shape[1]:
             raise ValueError(
@@ -128,16 +124,15 @@ class LiveLoop:
         ground = getattr(getattr(world, "ground", None), "height", 0.0) if world else 0.0
         self.ref = _Reference(objs.trajectory, self.offset, float(ground or 0.0))
         self.state = numpy_state(sim.state)
-        g_vec = np.asarray(sim.drone.gravity_vec, dtype=np.float64)
-        brain = make_brain(None, objs.control, objs.gains, rotors.make_allocator(sim.drone),
-                           self.sens, g_vec, dt, getattr(objs.control, "command", None),
-                           self.periods, objs.estimator, world=world)  # fmt: skip
-        self._jax = jax_or_none() if jit in (None, True) else None
-        if jit and self._jax is None:
-            raise ValueError("jit=True needs JAX (pip install 'quadsim[jax]')")
-        self._numpy_state = numpy_state
-        self._z, self._z_k0 = np.zeros((0,)), 0
-        self.brain, self.bstate, self.backend = self._setup(brain, jit)
+        # the loop's one step, the reference given each tick (held poses, landing)
+        self.step_loop = StepLoop(sim, None, objs.control, objs.gains,
+                                  rotors.make_allocator(sim.drone), self.sens,
+                                  getattr(objs.control, "command", None), None, self.offset, jit,
+                                  objs.seed, self.periods, objs.estimator,
+                                  ref0=self.ref(self.time))  # fmt: skip
+        # compile now, not at the first step, where it would stall a paced loop
+        self.step_loop.warm()
+        self.backend = self.step_loop.backend
         self.n_rotors = sim.drone.mixing_matrix.shape[1]
         self.mode = np.array(["auto"] * n, dtype=object)
         self.rpm_cmd = np.zeros((n, self.n_rotors))
@@ -226,68 +221,12 @@ class LiveLoop:
 
     # ------------------------------------------------------------------ stepping
 
-    def _setup(self, brain: Any, jit: bool | None) -> tuple[Any, Any, str]:
-        """``(per-step function, its state, backend)``: traced by JAX when it can be."""
-        from ...loop.flight import initial_brain_state, jax_x64
-
-        sim, objs, jax = self.sim, self.objs, self._jax
-
-        def state0(xp: Any) -> Any:
-            return initial_brain_state(sim, objs.control, objs.gains, None, self.sens, self.periods,
-                                       objs.seed, xp, objs.estimator)  # fmt: skip
-
-        if jax is not None:
-            try:
-                with jax_x64(jax):
-                    import jax.numpy as jnp
-
-                    bstate = state0(jnp)
-                    fn = jax.jit(brain)
-                    s = self.state
-                    # compile now (a pure function: the result is thrown away), not at the
-                    # first step, where it would stall a paced loop
-                    args = (s.pos, s.quat, s.vel, s.ang_vel, self.offset, bstate)
-                    jax.block_until_ready(fn(sim.k, *args, self._normals(), self.ref(self.time)))
-                return fn, bstate, "JAX"
-            except Exception:  # the controller does not trace: NumPy
-                if jit:
-                    raise
-                self._jax = None
-        bstate = state0(np)
-        return brain, bstate, "NumPy"
-
-    def _normals(self) -> np.ndarray:
-        """The sensors' standard normals of the current step ``(n, n_z)``, drawn a block of
-        :data:`NOISE_BLOCK` steps at a time (the same numbers as one step at a time)."""  # noqa: D205, D209
-        from ...loop.flight import sensor_normals
-
-        k = int(self.sim.k)
-        if not (self._z_k0 <= k < self._z_k0 + len(self._z)):
-            self._z_k0 = k
-            self._z = sensor_normals(
-                self.objs.seed, self.sens, np.arange(k, k + NOISE_BLOCK), self.sim.n
-            )
-        return self._z[k - self._z_k0]
-
     def think(self) -> dict:
         """The brain at the current step: sensors, estimator, reference, controller, command."""
-        from ...loop.flight import jax_x64
-
         s, sim = self.state, self.sim
         ref = self.ref(self.time)
-        with jax_x64(self._jax):
-            out, self.bstate = self.brain(
-                sim.k,
-                s.pos,
-                s.quat,
-                s.vel,
-                s.ang_vel,
-                self.offset,
-                self.bstate,
-                self._normals(),
-                ref,
-            )
-            out = {k: np.asarray(v) for k, v in out.items()}
+        out, _ = self.step_loop.think(s, ref)
+        out = {k: np.asarray(v) for k, v in out.items()}
         out |= {"ref_pos": ref.pos, "ref_vel": ref.vel, "ref_yaw": ref.yaw}
         rpm = np.array(out["cmd_rpm"], dtype=np.float64)
         mode = self.mode
@@ -323,7 +262,7 @@ class LiveLoop:
     def step(self) -> Any:
         """One step: :meth:`think`, then the plant with the resulting command; the new state."""
         self.think()
-        self.state = self._numpy_state(self.sim.step(self.rpm))
+        self.state = numpy_state(self.sim.step(self.rpm))
         return self.state
 
     @property

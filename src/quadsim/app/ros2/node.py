@@ -338,7 +338,7 @@ class Ros2Node:
 
     def tick(self) -> dict:
         """Commands, fallbacks, the loop's step, publishing; the log record of ``x_k``."""
-        from ...loop.flight import log_record, numpy_state
+        from ...loop.records import log_record, numpy_state
 
         lp = self.loop
         self.poll()
