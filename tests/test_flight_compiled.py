@@ -13,7 +13,8 @@ import pytest
 from quadsim.engines import native
 from quadsim.engines.sim import Simulator, Wind
 from quadsim.loop.control import control, load_gains
-from quadsim.loop.flight import compiled_path_reason, fly
+from quadsim.loop.flight import fly
+from quadsim.loop.paths import compiled_path_reason
 from quadsim.loop.trajectories import Circle, Hover, Lemniscate
 from quadsim.physics.rotors import make_allocator
 
@@ -160,7 +161,7 @@ def test_compiled_true_names_the_reason():
 
 
 def test_reasons():
-    from quadsim.loop.flight import MOCAP_DELAY_MAX
+    from quadsim.loop.paths import MOCAP_DELAY_MAX
     from quadsim.physics.sensors import MocapParams, load_imu
     from quadsim.physics.wind import dryden_preset
 

@@ -93,8 +93,8 @@ def fly_scenario(
             requested output, or a run that would not fit in memory.
     """
     from ..loop.brain import Sensors, loop_periods, rates_hz
-    from ..loop.flight import flight_loop
     from ..loop.parts import log_columns
+    from ..loop.paths import flight_loop
     from . import preflight
     from .io.parts import PARTS, PartWriter
     from .scenario import build, fly_assembly, load_scenario

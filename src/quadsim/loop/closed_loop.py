@@ -547,7 +547,7 @@ def compile_for_simulator(
     world, Dryden turbulence (in the step, :func:`closed_loop_step`'s ``dryden``), step and dtype;
     the allocator is the default one of the nominal ``sim.drone`` and the gains are used as given,
     as in the Python loop. Eligibility (a quaternion rotor-level model, ...) is checked by
-    :func:`quadsim.loop.flight.compiled_path_reason`, not here.
+    :func:`quadsim.loop.paths.compiled_path_reason`, not here.
 
     Args:
         sim: The simulator.

@@ -15,22 +15,23 @@ motion capture at their own rates. The controller reads the true state; sensor r
 simulated alongside and logged. The IMU's accelerometer uses the mean acceleration over its
 period (exact at rest and for constant acceleration; the first sample reads ``a_0 = 0``).
 
-Three loops log the same samples (``meta["loop"]`` says which ran, ``meta["loop_reason"]`` why
-not a faster one). The **compiled loop** (``"compiled"``, the default on the ``native`` backend,
-:func:`compiled_path_reason`) runs reference, controller, allocation, plant and world of every
-drone as one C step (:mod:`quadsim.loop.closed_loop`), a chunk per call; per-drone model parameters
-are inputs of that step, and the Dryden turbulence (the Simulator's discretisation and gust
-state) and the sensors run inside the C step with the functions themselves, traced, their
-normals drawn in C. The **scan loop** (``"scan"``, the
-default on the ``jax`` backend, :func:`scan_path_reason`) runs the same per-step function as the
-Python loop and the simulator's plant step as one ``jax.lax.scan`` per chunk
-(:mod:`quadsim.loop.closed_loop_jax`), with the sensor noise and the gusts made per chunk and passed
-in as scanned inputs. The **Python loop** (``"python"``) runs the rest: reference, controller,
-allocation and sensors form one pure function per step; with JAX installed it is compiled
-(float64, inside a local ``jax.enable_x64`` block), otherwise (or when the controller cannot be
-traced by JAX) it runs on NumPy, around ``sim.step``. Every random number is counter-based
-(:mod:`quadsim.physics.noise`): a function of ``(seed, stream, step, drone)``, so the three loops,
-any batch size and any chunking draw the same.
+Three runners fly it and log the same samples (``meta["loop"]`` says which ran,
+``meta["loop_reason"]`` why not a faster one; :mod:`quadsim.loop.paths` has the rules), all driven
+by one driver (:func:`quadsim.loop.driver.drive`: chunks, progress, signals, faults, the hand-over
+of each chunk). The **compiled loop** (``"compiled"``, the default on the ``native`` backend,
+:mod:`quadsim.loop.compiled_runner`) runs reference, controller, allocation, plant and world of
+every drone as one C step (:mod:`quadsim.loop.closed_loop`), a chunk per call; per-drone model
+parameters are inputs of that step, and the Dryden turbulence (the Simulator's discretisation and
+gust state) and the sensors run inside the C step, their normals drawn in C. The **scan loop**
+(``"scan"``, the default on the ``jax`` backend, :mod:`quadsim.loop.closed_loop_jax`) runs the
+same per-step function as the Python loop and the simulator's plant step as one ``jax.lax.scan``
+per chunk, with the sensor noise and the gusts made per chunk and passed in as scanned inputs. The
+**Python loop** (``"python"``, :mod:`quadsim.loop.step_runner`) runs the rest: reference,
+controller, allocation and sensors form one pure function per step; with JAX installed it is
+compiled (float64, inside a local ``jax.enable_x64`` block), otherwise (or when the controller
+cannot be traced by JAX) it runs on NumPy, around ``sim.step``. Every random number is
+counter-based (:mod:`quadsim.physics.noise`): a function of ``(seed, stream, step, drone)``, so
+the three loops, any batch size and any chunking draw the same.
 
 **Your own controller.** Any pure function ``control(state, ref, gains, ctrl_state) ->
 (command, ctrl_state)`` written over the array API (like :mod:`quadsim.loop.control`), with any
@@ -45,9 +46,9 @@ flight falls back to a slower loop, says why in ``meta["loop_reason"]`` and warn
 
 The log is a ``dict`` of time-major NumPy arrays (see :mod:`quadsim.app.io` for the keys and units),
 handed to ``on_chunk`` every ``chunk_steps`` steps (fewer when a chunk would pass
-:data:`CHUNK_BYTES`; ``chunk_steps=None``: on the compiled loop, chunks of about
-:data:`CHUNK_SECONDS` of wall time each, so few drones make few calls), so a long flight streams
-to disk and a Ctrl-C, SIGTERM or SIGHUP keeps
+:data:`~quadsim.loop.driver.CHUNK_BYTES`; ``chunk_steps=None``: on the compiled loop, chunks of
+about :data:`~quadsim.loop.driver.CHUNK_SECONDS` of wall time each, so few drones make few
+calls), so a long flight streams to disk and a Ctrl-C, SIGTERM or SIGHUP keeps
 every completed chunk (:attr:`FlightResult.interrupted`). A flight that completes also logs the
 end sample at ``t = duration`` (its command is computed and logged but not applied).
 """
@@ -62,7 +63,6 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..physics import rotors
-from ..physics._array import to_numpy
 from ..physics.noise import check_seed
 from . import driver
 from .brain import (
@@ -81,7 +81,7 @@ from .closed_loop_jax import build_scan
 from .compiled_runner import CompiledRunner
 from .driver import Chunking, drive
 from .parts import log_columns
-from .records import jax_or_none
+from .paths import compiled_path_reason, scan_path_reason
 from .step_runner import StepLoop, StepRunner, one_line
 
 __all__ = [
@@ -89,12 +89,9 @@ __all__ = [
     "TraceFallbackWarning",
     "command_allocation",
     "command_kind",
-    "compiled_path_reason",
-    "flight_loop",
     "fly",
     "initial_ctrl_state",
     "run_meta",
-    "scan_path_reason",
 ]
 
 class FlightResult(NamedTuple):
@@ -182,158 +179,6 @@ def _dtype_name(dtype: Any) -> str | None:
     return getattr(dtype, "__name__", None) or str(dtype).rpartition(".")[2]
 
 
-MOCAP_DELAY_MAX = 64
-"""Longest motion-capture delay [steps] the compiled loop carries (a delay line of 3 d rows)."""
-
-
-def compiled_path_reason(
-    sim: Any, control: Callable, gains: Any, *, ctrl_state: Any = None, allocator: Any = None,
-    imu: Any = None, mocap: Any = None, jit: bool | None = None,
-) -> str | None:  # fmt: skip
-    """Why :func:`fly` cannot run this flight as the compiled closed loop, or ``None`` if it can.
-
-    The compiled loop (:mod:`quadsim.loop.closed_loop`) needs the ``native`` backend with CasADi and
-    a C compiler, the default allocator, a rotor-level quaternion model, a motion-capture delay
-    of at most :data:`MOCAP_DELAY_MAX` steps, and
-    geometric or PID gains for :func:`quadsim.loop.control.control`; any other controller is traced
-    as it is, from the initial controller state ``ctrl_state`` (arrays with a leading drone axis,
-    in NamedTuples or tuples; :func:`initial_ctrl_state`). ``jit=False`` asks for the Python
-    loop. Per-drone model parameters, Dryden turbulence, an IMU and motion capture are compiled
-    (the sensors are read inside the C step, their noise drawn there, see :func:`fly`).
-    Whether the controller traces is only known by tracing it: ``fly`` then runs a slower loop,
-    says so in ``meta["loop_reason"]`` and warns (:class:`TraceFallbackWarning`).
-
-    Args:
-        sim: The :class:`~quadsim.engines.sim.Simulator`.
-        control: The controller.
-        gains: Its gains record.
-        ctrl_state: Initial controller state given to ``fly``.
-        allocator: Allocator given to ``fly``.
-        imu: IMU parameters given to ``fly``.
-        mocap: Motion-capture parameters given to ``fly``.
-        jit: ``fly``'s ``jit``.
-
-    Returns:
-        A short reason (``"a custom allocator: ..."``), or ``None``.
-    """
-    from . import control as control_module
-
-    if jit is False:
-        return "jit=False: the per-step Python loop was asked for"
-    backend = getattr(sim, "backend", None)
-    if backend != "native":
-        return (f"backend {backend!r}: only 'native' compiles the closed loop"
-                + (" (and 'jax' scans it)" if backend != "jax" else ""))  # fmt: skip
-    if control is control_module.control and not isinstance(
-        gains, control_module.GeometricGains | control_module.PidGains
-    ):
-        return f"gains of type {type(gains).__name__}: only geometric and PID gains are compiled"
-    if ctrl_state is not None:
-        bad = _ctrl_state_problem(ctrl_state, sim.n)
-        if bad:
-            return f"ctrl_state: {bad}"
-    if allocator is not None:
-        return "a custom allocator: the compiled loop uses the drone's default allocator"
-    if mocap is not None:
-        from ..physics.sensors import mocap_delay_steps
-
-        try:
-            d = mocap_delay_steps(mocap, sim.dt)
-        except (ValueError, TypeError, AttributeError) as e:
-            return f"mocap: {e}"
-        if d > MOCAP_DELAY_MAX:
-            return (f"mocap latency of {d} steps: the compiled loop carries at most "
-                    f"{MOCAP_DELAY_MAX}")  # fmt: skip
-    system = sim.system
-    if system.attitude != "quat" or system.n_cmd != sim.drone.mixing_matrix.shape[1]:
-        return (f"model {getattr(system, 'model', None)!r}: the compiled loop needs a rotor-level "
-                "quaternion model (first_principles)")  # fmt: skip
-    from ..engines.native import available
-
-    if not available():
-        return "quadsim.engines.native is unavailable (needs CasADi and a C compiler)"
-    return None
-
-
-def scan_path_reason(
-    sim: Any, control: Callable, gains: Any, *, ctrl_state: Any = None, imu: Any = None,
-    mocap: Any = None, jit: bool | None = None,
-) -> str | None:  # fmt: skip
-    """Why :func:`fly` cannot run this flight as one ``jax.lax.scan`` per chunk, or ``None``.
-
-    The scan loop (:mod:`quadsim.loop.closed_loop_jax`) needs the ``jax`` backend, a rotor-level
-    quaternion model, and ``jit`` not ``False``; the
-    controller (built-in or your own) must be traceable by JAX, which only tracing tells
-    (``fly`` falls back and says so). Any allocator, initial controller state, per-drone model
-    parameters, Dryden turbulence, IMU and motion capture are scanned.
-
-    Args:
-        sim: The :class:`~quadsim.engines.sim.Simulator`.
-        control: The controller.
-        gains: Its gains record.
-        ctrl_state: Initial controller state given to ``fly``.
-        imu: IMU parameters given to ``fly``.
-        mocap: Motion-capture parameters given to ``fly``.
-        jit: ``fly``'s ``jit``.
-
-    Returns:
-        A short reason, or ``None``.
-    """
-    if jit is False:
-        return "jit=False: the per-step Python loop was asked for"
-    backend = getattr(sim, "backend", None)
-    if backend != "jax":
-        return f"backend {backend!r}: only 'jax' scans the closed loop"
-    system = sim.system
-    if system.attitude != "quat" or system.n_cmd != sim.drone.mixing_matrix.shape[1]:
-        return (f"model {getattr(system, 'model', None)!r}: the scan loop needs a rotor-level "
-                "quaternion model (first_principles)")  # fmt: skip
-    if jax_or_none() is None:
-        return "JAX is not installed"
-    return None
-
-
-def flight_loop(sim: Any, control: Callable, gains: Any, **kwargs: Any) -> tuple[str, str | None]:
-    """The loop :func:`fly` will run, ``(loop, reason)``, as far as it is known before tracing.
-
-    ``loop`` is ``"compiled"`` (``native``, :func:`compiled_path_reason` is ``None``), ``"scan"``
-    (``jax``, :func:`scan_path_reason` is ``None``) or ``"python"``, and ``reason`` says why the
-    faster loop of the backend does not run (``None`` when it does). Tracing the controller can
-    still fail; ``fly``'s ``meta`` then corrects it. ``kwargs`` are ``fly``'s ``ctrl_state``,
-    ``allocator``, ``imu``, ``mocap``, ``jit`` and ``compiled`` (others are ignored).
-    """
-    compiled = kwargs.pop("compiled", None)
-    kwargs.pop("seed", None)
-    if compiled is False:
-        return "python", "compiled=False"
-    if getattr(sim, "backend", None) == "jax":
-        kwargs.pop("allocator", None)
-        reason = scan_path_reason(sim, control, gains, **kwargs)
-        return ("scan" if reason is None else "python"), reason
-    reason = compiled_path_reason(sim, control, gains, **kwargs)
-    return ("compiled" if reason is None else "python"), reason
-
-
-def _ctrl_state_problem(ctrl_state: Any, n: int) -> str | None:
-    """Why a per-drone controller state cannot be stored in the compiled state, or ``None``."""
-    from .closed_loop import ctrl_leaves
-
-    try:
-        leaves = ctrl_leaves(ctrl_state)
-    except TypeError as e:
-        return str(e)
-    for name, leaf in leaves:
-        try:
-            a = np.asarray(to_numpy(leaf))
-        except Exception:  # anything that is not an array
-            return f"{name} is not an array ({type(leaf).__name__})"
-        if a.dtype.kind not in "biuf":
-            return f"{name} is not a numeric array ({a.dtype})"
-        if a.ndim and a.shape[0] not in (1, n):
-            return f"{name} has shape {a.shape}: the leading axis must be the {n} drones"
-    return None
-
-
 def fly(
     sim: Any,
     trajectory: Callable[[Any], Any],
@@ -393,8 +238,8 @@ def fly(
             so a drone's readings do not depend on the batch, the chunking or the loop.
         log_every: Record every ``log_every``-th step.
         chunk_steps: Steps per chunk handed to ``on_chunk``; ``None``: on the compiled loop
-            about :data:`CHUNK_SECONDS` of wall time per chunk (the first sized for
-            :data:`FIRST_CHUNK_RATE`), 1000 steps on the others.
+            about :data:`~quadsim.loop.driver.CHUNK_SECONDS` of wall time per chunk (the first
+            sized for :data:`~quadsim.loop.driver.FIRST_CHUNK_RATE`), 1000 steps on the others.
         on_chunk: Called with each completed chunk (a log dict).
         progress: Called as ``progress(steps_done, steps_total)`` after each chunk.
         keep_log: Keep the concatenated log in the result (turn off for huge streamed runs).
@@ -406,15 +251,15 @@ def fly(
         compiled: Run the backend's fast loop: the whole closed loop compiled to C on
             ``native`` (:mod:`quadsim.loop.closed_loop`), a chunk per call, or one ``lax.scan`` per
             chunk on ``jax`` (:mod:`quadsim.loop.closed_loop_jax`). ``None`` when
-            :func:`compiled_path_reason` / :func:`scan_path_reason` allow it and the controller
-            traces, ``True`` to require it, ``False`` for the per-step Python loop. All paths
-            log the same samples, sensor noise and gusts included (equal to rounding in
-            float64, and they leave ``sim`` and its gust state alike after a completed
-            flight); on a float32 simulator the compiled loop also runs reference,
-            controller and allocation in float32. The path that ran and why are in
-            ``meta["loop"]`` (``"compiled"``, ``"scan"`` or ``"python"``) and
-            ``meta["loop_reason"]``; a controller that cannot be traced also warns
-            (:class:`TraceFallbackWarning`).
+            :func:`~quadsim.loop.paths.compiled_path_reason` /
+            :func:`~quadsim.loop.paths.scan_path_reason` allow it and the controller traces,
+            ``True`` to require it, ``False`` for the per-step Python loop. All paths log the same
+            samples, sensor noise and gusts included (equal to rounding in float64, and they
+            leave ``sim`` and its gust state alike after a completed flight); on a float32
+            simulator the compiled loop also runs reference, controller and allocation in
+            float32. The path that ran and why are in ``meta["loop"]`` (``"compiled"``,
+            ``"scan"`` or ``"python"``) and ``meta["loop_reason"]``; a controller that cannot be
+            traced also warns (:class:`TraceFallbackWarning`).
         command: What the controller's command is: ``None`` (the controller's ``command``
             attribute if it has one, else ``"auto"``), ``"auto"`` (by the size of its last
             axis, :func:`command_kind`: 4 is a wrench, ``n_rotors`` rotor speeds), ``"wrench"``
