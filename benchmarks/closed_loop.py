@@ -143,7 +143,7 @@ def _crazyflow_closed_loop(result: dict, quick: bool, echo: Callable[[str], None
 
 def _second_pass(result: dict, echo: Callable[[str], None]) -> None:
     """Time quadsim compiled again; its rate becomes the median of both passes' runs."""
-    from quadsim.loop.closed_loop import compile_closed_loop
+    from quadsim.loop.closed_loop_native import compile_closed_loop
 
     s = result["settings"]
     drone, gains, traj = bcl.workload()

@@ -5,7 +5,7 @@ Usage::
     python benchmarks/estimation_cost.py [--n 1024] [--steps 2000] [--repeats 5]
         [--dtype float64] [--latency 0.01]
 
-One compiled closed loop (:func:`quadsim.loop.closed_loop.compile_for_simulator`: cf2x, first
+One compiled closed loop (:func:`quadsim.loop.closed_loop_native.compile_for_simulator`: cf2x, first
 principles with rotor dynamics, RK4 at 500 Hz, the geometric controller on a figure eight, the
 BMI088 IMU and motion capture at 100 Hz read in the step) with the true state fed back, and one
 with :class:`quadsim.loop.estimation.estimators.EkfEstimator` in the estimator slot (without and
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> None:
 
     from quadsim.engines.sim import Simulator
     from quadsim.loop.brain import Sensors, loop_periods
-    from quadsim.loop.closed_loop import compile_for_simulator
+    from quadsim.loop.closed_loop_native import compile_for_simulator
     from quadsim.loop.control import control, load_gains
     from quadsim.loop.estimation.estimators import EkfEstimator
     from quadsim.loop.trajectories import Lemniscate

@@ -55,7 +55,7 @@ def _start(traj, n, seed=0):
 
 
 def _compiled(drone, gains, traj, n, dtype=np.float64, steps=STEPS):
-    from quadsim.loop.closed_loop import compile_closed_loop
+    from quadsim.loop.closed_loop_native import compile_closed_loop
 
     offset, pos, vel = _start(traj, n)
     loop = compile_closed_loop(drone, gains, traj, DT, dtype)
@@ -162,7 +162,7 @@ def test_threads_do_not_change_a_bit(drone, gains):
 
 def test_wind_input_moves_the_drones(drone, gains):
     """A constant wind (per-step input) pushes the drones off; zero wind is the default."""
-    from quadsim.loop.closed_loop import compile_closed_loop
+    from quadsim.loop.closed_loop_native import compile_closed_loop
 
     loop = compile_closed_loop(drone, gains, TRAJS["hover"], DT, np.float64)
     x = loop.initial_state(2, pos=(0.0, 0.0, 1.0))
@@ -174,7 +174,7 @@ def test_wind_input_moves_the_drones(drone, gains):
 
 
 def test_dt_must_match_the_gains(drone, gains):
-    from quadsim.loop.closed_loop import compile_closed_loop
+    from quadsim.loop.closed_loop_native import compile_closed_loop
 
     with pytest.raises(ValueError, match="control period"):
         compile_closed_loop(drone, gains, TRAJS["hover"], 1 / 400, np.float64)
@@ -205,7 +205,7 @@ def test_symbolic_allocation_matches_numpy_including_saturation(drone):
 @pytest.mark.parametrize("case", ["takeoff", "touchdown"])
 def test_world_contact_matches(drone, gains, case):
     """Default World: take off from z = 0 to 1 m, or be sent 0.5 m below the floor from 0.3 m."""
-    from quadsim.loop.closed_loop import compile_closed_loop
+    from quadsim.loop.closed_loop_native import compile_closed_loop
     from quadsim.physics.world import World
 
     n, world = 8, World()
@@ -236,7 +236,7 @@ def test_float32_circle_keeps_the_published_tracking(drone, gains):
     """The docs' circle figure (RMS 0.30 cm, max 0.61 cm after 2 s) holds in compiled float32."""
     import math
 
-    from quadsim.loop.closed_loop import compile_closed_loop
+    from quadsim.loop.closed_loop_native import compile_closed_loop
 
     traj = TRAJS["circle"]
     loop = compile_closed_loop(drone, gains, traj, DT, np.float32)
@@ -251,7 +251,8 @@ def test_float32_circle_keeps_the_published_tracking(drone, gains):
 
 def test_per_drone_parameters_are_inputs_and_shared_ones_constants(drone, gains):
     """A per-drone mass becomes one row of p (after the offset); uniform entries fold."""
-    from quadsim.loop.closed_loop import compile_for_simulator, per_drone_params
+    from quadsim.loop.closed_loop import per_drone_params
+    from quadsim.loop.closed_loop_native import compile_for_simulator
 
     masses = np.array([0.030, 0.031, 0.032])
     J = np.broadcast_to(np.asarray(drone.J), (3, 3, 3))  # per drone, but the same for all

@@ -338,7 +338,7 @@ def test_turbulence_and_sensors_run_in_the_step_one_call_per_chunk(monkeypatch):
     """Dryden gusts and sensor noise are drawn in C: a gusty flight hands the rollout only the
     held mean wind, one call per chunk (plus the priming step), whatever the memory cap."""
     from quadsim.loop import driver
-    from quadsim.loop.closed_loop import ClosedLoop
+    from quadsim.loop.closed_loop_native import ClosedLoop
 
     calls = []
     run = ClosedLoop.run

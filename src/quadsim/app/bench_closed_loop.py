@@ -6,9 +6,9 @@ float32, no sensors, no wind, no recording. Rates are closed-loop drone-steps pe
 (``N * steps / seconds``), the median of ``repeats`` timed runs after untimed warm-ups that
 include all compilation.
 
-* quadsim, ``compiled``: :func:`quadsim.loop.closed_loop.compile_closed_loop` with the geometric
-  controller (reference, controller, allocation and plant in one C step), one
-  :meth:`~quadsim.loop.closed_loop.ClosedLoop.run` call per timed run, ``record_every=0``.
+* quadsim, ``compiled``: :func:`quadsim.loop.closed_loop_native.compile_closed_loop` with the
+  geometric controller (reference, controller, allocation and plant in one C step), one
+  :meth:`~quadsim.loop.closed_loop_native.ClosedLoop.run` call per timed run, ``record_every=0``.
 * quadsim, ``fly``: :func:`quadsim.loop.flight.fly` around ``Simulator(backend="native",
   dtype="float32")``, ``keep_log=False``; ``fly-python`` forces the per-step Python loop
   (``compiled=False``: JAX-compiled float64 brain, native plant), ``fly`` is the default path
@@ -390,7 +390,7 @@ def run(closed_loop: bool = True, envs: bool = False, quick: bool = False, *,
 
 def _closed_loop(sizes: list[int], seconds: float, repeats: int, quick: bool, fly: bool,
                  echo: Callable[[str], None]) -> list[dict]:  # fmt: skip
-    from ..loop.closed_loop import compile_closed_loop
+    from ..loop.closed_loop_native import compile_closed_loop
 
     drone, gains, traj = workload()
     t = time.perf_counter()

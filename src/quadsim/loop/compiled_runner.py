@@ -31,7 +31,7 @@ class CompiledRunner:
     Args:
         sim: The :class:`~quadsim.engines.sim.Simulator` (its state, flags, clock and gust
             state are where the flight starts, and are put back after it).
-        loop: From :func:`quadsim.loop.closed_loop.compile_for_simulator`.
+        loop: From :func:`quadsim.loop.closed_loop_native.compile_for_simulator`.
         bstate0: The brain state of every drone at the start.
         offset: Reference offsets ``(n, 3)`` [m].
         log_every: Record every ``log_every``-th step.

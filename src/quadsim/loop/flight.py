@@ -76,8 +76,8 @@ from .brain import (
     loop_periods,
     rates_hz,
 )
-from .closed_loop import compile_for_simulator
 from .closed_loop_jax import build_scan
+from .closed_loop_native import compile_for_simulator
 from .compiled_runner import CompiledRunner
 from .driver import Chunking, drive
 from .parts import log_columns

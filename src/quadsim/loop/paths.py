@@ -152,7 +152,7 @@ def flight_loop(sim: Any, control: Callable, gains: Any, **kwargs: Any) -> tuple
 
 def _ctrl_state_problem(ctrl_state: Any, n: int) -> str | None:
     """Why a per-drone controller state cannot be stored in the compiled state, or ``None``."""
-    from .closed_loop import ctrl_leaves
+    from .brain import ctrl_leaves
 
     try:
         leaves = ctrl_leaves(ctrl_state)
