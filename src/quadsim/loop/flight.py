@@ -180,34 +180,15 @@ def _dtype_name(dtype: Any) -> str | None:
 
 
 def fly(
-    sim: Any,
-    trajectory: Callable[[Any], Any],
-    control: Callable,
-    gains: Any,
-    *,
-    duration: float,
-    ctrl_state: Any = None,
-    allocator: Any = None,
-    ref_offset: Any = None,
-    imu: Any = None,
-    mocap: Any = None,
-    seed: int | None = None,
-    log_every: int = 1,
-    chunk_steps: int | None = 1000,
-    on_chunk: Callable[[dict], None] | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    keep_log: bool = True,
-    meta: dict | None = None,
-    jit: bool | None = None,
-    compiled: bool | None = None,
-    command: str | None = None,
-    estimator: Any = None,
-    baro: Any = None,
-    gnss: Any = None,
-    power: Any = None,
-    battery_charge: Any = 1.0,
-    parts: Any = (),
-) -> FlightResult:
+    sim: Any, trajectory: Callable[[Any], Any], control: Callable, gains: Any, *,
+    duration: float, ctrl_state: Any = None, allocator: Any = None, ref_offset: Any = None,
+    imu: Any = None, mocap: Any = None, seed: int | None = None, log_every: int = 1,
+    chunk_steps: int | None = 1000, on_chunk: Callable[[dict], None] | None = None,
+    progress: Callable[[int, int], None] | None = None, keep_log: bool = True,
+    meta: dict | None = None, jit: bool | None = None, compiled: bool | None = None,
+    command: str | None = None, estimator: Any = None, baro: Any = None, gnss: Any = None,
+    power: Any = None, battery_charge: Any = 1.0, parts: Any = (),
+) -> FlightResult:  # fmt: skip
     """Fly ``sim`` (already reset) along ``trajectory`` for ``duration`` seconds.
 
     Sample ``k`` of the log is taken at ``t_k`` before the step: state ``x_k``, reference
@@ -226,8 +207,7 @@ def fly(
             tuple of arrays, one array, or ``None``. Default: :func:`initial_ctrl_state` (the
             controller's ``init_state`` attribute, :func:`quadsim.loop.control.init_state` for the
             built-in gains, else ``None``).
-        allocator: From :func:`quadsim.physics.rotors.make_allocator` (default: built from
-        ``sim.drone``).
+        allocator: From :func:`quadsim.physics.rotors.make_allocator` (default: ``sim.drone``'s).
         ref_offset: Per-drone reference offsets ``(n, 3)`` or ``(3,)`` [m] (formations).
         imu: :class:`~quadsim.physics.sensors.ImuParams` to simulate and log an IMU at the control
             rate, or ``None``.
@@ -248,18 +228,13 @@ def fly(
             function (about 25x faster than NumPy per step; costs ~1-3 s of compilation).
             ``None``: when JAX is installed and the controller traces. The results are the
             same to rounding. ``False`` also rules out the compiled and the scan loop.
-        compiled: Run the backend's fast loop: the whole closed loop compiled to C on
-            ``native`` (:mod:`quadsim.loop.closed_loop`), a chunk per call, or one ``lax.scan`` per
-            chunk on ``jax`` (:mod:`quadsim.loop.closed_loop_jax`). ``None`` when
-            :func:`~quadsim.loop.paths.compiled_path_reason` /
-            :func:`~quadsim.loop.paths.scan_path_reason` allow it and the controller traces,
-            ``True`` to require it, ``False`` for the per-step Python loop. All paths log the same
-            samples, sensor noise and gusts included (equal to rounding in float64, and they
-            leave ``sim`` and its gust state alike after a completed flight); on a float32
-            simulator the compiled loop also runs reference, controller and allocation in
-            float32. The path that ran and why are in ``meta["loop"]`` (``"compiled"``,
-            ``"scan"`` or ``"python"``) and ``meta["loop_reason"]``; a controller that cannot be
-            traced also warns (:class:`TraceFallbackWarning`).
+        compiled: ``None``: the backend's fast loop (the compiled C loop on ``native``, the
+            scan on ``jax``; module docstring) where :mod:`quadsim.loop.paths` allows it and the
+            controller traces, else the per-step loop, warning once
+            (:class:`TraceFallbackWarning`); ``True`` requires the fast loop, ``False`` rules it
+            out. Every loop logs the same samples (equal to rounding in float64; on a float32
+            simulator the compiled loop also runs the brain in float32); ``meta["loop"]`` and
+            ``meta["loop_reason"]`` say which ran and why.
         command: What the controller's command is: ``None`` (the controller's ``command``
             attribute if it has one, else ``"auto"``), ``"auto"`` (by the size of its last
             axis, :func:`command_kind`: 4 is a wrench, ``n_rotors`` rotor speeds), ``"wrench"``
@@ -269,15 +244,13 @@ def fly(
             :class:`~quadsim.loop.estimation.estimators.EkfEstimator`, fed by ``imu`` and
             ``mocap``), which runs inside every loop (traced into the compiled one); its outputs
             (``est_*``) are logged. ``None``: the truth.
-        baro: :class:`~quadsim.physics.sensors.BaroParams` to simulate and log a barometer
-            (``baro_alt``, normals ``(seed, "baro", k, i)``).
-        gnss: :class:`~quadsim.physics.sensors.GnssParams` to simulate and log GNSS fixes
-            (``gnss_pos``, ``gnss_vel``, normals ``(seed, "gnss", k, i)``).
-        power: :class:`~quadsim.physics.power.PowerParams` (or a preset name, ``"cf21_stock"``): the
-            rotor commands go through the battery's PWM chain (the speed a full PWM gives at
-            the sagging voltage caps them) and ``battery_v``, ``battery_i``, ``battery_p``,
-            ``battery_charge`` are logged (:func:`quadsim.loop.brain.make_brain`). ``None``: an
-            ideal supply.
+        baro: :class:`~quadsim.physics.sensors.BaroParams` to simulate and log ``baro_alt``
+            (normals ``(seed, "baro", k, i)``).
+        gnss: :class:`~quadsim.physics.sensors.GnssParams` to simulate and log ``gnss_pos`` and
+            ``gnss_vel`` (normals ``(seed, "gnss", k, i)``).
+        power: :class:`~quadsim.physics.power.PowerParams` (or a preset name, ``"cf21_stock"``):
+            the rotor commands go through the battery's PWM chain and ``battery_v``,
+            ``battery_i``, ``battery_p``, ``battery_charge`` are logged. ``None``: an ideal supply.
         battery_charge: The battery's charge at the start, 0..1 (a number or ``(n,)``).
         parts: Sensor parts (:mod:`quadsim.loop.parts`, e.g.
             :class:`~quadsim.loop.parts.rangefinder.Rangefinder`), read at their rates on every
