@@ -553,3 +553,38 @@ def test_per_drone_entries_equal_for_every_drone_are_folded(rng):
     assert p.J[0][1] == 0.0 and isinstance(p.J[0][1], float)
     assert isinstance(p.J[1][1], np.ndarray) and p.J[1][1].shape == (5,)
     assert isinstance(p.mass, float)
+
+
+def test_the_model_parameters_are_keyword_arguments_of_every_model_function():
+    """The parameter list is written once (``takes_params``) yet each model function takes its
+    parameters by keyword as before: the signature lists them (what ``parametrize`` reads), a
+    missing one or an unknown keyword is a TypeError, the drag terms default to none on the
+    rotor models and are required on the wrench model."""
+    import inspect
+
+    from quadsim.physics.bind import parametrize
+    from quadsim.physics.models._rigid import ROTOR_PARAMS
+    from quadsim.physics.params import load_params
+
+    params = load_params("cf2x_L250")
+    for fn in (first_principles.dynamics, first_principles.symbolic_dynamics,
+               euler_zyx.dynamics, euler_zyx.symbolic_dynamics):  # fmt: skip
+        sig = inspect.signature(fn).parameters
+        assert set(ROTOR_PARAMS) <= set(sig) and "params" not in sig
+        assert sig["drag_coef"].default == 0.0 and sig["mass"].default is inspect.Parameter.empty
+        assert all(sig[k].kind is inspect.Parameter.KEYWORD_ONLY for k in ROTOR_PARAMS)
+    assert inspect.signature(wrench.dynamics).parameters["drag_coef"].default is (
+        inspect.Parameter.empty)
+    state = (np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]), np.zeros(3), np.zeros(3))
+    rpm = np.full(4, 15000.0)
+    kw = {k: getattr(params, k) for k in ROTOR_PARAMS}
+    np.testing.assert_array_equal(parametrize(first_principles.dynamics, params)(*state, rpm)[2],
+                                  first_principles.dynamics(*state, rpm, **kw)[2])  # fmt: skip
+    del kw["mass"]
+    with pytest.raises(TypeError, match="missing required keyword-only argument: 'mass'"):
+        first_principles.dynamics(*state, rpm, **kw)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'masss'"):
+        first_principles.dynamics(*state, rpm, masss=1.0, mass=params.mass, **kw)
+    wkw = {k: getattr(params, k) for k in ("mass", "gravity_vec", "J", "J_inv")}
+    with pytest.raises(TypeError, match="'drag_coef'"):
+        wrench.dynamics(*state, np.zeros(4), **wkw)

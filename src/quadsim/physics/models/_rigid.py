@@ -41,7 +41,10 @@ Terms whose parameter is an exact Python ``0`` are left out of the traced code.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -71,6 +74,50 @@ ROTOR_PARAMS: dict[str, tuple[int | None, ...]] = {
     "rot_drag_coef": (),
 }
 """Keyword parameters of the rotor-level models and their trailing shapes (``None``: rotors)."""
+
+
+DRAG_DEFAULTS = {"drag_coef": 0.0, "rot_drag_coef": 0.0}
+"""The rotor-level models' optional parameters: no quadratic or rotational drag."""
+
+
+def takes_params(spec: dict, defaults: dict | None = None) -> Callable[[Callable], Callable]:
+    """Decorator: ``fn(..., **params)`` takes the model parameters of ``spec`` by keyword.
+
+    Each is a keyword-only argument of the decorated function's signature (what
+    ``inspect.signature`` and :func:`quadsim.physics.bind.parametrize` read); a missing one raises
+    ``TypeError`` as Python does, unless ``defaults`` gives it a value; an unknown keyword raises
+    ``TypeError`` too. ``fn`` gets them all in ``**params``, so the parameter list is written
+    once, here, for every model function.
+    """
+    defaults = defaults or {}
+    kw_only, empty = inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.empty
+
+    def wrap(fn: Callable) -> Callable:
+        sig = inspect.signature(fn)
+        own = [q for q in sig.parameters.values() if q.kind is not q.VAR_KEYWORD]
+        names = {q.name for q in own} | set(spec)
+        required = [name for name in spec if name not in defaults]
+        extra = [inspect.Parameter(name, kw_only, default=defaults.get(name, empty),
+                                   annotation=Any) for name in spec]  # fmt: skip
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            for name in required:
+                if name not in kwargs:
+                    raise TypeError(f"{fn.__name__}() missing required keyword-only argument: "
+                                    f"{name!r}")  # fmt: skip
+            for name in kwargs:
+                if name not in names:
+                    raise TypeError(f"{fn.__name__}() got an unexpected keyword argument "
+                                    f"{name!r}")  # fmt: skip
+            return fn(*args, **{**defaults, **kwargs})
+
+        before = [q for q in own if q.kind is not kw_only]
+        call.__signature__ = sig.replace(  # type: ignore[attr-defined]
+            parameters=[*before, *extra, *(q for q in own if q.kind is kw_only)])
+        return call
+
+    return wrap
 
 
 def _split(a: Any, ndim: int) -> Any:

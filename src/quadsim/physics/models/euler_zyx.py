@@ -36,6 +36,7 @@ from typing import Any
 
 from .._array import CASADI_OPS, check_shape, namespace, stack
 from ._rigid import (
+    DRAG_DEFAULTS,
     ROTOR_PARAMS,
     angular_accel,
     casadi_assemble,
@@ -47,6 +48,7 @@ from ._rigid import (
     rotor_speed_dot,
     rotor_wrench,
     symbolic_params,
+    takes_params,
     unstack_opt,
 )
 
@@ -104,6 +106,7 @@ def kernel(rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t, p, ops, small_angl
     return rpy_dot, vel_dot, ang_vel_dot, rotor_dot
 
 
+@takes_params(ROTOR_PARAMS, DRAG_DEFAULTS)
 def dynamics(
     pos: Any,
     rpy: Any,
@@ -114,20 +117,8 @@ def dynamics(
     dist_f: Any | None = None,
     dist_t: Any | None = None,
     *,
-    mass: Any,
-    L: Any,
-    prop_inertia: Any,
-    gravity_vec: Any,
-    J: Any,
-    J_inv: Any,
-    rpm2thrust: Any,
-    rpm2torque: Any,
-    mixing_matrix: Any,
-    drag_matrix: Any,
-    rotor_dyn_coef: Any,
-    drag_coef: Any = 0.0,
-    rot_drag_coef: Any = 0.0,
     small_angle: bool = False,
+    **params: Any,
 ) -> tuple[Any, Any, Any, Any, Any | None]:
     """Euler-angle quadrotor dynamics with rotor speeds in RPM.
 
@@ -140,6 +131,8 @@ def dynamics(
         rotor_vel: Actual rotor speeds [RPM] or ``None`` (commands act directly).
         dist_f: World disturbance force [N], shape ``(..., 3)``.
         dist_t: World disturbance torque [N m], shape ``(..., 3)``.
+        **params: The model parameters by keyword, as below (each a keyword-only argument
+            of the signature, :func:`~quadsim.physics.models._rigid.takes_params`).
         mass: Parameters as in :func:`quadsim.physics.models.first_principles.dynamics`.
         L: Lever arm [m].
         prop_inertia: Propeller inertia [kg m²].
@@ -160,12 +153,7 @@ def dynamics(
         ``cos² pitch`` is below machine epsilon (gimbal lock) unless ``small_angle``.
     """
     xp = namespace(pos, rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t)
-    p = numeric_params(
-        xp, pos, ROTOR_PARAMS, mass=mass, L=L, prop_inertia=prop_inertia, gravity_vec=gravity_vec,
-        J=J, J_inv=J_inv, rpm2thrust=rpm2thrust, rpm2torque=rpm2torque,
-        mixing_matrix=mixing_matrix, drag_matrix=drag_matrix, rotor_dyn_coef=rotor_dyn_coef,
-        drag_coef=drag_coef, rot_drag_coef=rot_drag_coef,
-    )  # fmt: skip
+    p = numeric_params(xp, pos, ROTOR_PARAMS, **params)
     n = len(p.mixing_matrix[0])
     pos, rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t = check_state(
         xp, pos=(pos, 3), rpy=(rpy, 3), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, n),
@@ -206,25 +194,14 @@ def dynamics_flat(state: Any, cmd: Any, *, small_angle: bool = False, **params: 
     return xp.concat([pd, vd, ed, wd, rd], axis=-1)
 
 
+@takes_params(ROTOR_PARAMS, DRAG_DEFAULTS)
 def symbolic_dynamics(
     model_rotor_vel: bool = True,
     model_dist_f: bool = False,
     model_dist_t: bool = False,
     *,
-    mass: Any,
-    L: Any,
-    prop_inertia: Any,
-    gravity_vec: Any,
-    J: Any,
-    J_inv: Any,
-    rpm2thrust: Any,
-    rpm2torque: Any,
-    mixing_matrix: Any,
-    drag_matrix: Any,
-    rotor_dyn_coef: Any,
-    drag_coef: Any = 0.0,
-    rot_drag_coef: Any = 0.0,
     small_angle: bool = False,
+    **params: Any,
 ) -> tuple[Any, Any, Any, Any]:
     """CasADi twin of :func:`dynamics` (same kernel, fresh ``MX`` symbols on every call).
 
@@ -235,6 +212,8 @@ def symbolic_dynamics(
         model_rotor_vel: Append rotor speeds [RPM] to the state.
         model_dist_f: Append a constant world disturbance force [N].
         model_dist_t: Append a constant world disturbance torque [N m].
+        **params: The model parameters by keyword, as below (each a keyword-only argument
+            of the signature, :func:`~quadsim.physics.models._rigid.takes_params`).
         mass: Parameters as in :func:`dynamics` (one drone, no batch dimensions).
         L: Lever arm [m].
         prop_inertia: Propeller inertia [kg m²].
@@ -250,12 +229,7 @@ def symbolic_dynamics(
         rotor_dyn_coef: Rotor dynamics coefficients.
         small_angle: As in :func:`dynamics`.
     """
-    p = symbolic_params(
-        ROTOR_PARAMS, mass=mass, L=L, prop_inertia=prop_inertia, gravity_vec=gravity_vec, J=J,
-        J_inv=J_inv, rpm2thrust=rpm2thrust, rpm2torque=rpm2torque, mixing_matrix=mixing_matrix,
-        drag_matrix=drag_matrix, rotor_dyn_coef=rotor_dyn_coef, drag_coef=drag_coef,
-        rot_drag_coef=rot_drag_coef,
-    )  # fmt: skip
+    p = symbolic_params(ROTOR_PARAMS, **params)
     n = len(p.mixing_matrix[0])
     parts = {"pos": 3, "rpy": 3, "vel": 3, "ang_vel": 3, "rotor_vel": n * model_rotor_vel,
              "dist_f": 3 * model_dist_f, "dist_t": 3 * model_dist_t}  # fmt: skip

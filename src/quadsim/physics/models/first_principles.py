@@ -50,6 +50,7 @@ from typing import Any
 from .._array import CASADI_OPS, namespace, stack
 from ..rotation import kmatrix, kquat_dot
 from ._rigid import (
+    DRAG_DEFAULTS,
     ROTOR_PARAMS,
     angular_accel,
     casadi_assemble,
@@ -61,6 +62,7 @@ from ._rigid import (
     rotor_speed_dot,
     rotor_wrench,
     symbolic_params,
+    takes_params,
     unstack_opt,
 )
 
@@ -103,6 +105,7 @@ def kernel(
     return kquat_dot(quat, ang_vel), vel_dot, ang_vel_dot, rotor_dot
 
 
+@takes_params(ROTOR_PARAMS, DRAG_DEFAULTS)
 def dynamics(
     pos: Any,
     quat: Any,
@@ -112,20 +115,7 @@ def dynamics(
     rotor_vel: Any | None = None,
     dist_f: Any | None = None,
     dist_t: Any | None = None,
-    *,
-    mass: Any,
-    L: Any,
-    prop_inertia: Any,
-    gravity_vec: Any,
-    J: Any,
-    J_inv: Any,
-    rpm2thrust: Any,
-    rpm2torque: Any,
-    mixing_matrix: Any,
-    drag_matrix: Any,
-    rotor_dyn_coef: Any,
-    drag_coef: Any = 0.0,
-    rot_drag_coef: Any = 0.0,
+    **params: Any,
 ) -> tuple[Any, Any, Any, Any, Any | None]:
     """First-principles quadrotor dynamics with rotor speeds in RPM.
 
@@ -144,6 +134,8 @@ def dynamics(
             modelled.
         dist_f: Disturbance force on the CoM, world frame [N], shape ``(..., 3)``.
         dist_t: Disturbance torque, world frame [N m], shape ``(..., 3)``.
+        **params: The model parameters by keyword, as below (each a keyword-only argument
+            of the signature, :func:`~quadsim.physics.models._rigid.takes_params`).
         mass: Mass [kg].
         L: Per-axis lever arm of the rotors used with ``mixing_matrix`` [m].
         prop_inertia: Inertia of one propeller about its axis [kg m²].
@@ -164,12 +156,7 @@ def dynamics(
         ``rotor_vel_dot`` is ``None`` when ``rotor_vel`` is ``None``.
     """
     xp = namespace(pos, quat, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t)
-    p = numeric_params(
-        xp, pos, ROTOR_PARAMS, mass=mass, L=L, prop_inertia=prop_inertia,
-        gravity_vec=gravity_vec, J=J, J_inv=J_inv, rpm2thrust=rpm2thrust, rpm2torque=rpm2torque,
-        mixing_matrix=mixing_matrix, drag_matrix=drag_matrix, rotor_dyn_coef=rotor_dyn_coef,
-        drag_coef=drag_coef, rot_drag_coef=rot_drag_coef,
-    )  # fmt: skip
+    p = numeric_params(xp, pos, ROTOR_PARAMS, **params)
     n = len(p.mixing_matrix[0])
     pos, quat, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t = check_state(
         xp, pos=(pos, 3), quat=(quat, 4), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, n),
@@ -185,24 +172,12 @@ def dynamics(
     )
 
 
+@takes_params(ROTOR_PARAMS, DRAG_DEFAULTS)
 def symbolic_dynamics(
     model_rotor_vel: bool = True,
     model_dist_f: bool = False,
     model_dist_t: bool = False,
-    *,
-    mass: Any,
-    L: Any,
-    prop_inertia: Any,
-    gravity_vec: Any,
-    J: Any,
-    J_inv: Any,
-    rpm2thrust: Any,
-    rpm2torque: Any,
-    mixing_matrix: Any,
-    rotor_dyn_coef: Any,
-    drag_matrix: Any,
-    drag_coef: Any = 0.0,
-    rot_drag_coef: Any = 0.0,
+    **params: Any,
 ) -> tuple[Any, Any, Any, Any]:
     """CasADi twin of :func:`dynamics` (same kernel, fresh ``MX`` symbols on every call).
 
@@ -210,6 +185,8 @@ def symbolic_dynamics(
         model_rotor_vel: Append the rotor speeds [RPM] to the state and model rotor dynamics.
         model_dist_f: Append a constant world disturbance force [N] to the state.
         model_dist_t: Append a constant world disturbance torque [N m] to the state.
+        **params: The model parameters by keyword, as below (each a keyword-only argument
+            of the signature, :func:`~quadsim.physics.models._rigid.takes_params`).
         mass: See :func:`dynamics` for this and the other parameters (one drone, no batch).
         L: Lever arm [m].
         prop_inertia: Propeller inertia [kg m²].
@@ -230,12 +207,7 @@ def symbolic_dynamics(
         (zero derivative for the disturbances); ``U`` the commanded RPMs ``(N,)``;
         ``Y = [pos, quat]``.
     """
-    p = symbolic_params(
-        ROTOR_PARAMS, mass=mass, L=L, prop_inertia=prop_inertia, gravity_vec=gravity_vec, J=J,
-        J_inv=J_inv, rpm2thrust=rpm2thrust, rpm2torque=rpm2torque, mixing_matrix=mixing_matrix,
-        drag_matrix=drag_matrix, rotor_dyn_coef=rotor_dyn_coef, drag_coef=drag_coef,
-        rot_drag_coef=rot_drag_coef,
-    )  # fmt: skip
+    p = symbolic_params(ROTOR_PARAMS, **params)
     n = len(p.mixing_matrix[0])
     parts = {"pos": 3, "quat": 4, "vel": 3, "ang_vel": 3, "rotor_vel": n * model_rotor_vel,
              "dist_f": 3 * model_dist_f, "dist_t": 3 * model_dist_t}  # fmt: skip

@@ -38,6 +38,7 @@ from ._rigid import (
     numeric_params,
     rotational_drag,
     symbolic_params,
+    takes_params,
     unstack_opt,
 )
 
@@ -77,6 +78,7 @@ def kernel(quat, vel, ang_vel, cmd, dist_f, dist_t, p, ops, wind=None):
     return kquat_dot(quat, ang_vel), vel_dot, ang_vel_dot
 
 
+@takes_params(WRENCH_PARAMS)
 def dynamics(
     pos: Any,
     quat: Any,
@@ -85,13 +87,7 @@ def dynamics(
     cmd: Any,
     dist_f: Any | None = None,
     dist_t: Any | None = None,
-    *,
-    mass: Any,
-    gravity_vec: Any,
-    J: Any,
-    J_inv: Any,
-    drag_coef: Any,
-    rot_drag_coef: Any,
+    **params: Any,
 ) -> tuple[Any, Any, Any, Any]:
     """Rigid-body dynamics driven by collective thrust and body torques.
 
@@ -103,6 +99,8 @@ def dynamics(
         cmd: ``(F, τ_x, τ_y, τ_z)``: thrust [N] and body torques [N m], shape ``(..., 4)``.
         dist_f: World disturbance force [N], shape ``(..., 3)``.
         dist_t: World disturbance torque [N m], shape ``(..., 3)``.
+        **params: The model parameters by keyword, as below (each a keyword-only argument
+            of the signature, :func:`~quadsim.physics.models._rigid.takes_params`).
         mass: Mass [kg].
         gravity_vec: Gravity [m/s²], shape ``(3,)``.
         J: Inertia [kg m²], shape ``(3, 3)``.
@@ -114,10 +112,7 @@ def dynamics(
         ``(pos_dot, quat_dot, vel_dot, ang_vel_dot)``.
     """
     xp = namespace(pos, quat, vel, ang_vel, cmd, dist_f, dist_t)
-    p = numeric_params(
-        xp, pos, WRENCH_PARAMS, mass=mass, gravity_vec=gravity_vec, J=J, J_inv=J_inv,
-        drag_coef=drag_coef, rot_drag_coef=rot_drag_coef,
-    )  # fmt: skip
+    p = numeric_params(xp, pos, WRENCH_PARAMS, **params)
     pos, quat, vel, ang_vel, cmd, dist_f, dist_t = check_state(
         xp, pos=(pos, 3), quat=(quat, 4), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, 4),
         dist_f=(dist_f, 3), dist_t=(dist_t, 3))  # fmt: skip
@@ -125,22 +120,19 @@ def dynamics(
     return vel, stack(xp, qd, pos), stack(xp, vd, pos), stack(xp, wd, pos)
 
 
+@takes_params(WRENCH_PARAMS)
 def symbolic_dynamics(
     model_dist_f: bool = False,
     model_dist_t: bool = False,
-    *,
-    mass: Any,
-    gravity_vec: Any,
-    J: Any,
-    J_inv: Any,
-    drag_coef: Any,
-    rot_drag_coef: Any,
+    **params: Any,
 ) -> tuple[Any, Any, Any, Any]:
     """CasADi twin of :func:`dynamics` (same kernel, fresh ``MX`` symbols on every call).
 
     Args:
         model_dist_f: Append a constant world disturbance force [N] to the state.
         model_dist_t: Append a constant world disturbance torque [N m] to the state.
+        **params: The model parameters by keyword, as below (each a keyword-only argument
+            of the signature, :func:`~quadsim.physics.models._rigid.takes_params`).
         mass: Parameters as in :func:`dynamics` (one drone, no batch dimensions).
         gravity_vec: Gravity [m/s²].
         J: Inertia [kg m²].
@@ -152,10 +144,7 @@ def symbolic_dynamics(
         ``(X_dot, X, U, Y)`` with ``X = [pos, quat, vel, ang_vel]`` (+ disturbances),
         ``U = [F, τ_x, τ_y, τ_z]`` and ``Y = [pos, quat]``.
     """
-    p = symbolic_params(
-        WRENCH_PARAMS, mass=mass, gravity_vec=gravity_vec, J=J, J_inv=J_inv, drag_coef=drag_coef,
-        rot_drag_coef=rot_drag_coef,
-    )  # fmt: skip
+    p = symbolic_params(WRENCH_PARAMS, **params)
     parts = {"pos": 3, "quat": 4, "vel": 3, "ang_vel": 3,
              "dist_f": 3 * model_dist_f, "dist_t": 3 * model_dist_t}  # fmt: skip
     sym, U, comps = casadi_state(parts, 4)
