@@ -19,13 +19,9 @@ import pytest
 
 from quadsim.engines import native
 from quadsim.engines.sim import Simulator
-from quadsim.loop.flight import (
-    TraceFallbackWarning,
-    command_allocation,
-    command_kind,
-    flight_loop,
-    fly,
-)
+from quadsim.loop.brain import command_allocation, command_kind
+from quadsim.loop.flight import TraceFallbackWarning, fly
+from quadsim.loop.paths import flight_loop
 from quadsim.loop.trajectories import Circle
 from quadsim.physics.params import load_params
 from quadsim.physics.rotors import allocate, make_allocator

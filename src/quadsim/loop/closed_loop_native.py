@@ -203,7 +203,7 @@ def compile_closed_loop(
         threads: Threads of the rollout (:func:`quadsim.engines.native.compile_rollout`).
         ctrl_state: One drone's controller state as a template (:func:`closed_loop_step`);
             default :func:`quadsim.loop.control.init_state`.
-        command: What the controller's command is (:func:`quadsim.loop.flight.command_kind`).
+        command: What the controller's command is (:func:`quadsim.loop.brain.command_kind`).
 
     Returns:
         :class:`ClosedLoop`.

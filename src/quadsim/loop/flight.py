@@ -40,9 +40,9 @@ flies on every loop: it is traced into the C step by CasADi on ``native`` and in
 ``jax`` when it can be, and run per step otherwise. The command is a body wrench ``(..., 4)``
 (allocated by :func:`quadsim.physics.rotors.allocate`) or rotor speeds ``(..., n_rotors)`` [RPM]
 (clipped to ``[rpm_min, rpm_max]``, no allocation), told apart by its last axis
-(:func:`command_kind`; a quadrotor's 4 is a wrench unless ``command="rpm"``). When tracing fails the
-flight falls back to a slower loop, says why in ``meta["loop_reason"]`` and warns once with
-:class:`TraceFallbackWarning`.
+(:func:`~quadsim.loop.brain.command_kind`; a quadrotor's 4 is a wrench unless
+``command="rpm"``). When tracing fails the flight falls back to a slower loop, says why in
+``meta["loop_reason"]`` and warns once with :class:`TraceFallbackWarning`.
 
 The log is a ``dict`` of time-major NumPy arrays (see :mod:`quadsim.app.io` for the keys and units),
 handed to ``on_chunk`` every ``chunk_steps`` steps (fewer when a chunk would pass
@@ -68,11 +68,8 @@ from . import driver
 from .brain import (
     COMMANDS,
     Sensors,
-    command_allocation,
-    command_kind,
     first_drone,
     initial_brain_state,
-    initial_ctrl_state,
     loop_periods,
     rates_hz,
 )
@@ -87,10 +84,7 @@ from .step_runner import StepLoop, StepRunner, one_line
 __all__ = [
     "FlightResult",
     "TraceFallbackWarning",
-    "command_allocation",
-    "command_kind",
     "fly",
-    "initial_ctrl_state",
     "run_meta",
 ]
 
@@ -204,9 +198,10 @@ def fly(
             arrays trace as constants).
         duration: Flight time [s]; rounded to whole steps.
         ctrl_state: Initial controller state, per drone (leading axis ``n``): a NamedTuple or
-            tuple of arrays, one array, or ``None``. Default: :func:`initial_ctrl_state` (the
-            controller's ``init_state`` attribute, :func:`quadsim.loop.control.init_state` for the
-            built-in gains, else ``None``).
+            tuple of arrays, one array, or ``None``. Default:
+            :func:`~quadsim.loop.brain.initial_ctrl_state` (the controller's ``init_state``
+            attribute, :func:`quadsim.loop.control.init_state` for the built-in gains, else
+            ``None``).
         allocator: From :func:`quadsim.physics.rotors.make_allocator` (default: ``sim.drone``'s).
         ref_offset: Per-drone reference offsets ``(n, 3)`` or ``(3,)`` [m] (formations).
         imu: :class:`~quadsim.physics.sensors.ImuParams` to simulate and log an IMU at the control
@@ -237,8 +232,8 @@ def fly(
             ``meta["loop_reason"]`` say which ran and why.
         command: What the controller's command is: ``None`` (the controller's ``command``
             attribute if it has one, else ``"auto"``), ``"auto"`` (by the size of its last
-            axis, :func:`command_kind`: 4 is a wrench, ``n_rotors`` rotor speeds), ``"wrench"``
-            or ``"rpm"`` (needed for rotor speeds on a quadrotor).
+            axis, :func:`~quadsim.loop.brain.command_kind`: 4 is a wrench, ``n_rotors`` rotor
+            speeds), ``"wrench"`` or ``"rpm"`` (needed for rotor speeds on a quadrotor).
         estimator: What the controller reads instead of the true state: an estimator of
             :mod:`quadsim.loop.estimation` (e.g.
             :class:`~quadsim.loop.estimation.estimators.EkfEstimator`, fed by ``imu`` and

@@ -141,3 +141,13 @@ def drag_force(xp: Any, R: Any, v: tuple, D: Any, kd: Any) -> tuple:
 def tostack(xp: Any, comps: Comp, like: Any) -> Any:
     """Stack components to an array ``(..., k)`` like ``like`` (dtype, device)."""
     return stack(xp, comps, like)
+
+
+def zero_state(record: Any, trailing: tuple[tuple[int, ...], ...], batch_shape: tuple[int, ...],
+               xp: Any = None, dtype: Any = None) -> Any:  # fmt: skip
+    """A controller state ``record`` of zeros: field ``i`` of shape ``(*batch_shape,
+    *trailing[i])`` (NumPy float64 by default)."""  # noqa: D205, D209
+    if xp is None:
+        xp = np
+    shape = tuple(batch_shape)
+    return record(*(xp.zeros((*shape, *t), dtype=dtype) for t in trailing))

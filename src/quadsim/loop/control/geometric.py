@@ -94,6 +94,7 @@ from ._common import (
     rot_matrix,
     scalar,
     tostack,
+    zero_state,
 )
 from .gains import GeometricGains
 
@@ -125,11 +126,7 @@ def init_state(
     gains: GeometricGains, batch_shape: tuple[int, ...] = (), xp: Any = None, dtype: Any = None
 ) -> GeometricState:
     """Zero controller state for a batch (NumPy float64 by default)."""
-    if xp is None:
-        import numpy as xp
-    shape = tuple(batch_shape)
-    z = xp.zeros((*shape, 3), dtype=dtype)
-    return GeometricState(z, xp.zeros((*shape, 4), dtype=dtype), xp.zeros(shape, dtype=dtype))
+    return zero_state(GeometricState, ((3,), (4,), ()), batch_shape, xp, dtype)
 
 
 def desired_attitude(xp: Any, b3: tuple, yaw: Any) -> tuple[tuple, tuple, tuple, tuple, tuple]:

@@ -58,6 +58,7 @@ from ._common import (
     rot_matrix,
     scalar,
     tostack,
+    zero_state,
 )
 from .gains import PidGains
 from .geometric import compensate_rotor_lag, desired_attitude
@@ -98,11 +99,7 @@ def init_state(
     gains: PidGains, batch_shape: tuple[int, ...] = (), xp: Any = None, dtype: Any = None
 ) -> PidState:
     """Zero controller state for a batch (NumPy float64 by default)."""
-    if xp is None:
-        import numpy as xp
-    shape = tuple(batch_shape)
-    z3 = xp.zeros((*shape, 3), dtype=dtype)
-    return PidState(z3, z3, z3, xp.zeros((*shape, 4), dtype=dtype), xp.zeros(shape, dtype=dtype))
+    return zero_state(PidState, ((3,), (3,), (3,), (4,), ()), batch_shape, xp, dtype)
 
 
 # -- component kernels --------------------------------------------------------------------------
