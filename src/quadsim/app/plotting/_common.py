@@ -197,6 +197,17 @@ def cube_limits(*arrays: np.ndarray, pad: float = 0.05, min_span: float = 0.5) -
     return np.stack([c - h, c + h], axis=1)
 
 
+def cube_axes(ax: Any, lim: np.ndarray) -> None:
+    """Set the 3-D axes ``ax`` to the cube ``lim`` (3, 2) [m] (equal aspect) and label them."""
+    ax.set_xlim(*lim[0])
+    ax.set_ylim(*lim[1])
+    ax.set_zlim(*lim[2])
+    ax.set_box_aspect((1, 1, 1))
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_zlabel("z [m]")
+
+
 def mark_no_data(ax: Any, what: str) -> None:
     """Write "``what`` not logged" in the middle of the axes ``ax``."""
     ax.text(

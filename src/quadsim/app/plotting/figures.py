@@ -12,6 +12,7 @@ import numpy as np
 
 from ._common import (
     MAX_DRONES,
+    cube_axes,
     cube_limits,
     drone_color,
     euler_deg,
@@ -71,13 +72,7 @@ def plot_path_3d(
             j = int(np.argmax(np.asarray(log["crashed"], dtype=bool)[:, i]))
             ax.scatter(*pos[j, k], color=c, marker="X", s=60)
     lim = cube_limits(pos, *(() if ref is None else (ref,)))
-    ax.set_xlim(*lim[0])
-    ax.set_ylim(*lim[1])
-    ax.set_zlim(*lim[2])
-    ax.set_box_aspect((1, 1, 1))
-    ax.set_xlabel("x [m]")
-    ax.set_ylabel("y [m]")
-    ax.set_zlabel("z [m]")
+    cube_axes(ax, lim)
     handles = [
         Line2D([], [], color="k", lw=1.5, label="flown"),
         Line2D([], [], color="k", lw=1.0, ls="--", label="reference"),
