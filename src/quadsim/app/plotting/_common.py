@@ -1,8 +1,8 @@
 """Shared plotting helpers: figure creation, data masking, drone selection, styles.
 
 Agg figures and saving, figure sizes and colours, non-finite masking, drone selection, titles,
-Euler angles and axis limits. A private module of :mod:`quadsim.app.plotting`: its functions
-serve the sibling plot modules only.
+Euler angles, axis limits, 3-D cube axes, crashes and the settling-time mark. A private module
+of :mod:`quadsim.app.plotting`: its functions serve the sibling plot modules only.
 """
 
 from __future__ import annotations
@@ -197,6 +197,17 @@ def cube_limits(*arrays: np.ndarray, pad: float = 0.05, min_span: float = 0.5) -
     return np.stack([c - h, c + h], axis=1)
 
 
+def cube_axes(ax: Any, lim: np.ndarray) -> None:
+    """Set the 3-D axes ``ax`` to the cube ``lim`` (3, 2) [m] (equal aspect) and label them."""
+    ax.set_xlim(*lim[0])
+    ax.set_ylim(*lim[1])
+    ax.set_zlim(*lim[2])
+    ax.set_box_aspect((1, 1, 1))
+    ax.set_xlabel("x [m]")
+    ax.set_ylabel("y [m]")
+    ax.set_zlabel("z [m]")
+
+
 def mark_no_data(ax: Any, what: str) -> None:
     """Write "``what`` not logged" in the middle of the axes ``ax``."""
     ax.text(
@@ -208,3 +219,21 @@ def mark_no_data(ax: Any, what: str) -> None:
         transform=ax.transAxes,
         color="0.5",
     )
+
+
+def first_crashes(log: Mapping[str, Any], sel: Sequence[int]) -> dict[int, int]:
+    """``{k: index of the first crashed sample}`` of the drones ``sel[k]`` that crash."""
+    if "crashed" not in log:
+        return {}
+    cr = np.asarray(log["crashed"], dtype=bool)[:, sel]
+    return {k: int(np.argmax(cr[:, k])) for k in range(len(sel)) if cr[:, k].any()}
+
+
+def mark_settle(axes: Any, t: np.ndarray, t_from: float) -> None:
+    """Mark ``t_from`` [s] > 0 on each of ``axes``: a dashed line, the time before it shaded."""
+    if t_from > 0:
+        t0 = float(np.nanmin(t)) if np.isfinite(t).any() else 0.0
+        for ax in axes:
+            if t_from > t0:
+                ax.axvspan(t0, t_from, color="0.5", alpha=0.12, lw=0)
+            ax.axvline(t_from, color="0.3", ls="--", lw=1.2)

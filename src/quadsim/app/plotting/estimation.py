@@ -30,7 +30,9 @@ from ._common import (
     MAX_DRONES,
     drone_color,
     figure_title,
+    first_crashes,
     mark_no_data,
+    mark_settle,
     nan_masked,
     new_figure,
     save_figure,
@@ -174,6 +176,138 @@ def _window(t_from: float) -> str:
     return f", t ≥ {t_from:g} s" if t_from > 0 else ""
 
 
+class _Row(NamedTuple):
+    """An error row of the figure: the error drawn and the RMSE its title states."""
+
+    name: str  #: "position", "velocity" or "attitude"
+    unit: str  #: unit of the values drawn
+    scale: float  #: values drawn = ``scale`` × error
+    err: np.ndarray | None  #: (T, n, 3) error (true − estimate), SI; ``None``: not logged
+    sigma: np.ndarray | None  #: (T, n, 3) 1σ of the estimate, in ``unit``; ``None``: no covariance
+    rmse: float | None  #: RMSE (``estimation_errors``' units)
+    rmse_scale: float  #: the title's RMSE = ``rmse_scale`` × ``rmse``
+    rmse_unit: str
+    comps: tuple[str, ...]  #: the components' labels
+
+
+def _error_rows(err: EstimationErrors, cov: np.ndarray | None) -> list[_Row]:
+    """The position, velocity and attitude rows; ``cov`` (T, n, >= 9) gives the ±3σ bands."""
+    deg = math.degrees(1.0)
+    return [
+        _Row("position", "mm", 1e3, err.pos, _sigma(cov, slice(0, 3), 1e3), err.pos_rmse_m,
+             1e3, "mm", _AXES),
+        _Row("velocity", "mm/s", 1e3, err.vel, _sigma(cov, slice(3, 6), 1e3), err.vel_rmse_m_s,
+             1e3, "mm/s", _AXES),
+        _Row("attitude", "deg", deg, err.att, _sigma(cov, slice(6, 9), deg), err.att_rmse_deg,
+             1.0, "deg", ("about body x", "about body y", "about body z")),
+    ]  # fmt: skip
+
+
+def _error_lines(
+    ax: Any, t: np.ndarray, y: np.ndarray, n: int, cols: int, comps: tuple[str, ...]
+) -> None:
+    """The components of ``y`` (T, n, 3): bold for the first drone (labelled), light for others."""
+    for k in range(n - 1, -1, -1):  # the first drone on top
+        for j in range(3):
+            idx = thin_indices(y[:, k, j], cols)
+            if k == 0:
+                ax.plot(t[idx], y[idx, 0, j], color=drone_color(j), lw=1.2,
+                        label=f"{comps[j]}", zorder=3)  # fmt: skip
+            else:
+                ax.plot(t[idx], y[idx, k, j], color=drone_color(j), lw=0.6, alpha=0.3, zorder=2)
+
+
+def _sigma_bands(ax: Any, t: np.ndarray, s: np.ndarray, cols: int) -> None:
+    """Shade ``±s`` (T, 3) per component, with dashed edges."""
+    idx = thin_indices(s, cols)
+    for j in range(3):
+        ax.fill_between(t[idx], -s[idx, j], s[idx, j], color=drone_color(j), alpha=0.1,
+                        lw=0, label="±3σ" if j == 0 else None, zorder=1)  # fmt: skip
+        for sign in (-1.0, 1.0):  # the edges, so overlapping bands stay apart
+            ax.plot(t[idx], sign * s[idx, j], color=drone_color(j), lw=0.7, ls="--",
+                    alpha=0.7, zorder=1)  # fmt: skip
+
+
+def _error_row(ax: Any, row: _Row, t: np.ndarray, n: int, cols: int, counted: str) -> None:
+    """``row`` of ``n`` drones: errors, the first drone's ±3σ, the RMSE over ``counted``."""
+    name = row.name
+    ax.set_ylabel(f"{name} error [{row.unit}]")
+    ax.grid(True, alpha=0.3)
+    if row.err is None:
+        mark_no_data(ax, f"{name} estimate or truth")
+        ax.set_title(f"{name} error: not logged", fontsize="medium")
+        return
+    _error_lines(ax, t, row.scale * row.err, n, cols, row.comps)
+    if row.sigma is not None:
+        _sigma_bands(ax, t, 3.0 * row.sigma[:, 0], cols)
+    rmse = row.rmse
+    stat = ("n/a" if rmse is None or not math.isfinite(rmse)
+            else f"{rmse * row.rmse_scale:.3g} {row.rmse_unit}")  # fmt: skip
+    what = "rotation angle " if name == "attitude" else ""
+    ax.set_title(f"{name} error (true − estimate): {what}RMSE {stat} ({counted})",
+                 fontsize="medium")  # fmt: skip
+    ax.legend(fontsize="x-small", ncol=4, loc="upper right")
+
+
+def _running_mean(x: np.ndarray, use: np.ndarray) -> np.ndarray:
+    """Mean of ``x`` (T,) over the ``use``d finite samples so far; NaN at the others."""
+    ok = use & np.isfinite(x)
+    csum = np.cumsum(np.where(ok, x, 0.0))
+    cnt = np.cumsum(ok)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        run = np.where(cnt > 0, csum / cnt, np.nan)
+    run[~ok] = np.nan
+    return run
+
+
+def _nees_row(
+    ax: Any,
+    err: EstimationErrors,
+    t: np.ndarray,
+    sel: list[int],
+    cols: int,
+    t_from: float,
+    counted: str,
+) -> None:
+    """The NEES: one-run 95 % band, every drone's, the first's running mean, stats (``counted``)."""
+    lo, hi = _nees_band_one_run()
+    nees = err.nees
+    ax.axhspan(lo, hi, color="green", alpha=0.12, lw=0,
+               label=f"95 % band, one run [{lo:.3g}, {hi:.3g}]")  # fmt: skip
+    ax.axhline(NEES_DOF, color="green", ls=":", lw=1.0, label=f"mean {NEES_DOF} (χ² dof)")
+    for k in range(len(sel) - 1, 0, -1):
+        idx = thin_indices(nees[:, k], cols)
+        ax.plot(t[idx], nees[idx, k], color="0.4", lw=0.6, alpha=0.3)
+    idx = thin_indices(nees[:, 0], cols)
+    ax.plot(t[idx], nees[idx, 0], color="C0", lw=0.9, label=f"NEES, drone {sel[0]}")
+    run = _running_mean(nees[:, 0], err.counted[:, 0])
+    idx = thin_indices(run, cols)
+    ax.plot(t[idx], run[idx], color="C3", lw=1.6, label="running mean" + _window(t_from))
+    pos_vals = nees[np.isfinite(nees) & (nees > 0)]
+    if pos_vals.size:
+        ax.set_yscale("log")
+    ax.set_ylabel("NEES [-] (9 dof)")
+    ax.grid(True, alpha=0.3)
+    m, f = err.nees_mean, err.nees_in_band
+    stat = (
+        "n/a"
+        if m is None or not math.isfinite(m)
+        else f"mean {m:.3g}, {100 * f:.3g} % of samples in the 95 % band"  # type: ignore[operator]
+    )
+    ax.set_title(f"NEES of position, velocity, attitude: {stat} ({counted})", fontsize="medium")
+    ax.legend(fontsize="x-small", ncol=4, loc="upper right")
+
+
+def _mark_crashes(axes: Any, log: Mapping[str, Any], sel: list[int], t: np.ndarray) -> None:
+    """A dotted line at each drawn drone's first crash (black for the first), labelled on top."""
+    for k, j in first_crashes(log, sel).items():
+        tc = t[j]
+        for ax in axes:
+            ax.axvline(tc, color="k" if k == 0 else "0.6", ls=":", lw=1.2)
+        axes[0].annotate(f" crash {sel[k]}", (tc, 0.0), xycoords=("data", "axes fraction"),
+                         va="bottom", fontsize="small", color="0.3")  # fmt: skip
+
+
 def _estimation_figure(
     log: Mapping[str, Any],
     meta: Mapping[str, Any],
@@ -201,100 +335,13 @@ def _estimation_figure(
     who = f"drone {sel[0]}" + (f"; drones {', '.join(map(str, sel[1:]))} light" if
                                 len(sel) > 1 else "")  # fmt: skip
     pooled = f"{len(sel)} drones" if len(sel) > 1 else f"drone {sel[0]}"
-    rows = [
-        ("position", "mm", 1e3, err.pos, _sigma(cov, slice(0, 3), 1e3), err.pos_rmse_m,
-         1e3, "mm", _AXES),
-        ("velocity", "mm/s", 1e3, err.vel, _sigma(cov, slice(3, 6), 1e3), err.vel_rmse_m_s,
-         1e3, "mm/s", _AXES),
-        ("attitude", "deg", math.degrees(1.0), err.att,
-         _sigma(cov, slice(6, 9), math.degrees(1.0)), err.att_rmse_deg, 1.0, "deg",
-         ("about body x", "about body y", "about body z")),
-    ]  # fmt: skip
-    for ax, (name, unit, scale, e, sig, rmse, rscale, runit, comps) in zip(
-        axes, rows, strict=False
-    ):
-        ax.set_ylabel(f"{name} error [{unit}]")
-        ax.grid(True, alpha=0.3)
-        if e is None:
-            mark_no_data(ax, f"{name} estimate or truth")
-            ax.set_title(f"{name} error: not logged", fontsize="medium")
-            continue
-        y = scale * e
-        for k in range(len(sel) - 1, -1, -1):  # the first drone on top
-            for j in range(3):
-                idx = thin_indices(y[:, k, j], cols)
-                if k == 0:
-                    ax.plot(t[idx], y[idx, 0, j], color=drone_color(j), lw=1.2,
-                            label=f"{comps[j]}", zorder=3)  # fmt: skip
-                else:
-                    ax.plot(t[idx], y[idx, k, j], color=drone_color(j), lw=0.6, alpha=0.3, zorder=2)
-        if sig is not None:
-            s = 3.0 * sig[:, 0]
-            idx = thin_indices(s, cols)
-            for j in range(3):
-                ax.fill_between(t[idx], -s[idx, j], s[idx, j], color=drone_color(j), alpha=0.1,
-                                lw=0, label="±3σ" if j == 0 else None, zorder=1)  # fmt: skip
-                for sign in (-1.0, 1.0):  # the edges, so overlapping bands stay apart
-                    ax.plot(t[idx], sign * s[idx, j], color=drone_color(j), lw=0.7, ls="--",
-                            alpha=0.7, zorder=1)  # fmt: skip
-        stat = "n/a" if rmse is None or not math.isfinite(rmse) else f"{rmse * rscale:.3g} {runit}"
-        what = "rotation angle " if name == "attitude" else ""
-        ax.set_title(
-            f"{name} error (true − estimate): {what}RMSE {stat} ({pooled}{_window(t_from)})",
-            fontsize="medium",
-        )
-        ax.legend(fontsize="x-small", ncol=4, loc="upper right")
+    counted = pooled + _window(t_from)
+    for ax, row in zip(axes, _error_rows(err, cov), strict=False):
+        _error_row(ax, row, t, len(sel), cols, counted)
     if has_nees:
-        ax = axes[3]
-        lo, hi = _nees_band_one_run()
-        nees = err.nees
-        ax.axhspan(lo, hi, color="green", alpha=0.12, lw=0,
-                   label=f"95 % band, one run [{lo:.3g}, {hi:.3g}]")  # fmt: skip
-        ax.axhline(NEES_DOF, color="green", ls=":", lw=1.0, label=f"mean {NEES_DOF} (χ² dof)")
-        for k in range(len(sel) - 1, 0, -1):
-            idx = thin_indices(nees[:, k], cols)
-            ax.plot(t[idx], nees[idx, k], color="0.4", lw=0.6, alpha=0.3)
-        idx = thin_indices(nees[:, 0], cols)
-        ax.plot(t[idx], nees[idx, 0], color="C0", lw=0.9, label=f"NEES, drone {sel[0]}")
-        ok = err.counted[:, 0] & np.isfinite(nees[:, 0])
-        csum = np.cumsum(np.where(ok, nees[:, 0], 0.0))
-        cnt = np.cumsum(ok)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            run = np.where(cnt > 0, csum / cnt, np.nan)
-        run[~ok] = np.nan
-        idx = thin_indices(run, cols)
-        ax.plot(t[idx], run[idx], color="C3", lw=1.6, label="running mean" + _window(t_from))
-        pos_vals = nees[np.isfinite(nees) & (nees > 0)]
-        if pos_vals.size:
-            ax.set_yscale("log")
-        ax.set_ylabel("NEES [-] (9 dof)")
-        ax.grid(True, alpha=0.3)
-        m, f = err.nees_mean, err.nees_in_band
-        stat = (
-            "n/a"
-            if m is None or not math.isfinite(m)
-            else f"mean {m:.3g}, {100 * f:.3g} % of samples in the 95 % band"  # type: ignore[operator]
-        )
-        ax.set_title(
-            f"NEES of position, velocity, attitude: {stat} ({pooled}{_window(t_from)})",
-            fontsize="medium",
-        )
-        ax.legend(fontsize="x-small", ncol=4, loc="upper right")
-    if t_from > 0:
-        t0 = float(np.nanmin(t)) if np.isfinite(t).any() else 0.0
-        for ax in axes:
-            if t_from > t0:
-                ax.axvspan(t0, t_from, color="0.5", alpha=0.12, lw=0)
-            ax.axvline(t_from, color="0.3", ls="--", lw=1.2)
-    if "crashed" in log:
-        cr = np.asarray(log["crashed"], dtype=bool)[:, sel]
-        for k in range(len(sel)):
-            if cr[:, k].any():
-                tc = t[np.argmax(cr[:, k])]
-                for ax in axes:
-                    ax.axvline(tc, color="k" if k == 0 else "0.6", ls=":", lw=1.2)
-                axes[0].annotate(f" crash {sel[k]}", (tc, 0.0), xycoords=("data", "axes fraction"),
-                                 va="bottom", fontsize="small", color="0.3")  # fmt: skip
+        _nees_row(axes[3], err, t, sel, cols, t_from, counted)
+    mark_settle(axes, t, t_from)
+    _mark_crashes(axes, log, sel, t)
     axes[-1].set_xlabel("time [s]")
     fig.suptitle(figure_title(meta, f"state estimate against truth ({who})", sel, n_all))
     h = fig.get_figheight()  # margins in inches: room for the suptitle and the row titles

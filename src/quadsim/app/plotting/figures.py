@@ -12,11 +12,14 @@ import numpy as np
 
 from ._common import (
     MAX_DRONES,
+    cube_axes,
     cube_limits,
     drone_color,
     euler_deg,
     figure_title,
+    first_crashes,
     mark_no_data,
+    mark_settle,
     nan_masked,
     new_figure,
     run_indices,
@@ -56,7 +59,8 @@ def plot_path_3d(
     fig = new_figure("path_3d")
     ax = fig.add_subplot(projection="3d")
     cols = thin_columns(fig, oversample=4)  # a long path keeps the extremes of x, y and z
-    for k, i in enumerate(sel):
+    crashes = first_crashes(log, sel)
+    for k in range(len(sel)):
         c = drone_color(k)
         p = pos[thin_indices(pos[:, k], cols), k]
         ax.plot(p[:, 0], p[:, 1], p[:, 2], color=c, lw=1.5)
@@ -67,17 +71,10 @@ def plot_path_3d(
         if ok.size:
             ax.scatter(*pos[ok[0], k], color=c, marker="o", s=20)
             ax.scatter(*pos[ok[-1], k], color=c, marker="s", s=20)
-        if "crashed" in log and np.asarray(log["crashed"], dtype=bool)[:, i].any():
-            j = int(np.argmax(np.asarray(log["crashed"], dtype=bool)[:, i]))
-            ax.scatter(*pos[j, k], color=c, marker="X", s=60)
+        if k in crashes:
+            ax.scatter(*pos[crashes[k], k], color=c, marker="X", s=60)
     lim = cube_limits(pos, *(() if ref is None else (ref,)))
-    ax.set_xlim(*lim[0])
-    ax.set_ylim(*lim[1])
-    ax.set_zlim(*lim[2])
-    ax.set_box_aspect((1, 1, 1))
-    ax.set_xlabel("x [m]")
-    ax.set_ylabel("y [m]")
-    ax.set_zlabel("z [m]")
+    cube_axes(ax, lim)
     handles = [
         Line2D([], [], color="k", lw=1.5, label="flown"),
         Line2D([], [], color="k", lw=1.0, ls="--", label="reference"),
@@ -348,28 +345,21 @@ def plot_tracking_error(
                     label=f"drone {sel[k]}" if j == 0 else None)  # fmt: skip
         ax.set_ylabel(labels[j])
         ax.grid(True, alpha=0.3)
-    if "crashed" in log:
-        cr = np.asarray(log["crashed"], dtype=bool)[:, sel]
-        for k in range(len(sel)):
-            if cr[:, k].any():
-                tc = t[np.argmax(cr[:, k])]
-                for ax in axes:
-                    ax.axvline(tc, color=drone_color(k), ls=":", lw=1.5)
-                axes[3].annotate(
-                    "crash",
-                    (tc, 1.0),
-                    xycoords=("data", "axes fraction"),
-                    va="top",
-                    fontsize="small",
-                    color=drone_color(k),
-                )
-    t_from = float(t_from)
-    if t_from > 0:
-        t0 = float(np.nanmin(t)) if np.isfinite(t).any() else 0.0
+    for k, j in first_crashes(log, sel).items():
+        tc = t[j]
         for ax in axes:
-            if t_from > t0:
-                ax.axvspan(t0, t_from, color="0.5", alpha=0.12, lw=0)
-            ax.axvline(t_from, color="0.3", ls="--", lw=1.2)
+            ax.axvline(tc, color=drone_color(k), ls=":", lw=1.5)
+        axes[3].annotate(
+            "crash",
+            (tc, 1.0),
+            xycoords=("data", "axes fraction"),
+            va="top",
+            fontsize="small",
+            color=drone_color(k),
+        )
+    t_from = float(t_from)
+    mark_settle(axes, t, t_from)
+    if t_from > 0:
         axes[3].annotate(
             f" settle: counted from t = {t_from:g} s",
             (t_from, 1.0),
