@@ -209,21 +209,26 @@ def sigint_state() -> str:
 
 
 @pytest.fixture
-def sigint_raises() -> Any:
-    """Python's own SIGINT handler for the test (KeyboardInterrupt), put back after.
+def stop_signals_default() -> Any:
+    """The stop signals' default dispositions for the test (SIGINT raises KeyboardInterrupt,
+    SIGTERM and SIGHUP end the process), put back after.
 
-    For the tests that stop a flight in this process with SIGINT. A test run started as a
-    background job of a shell without job control (``pytest ... &`` in a script, ``(nohup pytest
-    ...&)``) starts with SIGINT ignored (POSIX), Python then installs no handler of its own, and
-    the xdist workers inherit that: a raised SIGINT does nothing (issue 27, item 16: the five such
+    For the tests that raise a stop signal in this process. A test run started with ``nohup``
+    ignores SIGHUP, one started as a background job of a shell without job control (``pytest
+    ... &`` in a script) ignores SIGINT (POSIX; Python then installs no handler of its own), and
+    the xdist workers inherit that: a raised SIGINT does nothing (issue 27, item 16: five such
     tests failed in full runs started that way). quadsim leaves an ignored signal ignored
-    (:func:`quadsim.engines.signals.catchable`), so these tests install the handler themselves.
+    (:func:`quadsim.engines.signals.catchable`), so these tests set the defaults themselves; the
+    tests that signal a child start it with ``signal_helpers.default_signals``.
     """
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    defaults = {s: signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL
+                for s in STOP}  # fmt: skip
+    old = {s: signal.signal(s, h) for s, h in defaults.items()}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, old)
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def _sigint_dead() -> str | None:

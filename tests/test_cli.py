@@ -11,6 +11,7 @@ import pytest
 
 import quadsim
 from quadsim.app import bench, cli
+from signal_helpers import default_signals
 
 
 def test_version_and_presets(capsys):
@@ -200,7 +201,7 @@ def test_ctrl_c_on_a_running_flight_keeps_a_valid_log(tmp_path):
     out = tmp_path / "out"
     proc = subprocess.Popen(
         [sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out", str(out), "--quiet"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals,
     )  # fmt: skip
     deadline = time.monotonic() + 120
     while (len(list((out / "trajectory.parts").glob("part-*.parquet"))) < 3

@@ -359,7 +359,7 @@ def test_turbulence_and_sensors_run_in_the_step_one_call_per_chunk(monkeypatch):
 
 
 @pytest.mark.parametrize("where", ["on_chunk", "progress"])
-@pytest.mark.usefixtures("sigint_raises")
+@pytest.mark.usefixtures("stop_signals_default")
 def test_sigint_keeps_the_completed_chunks_with_sensors_and_gusts(where):
     """A real SIGINT mid-run: the chunks completed are kept, equal to the Python loop's."""
     import signal

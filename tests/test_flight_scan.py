@@ -179,7 +179,7 @@ def test_calls_split_under_the_memory_cap(monkeypatch):
     _assert_sims_alike(sim_s, sim_r)
 
 
-@pytest.mark.usefixtures("sigint_raises")
+@pytest.mark.usefixtures("stop_signals_default")
 @pytest.mark.parametrize("where", ["on_chunk", "progress"])
 def test_sigint_keeps_the_completed_chunks(where):
     calls = []

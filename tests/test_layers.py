@@ -299,3 +299,30 @@ def test_the_cycle_check_sees_a_cycle(monkeypatch):
     }  # fmt: skip
     graph = {"a": {"b"}, "b": {"c", "d"}, "c": {"a"}, "d": set(), "e": {"e2"}, "e2": {"e"}}
     assert _cycles(graph) == [["a", "b", "c", "a"], ["e", "e2", "e"]]
+
+
+MAX_MODULE_LINES = 600
+MAX_FUNCTION_LINES = 120
+
+
+def _long_functions(text: str) -> list[tuple[str, int]]:
+    """``(name, lines)`` of every function (or method) longer than :data:`MAX_FUNCTION_LINES`,
+    counted from its ``def`` (decorators excluded) to its last line, docstring included."""
+    return [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]  # fmt: skip
+
+
+def test_files_and_functions_are_small():
+    """No module over 600 lines, no function over 120 (issue 28: files named for one job)."""
+    big = [f"{p.relative_to(SRC)}: {n} lines" for p in FILES
+           if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES]  # fmt: skip
+    long = [f"{p.relative_to(SRC)}: {name} ({n} lines)" for p in FILES
+            for name, n in _long_functions(p.read_text())]  # fmt: skip
+    assert not big and not long, "\n".join(big + long)
+
+
+def test_the_size_check_sees_a_long_function():
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    assert _long_functions(f"def f():\n{body}\n\ndef g():\n    pass\n") == [
+        ("f", MAX_FUNCTION_LINES + 1)]

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from signal_helpers import default_signals
+
 pytest.importorskip("stable_baselines3")
 
 from rl_helpers import SCENARIO
@@ -150,7 +152,7 @@ def test_a_signal_stops_training_after_a_checkpoint_and_the_run_resumes_bit_for_
     out = tmp_path / "run"
     cmd = [PY, "-m", "quadsim.app.cli", "train", "quadsim/Hover-v0", "--envs", "16", "--steps",
            "6144", "--seed", "0", "--threads", "1", "--out", str(out), "--quiet"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
     try:
         t0 = time.monotonic()
         while not (out / "state.json").exists():

@@ -19,6 +19,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from signal_helpers import default_signals
+
 pytest.importorskip("cyclonedds")
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,6 +48,7 @@ def _node(tmp: Path, *args: str, domain: int, ns: str) -> tuple[subprocess.Popen
         stdout=subprocess.DEVNULL,
         stderr=open(err, "w"),
         cwd=tmp,
+        preexec_fn=default_signals,
     )
     end = time.monotonic() + 120
     while "Ctrl-C stops" not in err.read_text():

@@ -88,7 +88,7 @@ def test_docs_list_the_summary_keys(tmp_path):
     assert {"loop", "loop_reason", "signal", "recovered"} <= listed
 
 
-@pytest.mark.usefixtures("sigint_raises")
+@pytest.mark.usefixtures("stop_signals_default")
 def test_an_interrupted_compiled_run_keeps_its_chunks(tmp_path, monkeypatch):
     """SIGINT raised while the third chunk is handed over: the compiled run (IMU, mocap,
     gusts, mass spread) keeps its completed chunks and says which loop ran."""

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from quadsim.app import cli, io
+from signal_helpers import default_signals
 
 LONG = """
 name = "long"
@@ -40,7 +41,7 @@ def _start(tmp_path, text=LONG, *extra):
     proc = subprocess.Popen(
         [sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out", str(out), "--quiet",
          *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals,
     )  # fmt: skip
     return proc, out
 

@@ -14,6 +14,7 @@ import pytest
 
 from quadsim.app.signals import Interrupted, raising, stop_flag
 from quadsim.engines.signals import catchable, interrupt_after
+from signal_helpers import default_signals
 
 LONG = """
 name = "long"
@@ -33,12 +34,8 @@ part_seconds = 0  # a part per hand-over
 
 
 @pytest.fixture
-def sighup_ignored():
-    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGHUP, old)
+def sighup_ignored(stop_signals_default):
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)  # put back by stop_signals_default
 
 
 @pytest.mark.parametrize("block", [raising, stop_flag, interrupt_after])
@@ -53,6 +50,7 @@ def test_an_ignored_signal_stays_ignored_and_the_others_come_back(sighup_ignored
     assert {s: signal.getsignal(s) for s in before} == before
 
 
+@pytest.mark.usefixtures("stop_signals_default")
 def test_raising_turns_sigterm_into_interrupted_with_its_number():
     with pytest.raises(Interrupted) as e, raising():
         signal.raise_signal(signal.SIGTERM)
@@ -60,6 +58,7 @@ def test_raising_turns_sigterm_into_interrupted_with_its_number():
     assert isinstance(e.value, KeyboardInterrupt)  # what keeps a run's results on Ctrl-C
 
 
+@pytest.mark.usefixtures("stop_signals_default")
 def test_stop_flag_keeps_the_first_signal():
     with stop_flag() as flag:
         assert not flag
@@ -79,7 +78,7 @@ def test_quadsim_fly_started_with_a_signal_ignored_flies_on_through_it(tmp_path,
         [sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out", str(out), "--quiet",
          "--no-plots"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: signal.signal(ignored, signal.SIG_IGN),
+        preexec_fn=lambda: (default_signals(), signal.signal(ignored, signal.SIG_IGN)),
     )  # fmt: skip
     parts = out / "trajectory.parts"
 

@@ -17,6 +17,7 @@ import pytest
 
 from quadsim.app.sweep.spec import load_sweep, make_runs
 from quadsim.app.sweep.tasks import plan
+from signal_helpers import default_signals
 from sweep_helpers import PY, SLOW, children, cli_sweep, results_bytes, sweep_files
 
 
@@ -33,7 +34,8 @@ def _start_slow(tmp: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
     sweep = sweep_files(tmp, SLOW, duration=4.0, backend="numpy", head="replicates = 2")
     out = tmp / "out"
     proc = subprocess.Popen([PY, "-m", "quadsim.app.cli", "sweep", str(sweep), "--out", str(out),
-                             "--quiet", *extra], stderr=subprocess.PIPE, text=True)  # fmt: skip
+                             "--quiet", *extra], stderr=subprocess.PIPE, text=True,
+                            preexec_fn=default_signals)  # fmt: skip
     return proc, out
 
 
