@@ -15,9 +15,10 @@ vectorised, multi-threaded step over all environments:
 with :func:`quadsim.app.envs.actions.inner_loop` (thrust levels; ``rotor_speeds`` holds its affine
 map), the plant step :func:`quadsim.engines.sim.make_step` (model, integrator, world contacts and
 flags, the simulator's per-drone parameters as inputs), then
-:func:`quadsim.app.envs.core.observation` and :func:`quadsim.app.envs.core.outcome` at ``t = (steps
-+ 1) Δt_control`` on the task's reference (the trajectory traced too). Nothing is written twice: the
-NumPy reference path of :class:`~quadsim.app.envs.core.QuadCore` calls the same functions.
+:func:`quadsim.app.envs.observation.observation` and :func:`quadsim.app.envs.reward.outcome` at
+``t = (steps + 1) Δt_control`` on the task's reference (the trajectory traced too). Nothing is
+written twice: the NumPy reference path of :class:`~quadsim.app.envs.core.QuadCore` calls the same
+functions.
 
 Compiled state of one environment (structure of arrays, environment index last, rows
 :attr:`CompiledStep.rows`)::
@@ -33,7 +34,7 @@ Compiled state of one environment (structure of arrays, environment index last, 
 
 The rows from ``obs`` on are outputs of the step. ``fresh = 1`` starts a new episode instead of
 stepping (the ``NEXT_STEP`` autoreset): the state becomes
-:func:`quadsim.app.envs.core.start_state` of the task's reference at ``t = 0`` plus the drawn
+:func:`quadsim.app.envs.starts.start_state` of the task's reference at ``t = 0`` plus the drawn
 deviations, with hover rotor speeds, clear flags and inner memory, and the environment returns
 its first observation, reward 0 and no flags. A second compiled function recomputes only ``obs``
 from the state (after other resets, which write their starts into the selected columns).
@@ -51,8 +52,10 @@ import numpy as np
 
 from ...physics._array import CASADI_OPS, SymArray, SymbolicNamespace, symbolic
 from .actions import Attitude, InnerState, inner_loop
-from .core import observation, outcome, start_state
+from .observation import observation
 from .observer import advance, integrate_error, normalized
+from .reward import outcome
+from .starts import start_state
 
 __all__ = ["CompiledStep"]
 
