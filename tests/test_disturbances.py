@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("gymnasium")
 
 from quadsim.app.envs import HoverVectorEnv
-from quadsim.app.envs.core import InitRanges
 from quadsim.app.envs.disturbances import DisturbanceState, check_disturbances
+from quadsim.app.envs.starts import InitRanges
 
 CALM = InitRanges(0.0, 0.0, 0.0, 0.0, 0.0)
 """Every environment starts exactly at the target, level, at rest."""

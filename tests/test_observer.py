@@ -166,7 +166,7 @@ def test_the_body_frame_part_is_the_state_seen_from_the_drone():
     leaves them as they were while the world-frame entries turn."""
     from scipy.spatial.transform import Rotation
 
-    from quadsim.app.envs.core import observation
+    from quadsim.app.envs.observation import observation
 
     rng = np.random.default_rng(4)
     q = Rotation.random(16, random_state=5)

@@ -216,7 +216,7 @@ def test_env_pwm_action_level_holds_hover_and_drains_the_battery():
     hover, a reset refills it; the compiled env step declines with a reason."""
     import warnings
 
-    from quadsim.app.envs.core import InitRanges
+    from quadsim.app.envs.starts import InitRanges
     from quadsim.app.envs.vector import HoverVectorEnv
 
     with warnings.catch_warnings():

@@ -63,8 +63,8 @@ def test_gymnasium_checks_the_single_env():
 def test_the_reward_weighs_the_tilt():
     """Upside down at the target earns ``e^-w_R`` of upright (the attitude weight, REWARD), the
     same place, speed and rates; Hover's default weight 0 leaves its reward as it was."""
-    from quadsim.app.envs.core import RewardWeights, Termination, outcome
     from quadsim.app.envs.recover import REWARD
+    from quadsim.app.envs.reward import RewardWeights, Termination, outcome
 
     def reward(attitude_xyzw):
         env = gym.make("quadsim/Recover-v0")
@@ -93,7 +93,7 @@ def test_the_reward_weighs_the_tilt():
 @pytest.mark.parametrize("bad", [{"attitude": -1.0}, {"pos": math.nan}, {"crash_penalty": "10"},
                                  {"vel": math.inf}])  # fmt: skip
 def test_reward_weights_are_checked(bad):
-    from quadsim.app.envs.core import RewardWeights
+    from quadsim.app.envs.reward import RewardWeights
 
     name = next(iter(bad))
     with pytest.raises(ValueError, match=f"reward.{name} must be a finite number >= 0"):

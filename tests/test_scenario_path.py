@@ -107,8 +107,8 @@ def test_auto_backend_is_native_where_it_compiles_else_numpy(monkeypatch):
 
 
 def test_one_reference_construction_for_scenarios_and_envs():
-    from quadsim.app.envs.core import HoverTask
     from quadsim.app.envs.single import make_trajectory
+    from quadsim.app.envs.tasks import HoverTask
 
     sc = load("[trajectory]\nkind = 'lemniscate'\nsize = 0.5\nperiod = 6.0\n")
     assert sc.prepared.trajectory == tr.Lemniscate(size=0.5, period=6.0, center=(0.0, 0.0, 1.0))

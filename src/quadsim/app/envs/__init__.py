@@ -13,10 +13,13 @@ quadsim.app.envs``.
 
 from __future__ import annotations
 
-from .core import ENV_WORLD, HoverTask, InitRanges, RewardWeights, Termination, TrackTask
+from .core import ENV_WORLD
 from .disturbances import Disturbances
 from .recover import RecoverEnv, RecoverVectorEnv
+from .reward import RewardWeights, Termination
 from .single import HoverEnv, QuadsimEnv, TrackEnv, make_trajectory
+from .starts import InitRanges
+from .tasks import HoverTask, TrackTask
 from .vector import HoverVectorEnv, QuadsimVectorEnv, TrackVectorEnv
 
 __all__ = [

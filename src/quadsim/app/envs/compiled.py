@@ -15,9 +15,10 @@ vectorised, multi-threaded step over all environments:
 with :func:`quadsim.app.envs.actions.inner_loop` (thrust levels; ``rotor_speeds`` holds its affine
 map), the plant step :func:`quadsim.engines.sim.make_step` (model, integrator, world contacts and
 flags, the simulator's per-drone parameters as inputs), then
-:func:`quadsim.app.envs.core.observation` and :func:`quadsim.app.envs.core.outcome` at ``t = (steps
-+ 1) Δt_control`` on the task's reference (the trajectory traced too). Nothing is written twice: the
-NumPy reference path of :class:`~quadsim.app.envs.core.QuadCore` calls the same functions.
+:func:`quadsim.app.envs.observation.observation` and :func:`quadsim.app.envs.reward.outcome` at
+``t = (steps + 1) Δt_control`` on the task's reference (the trajectory traced too). Nothing is
+written twice: the NumPy reference path of :class:`~quadsim.app.envs.core.QuadCore` calls the same
+functions.
 
 Compiled state of one environment (structure of arrays, environment index last, rows
 :attr:`CompiledStep.rows`)::
@@ -33,7 +34,7 @@ Compiled state of one environment (structure of arrays, environment index last, 
 
 The rows from ``obs`` on are outputs of the step. ``fresh = 1`` starts a new episode instead of
 stepping (the ``NEXT_STEP`` autoreset): the state becomes
-:func:`quadsim.app.envs.core.start_state` of the task's reference at ``t = 0`` plus the drawn
+:func:`quadsim.app.envs.starts.start_state` of the task's reference at ``t = 0`` plus the drawn
 deviations, with hover rotor speeds, clear flags and inner memory, and the environment returns
 its first observation, reward 0 and no flags. A second compiled function recomputes only ``obs``
 from the state (after other resets, which write their starts into the selected columns).
@@ -51,8 +52,10 @@ import numpy as np
 
 from ...physics._array import CASADI_OPS, SymArray, SymbolicNamespace, symbolic
 from .actions import Attitude, InnerState, inner_loop
-from .core import observation, outcome, start_state
+from .observation import observation
 from .observer import advance, integrate_error, normalized
+from .reward import outcome
+from .starts import start_state
 
 __all__ = ["CompiledStep"]
 
@@ -103,6 +106,72 @@ def _reference(task: Any, t: SymArray, xp: Any) -> tuple[Any, Any, Any]:
             f"the task's trajectory does not trace with symbolic time ({type(e).__name__}: {e})"
         ) from e
     return ref.pos, ref.vel, ahead
+
+
+class _Trace:
+    """The symbols of one environment's column in the traced step and the helpers on them.
+
+    Args:
+        step: The :class:`CompiledStep` being compiled (rows, core, plant, dtype).
+        n_varying: Number of per-drone model parameters (inputs ``p``).
+
+    Attributes:
+        X, U, P: The CasADi ``SX`` inputs: state column, inputs, per-drone parameters.
+        xs: The scalars of ``X``.
+        inputs: The compiled functions' inputs (``P`` only with per-drone parameters).
+        fresh: Whether the environment starts anew (``NEXT_STEP`` autoreset), once traced.
+        new: The column of its new episode (:meth:`CompiledStep._start_column`), once traced.
+    """
+
+    def __init__(self, step: CompiledStep, n_varying: int) -> None:
+        import casadi as cs
+
+        self.core, self.rows, self.dtype = step.core, step.rows, step.dtype
+        self.xp = SymbolicNamespace.of(step.dtype)
+        self.nx, self.sl = step.system.size, step.system.slices()
+        self.X, self.U = cs.SX.sym("x", step.n_x), cs.SX.sym("u", step.n_u)
+        self.P = cs.SX.sym("p", n_varying)
+        self.xs = [self.X[i] for i in range(step.n_x)]
+        self.inputs = [self.X, self.U, self.P] if n_varying else [self.X, self.U]
+        self.observer = step.core.observer if step.core.observe_rotors else None
+        self.fresh: Any = None
+        self.new: list = []
+
+    def sym(self, name: str) -> SymArray:
+        """The rows ``name`` of the state column."""
+        return symbolic(self.xs[self.rows[name]], self.dtype)
+
+    def rotor_est(self) -> SymArray | None:
+        """The observer's rotor-speed estimate in the column (``None`` unless observed)."""
+        return self.sym("rotor_est") if self.observer else None
+
+    def error_integral(self) -> SymArray | None:
+        """The position-error integral in the column (``None`` unless observed)."""
+        return self.sym("err_int") if self.core.observe_integral else None
+
+    def attitude(self, x: tuple) -> Attitude:
+        """The attitude and body rates of the plant state ``x``."""
+        return Attitude(symbolic(x[self.sl["quat"]], self.dtype),
+                        symbolic(x[self.sl["ang_vel"]], self.dtype))  # fmt: skip
+
+    def observe(self, x: tuple, steps: Any, action: SymArray, est: SymArray | None,
+                integral: SymArray | None) -> tuple:  # fmt: skip
+        """:func:`~quadsim.app.envs.observation.observation` of the plant state ``x`` after
+        ``steps`` control steps, on the task's reference at that time."""  # noqa: D205, D209
+        core, sl, dtype = self.core, self.sl, self.dtype
+        t = symbolic([steps * core.control_dt], dtype)[0]
+        ref_pos, ref_vel, ahead = _reference(core.task, t, self.xp)
+        rotors = None if est is None else normalized(est, self.observer)
+        return observation(symbolic(x[sl["pos"]], dtype), symbolic(x[sl["quat"]], dtype),
+                           symbolic(x[sl["vel"]], dtype), symbolic(x[sl["ang_vel"]], dtype),
+                           action, ref_pos, ref_vel, ahead, rotors, integral,
+                           core.observe_body)  # fmt: skip
+
+    def keep(self, stepped: list, rows: slice) -> list:
+        """The stepped values of the ``rows``, or the new episode's where ``fresh``."""
+        import casadi as cs
+
+        return [cs.if_else(self.fresh, b, e) for e, b in zip(stepped, self.new[rows], strict=True)]
 
 
 class CompiledStep:
@@ -185,130 +254,140 @@ class CompiledStep:
         return rows
 
     def _compile(self, sim: Any, varying: list) -> tuple[Any, Any]:
+        """The compiled step and the compiled observation (module docstring), built from one
+        trace (:class:`_Trace`) of an environment's column."""  # noqa: D205, D209
         import casadi as cs
 
         from ...engines.native import compile_rollout
+
+        tr = _Trace(self, len(varying))
+        G = cs.Function("quadsim_env_observe", tr.inputs,
+                        [_cse(cs.vertcat(*self._observe_column(tr)))])  # fmt: skip
+        F = cs.Function("quadsim_env_step", tr.inputs,
+                        [_cse(cs.vertcat(*self._step_column(tr, sim, varying)))])  # fmt: skip
+        return compile_rollout(F, self.dtype), compile_rollout(G, self.dtype)
+
+    def _observe_column(self, tr: _Trace) -> list:
+        """The column of the observation of the current state (after resets): only the ``obs``
+        rows change."""  # noqa: D205, D209
+        xs, rows = tr.xs, self.rows
+        obs = tr.observe(tuple(xs[: tr.nx]), xs[rows["steps"].start], tr.sym("last_action"),
+                         tr.rotor_est(), tr.error_integral())[0]  # fmt: skip
+        out = list(xs)
+        out[rows["obs"]] = _flat(obs, self.dtype)
+        return out
+
+    def _step_column(self, tr: _Trace, sim: Any, varying: list) -> list:
+        """The column after the control step; an environment with ``fresh = 1`` (``NEXT_STEP``
+        autoreset) starts anew instead: its start state, first observation, reward 0 and no
+        flags."""  # noqa: D205, D209
         from ...engines.sim import make_step
         from ...engines.sim_native import kernel_params
+
+        system, dtype, U, ku = self.system, self.dtype, tr.U, self.k_act
+        p = kernel_params(system, sim.model_params, varying, tr.P)
+        step = make_step(system, p, sim.dt, sim.integrator, sim.world, xp=CASADI_OPS)
+        a = tr.xp.clip(symbolic([U[i] for i in range(ku)], dtype), -1.0, 1.0)
+        tr.fresh = U[ku] > 0.5
+        dev = [U[ku + 1 + i] for i in range(3 * len(START))]
+        tr.new = self._start_column(self.core, tr.xp, dev)
+        x, st, k, inner, est = self._substeps(tr, step, a)
+        x = tuple(tr.keep(list(x), slice(0, tr.nx)))
+        out = [*x]
+        if st is not None:
+            from ...physics.world import Status
+
+            first = self.rows["status_" + Status._fields[0]].start
+            st = Status(*tr.keep(list(st), slice(first, first + len(Status._fields))))
+            out += list(st)
+        out.append(k)
+        if inner is not None:
+            flat = [e for f in inner for e in _flat(f, dtype)]
+            out += tr.keep(flat, slice(self.rows[_INNER[0][0]].start, self.rows["started"].stop))
+        return out + self._episode_rows(tr, a, x, st, est)
+
+    def _substeps(self, tr: _Trace, step: Any, a: SymArray) -> tuple:
+        """The physics substeps of a control step with the action ``a``.
+
+        Each substep: the inner loop (or the held rotor command) of the action, the previous
+        action until the latency, the plant in the control step's wind; the rotor-speed observer
+        fed with the commands.
+
+        Returns:
+            ``(x, status, clock, inner, est)`` after the last substep: plant state, world flags
+            (``None`` without a world), clock, inner-loop memory (``None`` without an inner
+            loop) and rotor-speed estimate (``None`` unless observed).
+        """
+        import casadi as cs
+
         from ...physics.systems import Env
         from ...physics.world import Status
 
-        core, system, rows, dtype = self.core, self.system, self.rows, self.dtype
-        xp = SymbolicNamespace.of(dtype)
-        nx, sl = system.size, system.slices()
-        X, U = cs.SX.sym("x", self.n_x), cs.SX.sym("u", self.n_u)
-        P = cs.SX.sym("p", len(varying))
-        xs = [X[i] for i in range(self.n_x)]
-        inputs = [X, U, P] if varying else [X, U]
-
-        def sym(name: str) -> SymArray:
-            return symbolic(xs[rows[name]], dtype)
-
-        def attitude(x: tuple) -> Attitude:
-            return Attitude(symbolic(x[sl["quat"]], dtype), symbolic(x[sl["ang_vel"]], dtype))
-
-        observer = core.observer if core.observe_rotors else None
-
-        def observe(x: tuple, steps: Any, action: SymArray, est: SymArray | None,
-                    integral: SymArray | None) -> tuple:  # fmt: skip
-            t = symbolic([steps * core.control_dt], dtype)[0]
-            ref_pos, ref_vel, ahead = _reference(core.task, t, xp)
-            rotors = None if est is None else normalized(est, observer)
-            return observation(symbolic(x[sl["pos"]], dtype), symbolic(x[sl["quat"]], dtype),
-                               symbolic(x[sl["vel"]], dtype), symbolic(x[sl["ang_vel"]], dtype),
-                               action, ref_pos, ref_vel, ahead, rotors, integral,
-                               core.observe_body)  # fmt: skip
-
-        # the observation of the current state (after resets): only the obs rows change
-        est0 = sym("rotor_est") if observer else None
-        int0 = sym("err_int") if core.observe_integral else None
-        obs0 = observe(tuple(xs[:nx]), xs[rows["steps"].start], sym("last_action"), est0,
-                       int0)[0]  # fmt: skip
-        out0 = list(xs)
-        out0[rows["obs"]] = _flat(obs0, dtype)
-        G = cs.Function("quadsim_env_observe", inputs, [_cse(cs.vertcat(*out0))])
-
-        # the control step; an environment with fresh = 1 (NEXT_STEP autoreset) starts anew
-        # instead: its start state, first observation, reward 0 and no flags
-        p = kernel_params(system, sim.model_params, varying, P)
-        step = make_step(system, p, sim.dt, sim.integrator, sim.world, xp=CASADI_OPS)
-        ku = self.k_act
-        a = xp.clip(symbolic([U[i] for i in range(ku)], dtype), -1.0, 1.0)
-        fresh = U[ku] > 0.5
-        new = self._start_column(core, xp, [U[ku + 1 + i] for i in range(3 * len(START))])
-
-        def keep(stepped: list, rows: slice) -> list:
-            return [cs.if_else(fresh, b, e) for e, b in zip(stepped, new[rows], strict=True)]
-
-        x0 = tuple(xs[:nx])
-        st0 = Status(*[xs[rows["status_" + f].start] for f in Status._fields]) if self.world \
+        xs, rows, dtype, U, level = tr.xs, self.rows, self.dtype, tr.U, self.core.level
+        x = tuple(xs[: tr.nx])
+        st = Status(*[xs[rows["status_" + f].start] for f in Status._fields]) if self.world \
             else None  # fmt: skip
-        x, st, k = x0, st0, xs[rows["clock"].start]
-        level = core.level
+        k, inner = xs[rows["clock"].start], None
         if level.inner_loop:
             consts = level.consts
-            inner0 = InnerState(*[symbolic(xs[rows[f]], dtype) if size > 1 else sym(f)[0]
-                                  for f, size in _INNER])  # fmt: skip
-            inner = inner0
+            inner = InnerState(*[symbolic(xs[rows[f]], dtype) if size > 1 else tr.sym(f)[0]
+                                 for f, size in _INNER])  # fmt: skip
         else:
             held = tuple(_flat(level.command(a, None), dtype))
         # the disturbances: the control step's wind, and the previous action until the latency
-        w0 = ku + 1 + 3 * len(START)
+        w0 = self.k_act + 1 + 3 * len(START)
         env = Env(wind=(U[w0], U[w0 + 1], U[w0 + 2]))
-        delay, prev = U[w0 + 3], sym("last_action")
+        delay, prev = U[w0 + 3], tr.sym("last_action")
         prev_held = None if level.inner_loop else tuple(_flat(level.command(prev, None), dtype))
-        est = est0
+        est = tr.rotor_est()
         for j in range(self.substeps):
             late = delay > j
             if level.inner_loop:
                 pairs = zip(_flat(prev, dtype), _flat(a, dtype), strict=True)
                 aj = symbolic([cs.if_else(late, p, c) for p, c in pairs], dtype)
-                rpm, inner = inner_loop(aj, attitude(x), inner, consts)
+                rpm, inner = inner_loop(aj, tr.attitude(x), inner, consts)
                 u = tuple(_flat(rpm, dtype))
             else:
                 u = tuple(cs.if_else(late, p, c) for p, c in zip(prev_held, held, strict=True))
-            if observer:  # fed with the inner loop's command, else the action as sent
+            if est is not None:  # fed with the inner loop's command, else the action as sent
                 sent = u if level.inner_loop else held
-                est = advance(est, symbolic(list(sent), dtype), observer)
+                est = advance(est, symbolic(list(sent), dtype), tr.observer)
             x, st = step(x, u, st, k, env)
             k = k + 1
-        x = tuple(keep(list(x), slice(0, nx)))
-        out = [*x]
-        if st is not None:
-            first = rows["status_" + Status._fields[0]].start
-            st = Status(*keep(list(st), slice(first, first + len(Status._fields))))
-            out += list(st)
-        out.append(k)
-        if level.inner_loop:
-            flat = lambda s: [e for f in s for e in _flat(f, dtype)]  # noqa: E731
-            out += keep(flat(inner), slice(rows[_INNER[0][0]].start, rows["started"].stop))
-        steps = cs.if_else(fresh, 0.0, xs[rows["steps"].start] + 1)
-        last = symbolic(keep(_flat(a, dtype), rows["last_action"]), dtype)
-        if observer:
-            est = symbolic(keep(_flat(est, dtype), rows["rotor_est"]), dtype)
-        integral = int0
+        return x, st, k, inner, est
+
+    def _episode_rows(self, tr: _Trace, a: SymArray, x: tuple, st: Any, est: Any) -> list:
+        """The rows from ``steps`` on after the step to ``x`` (flags ``st``) with the action
+        ``a``: steps, last action, observer states, observation, reward, flags, position
+        error."""  # noqa: D205, D209
+        import casadi as cs
+
+        core, rows, dtype, xp, fresh = self.core, self.rows, self.dtype, tr.xp, tr.fresh
+        steps = cs.if_else(fresh, 0.0, tr.xs[rows["steps"].start] + 1)
+        last = symbolic(tr.keep(_flat(a, dtype), rows["last_action"]), dtype)
+        if est is not None:
+            est = symbolic(tr.keep(_flat(est, dtype), rows["rotor_est"]), dtype)
+        integral = int0 = tr.error_integral()
         if int0 is not None:  # after the step, with the error at the new time
             t1 = symbolic([steps * core.control_dt], dtype)[0]
-            e1 = symbolic(x[sl["pos"]], dtype) - _reference(core.task, t1, xp)[0]
+            e1 = symbolic(x[tr.sl["pos"]], dtype) - _reference(core.task, t1, xp)[0]
             integral = integrate_error(int0, e1, core.control_dt)
-            integral = symbolic(keep(_flat(integral, dtype), rows["err_int"]), dtype)
-        obs, e_p, e_v, R_zz = observe(x, steps, last, est, integral)
+            integral = symbolic(tr.keep(_flat(integral, dtype), rows["err_int"]), dtype)
+        obs, e_p, e_v, R_zz = tr.observe(x, steps, last, est, integral)
         never = xp.zeros(()) > 0.0
         crashed = never if st is None else SymArray(st.crashed, dtype) > 0.5
         fault = never if st is None else SymArray(st.fault_step, dtype) >= 0.0
-        w = symbolic(x[sl["ang_vel"]], dtype)
-        reward, term, oob, tilted, dist = outcome(e_p, e_v, w, last, sym("last_action"), crashed,
-                                                  fault, R_zz, core.weights,
+        w = symbolic(x[tr.sl["ang_vel"]], dtype)
+        reward, term, oob, tilted, dist = outcome(e_p, e_v, w, last, tr.sym("last_action"),
+                                                  crashed, fault, R_zz, core.weights,
                                                   core.termination)  # fmt: skip
         mx = core.max_episode_steps
         trunc = never if mx is None else SymArray(steps, dtype) >= float(mx)
-        out += [steps, *last.entries(), *(_flat(est, dtype) if observer else ()),
-                *(_flat(integral, dtype) if integral is not None else ()), *_flat(obs, dtype)]
+        out = [steps, *last.entries(), *(_flat(est, dtype) if est is not None else ()),
+               *(_flat(integral, dtype) if integral is not None else ()), *_flat(obs, dtype)]
         for f in (reward, term, trunc, crashed, fault, oob, tilted):
             out += [cs.if_else(fresh, 0.0, e) for e in _flat(f, dtype)]
-        out += _flat(dist, dtype)
-        F = cs.Function("quadsim_env_step", inputs, [_cse(cs.vertcat(*out))])
-        return compile_rollout(F, dtype), compile_rollout(G, dtype)
+        return out + _flat(dist, dtype)
 
     def _start_column(self, core: Any, xp: Any, dev: list) -> list:
         """The compiled state of a new episode (up to ``steps``) from the traced deviations

@@ -1,339 +1,37 @@
-r"""The batched core shared by the single and the vectorised environments.
+r"""The batched core shared by the single and the vectorised environments: :class:`QuadCore`.
 
 One :class:`~quadsim.engines.sim.Simulator` with ``n`` drones (one per environment) at physics step
 ``dt``; each control step holds the action for ``sim_steps_per_action`` physics steps (default
-500 Hz physics, 100 Hz control). With the position error ``e_p = p - p_ref(t)`` [m], the velocity
-error ``e_v = v - v_ref(t)`` [m/s] (hover: ``v_ref = 0``), body rates ``ω`` [rad/s] and actions
-``a_t``:
+500 Hz physics, 100 Hz control). What a step returns is defined by the modules the core calls:
 
-* observation (float32), in this order: ``e_p`` (3), ``v`` (3, world), ``R_wb`` row-major (9),
-  ``ω`` (3, body), ``a_{t-1}`` (k, the action just applied; zeros after a reset), with
-  ``observe_rotors`` the rotor-speed estimate ``Ω̂`` (N, normalised like the rotor_speeds action;
-  :mod:`quadsim.app.envs.observer`: the nominal motor model run on the commands sent), with
-  ``observe_integral`` the position-error integral ``I / I_max`` (3, same module), with
-  ``observe_body`` the position error and the velocity in the body frame ``R^T e_p``, ``R^T v``
-  (3 + 3: what the rotors can act on, the same for every heading); tracking adds
-  ``v_ref(t)`` (3) and ``p - p_ref(t + τ_j)`` (3 per look-ahead time ``τ_j``);
-* reward ``r = exp(-(w_p ‖e_p‖ + w_v ‖e_v‖ + w_ω ‖ω‖ + w_a ‖a_t - a_{t-1}‖
-  + w_R (1 - R_zz) / 2))`` ∈ (0, 1] (``(1 - R_zz) / 2`` is 0 upright, 1 upside down),
-  minus ``crash_penalty`` on the step that terminates;
-* termination: crash (the world's ground impact, boxes or bounds), a simulator fault (diverged
-  state), ``‖e_p‖ > max_pos_error`` or tilt ``arccos(R_zz) > max_tilt``;
-* truncation: ``max_episode_steps`` control steps (``None``: never).
+* observation: :mod:`quadsim.app.envs.observation`;
+* reward and termination (crash, fault, position error, tilt): :mod:`quadsim.app.envs.reward`;
+* truncation: ``max_episode_steps`` control steps (``None``: never);
+* initial states, drawn around the task's reference (:mod:`quadsim.app.envs.tasks`) at ``t = 0``:
+  :mod:`quadsim.app.envs.starts`.
 
-Initial states are drawn uniformly around the reference at ``t = 0``: position offset per axis
-``±pos`` [m], roll and pitch ``±tilt`` [rad], yaw ``±yaw`` [rad], velocity per axis ``±vel``
-[m/s], body rates per axis ``±ang_vel`` [rad/s] (or uniform in a ball of radius
-``ang_vel_norm``); rotors start at hover speed.
+This module also holds the environments' default world (:data:`ENV_WORLD`) and the choice of the
+simulator backend (:func:`resolve_backend`).
 """
 
 from __future__ import annotations
 
-import math
 import warnings
-from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
-from ...loop.initial import Spread, make_trajectory, sample_start
-from ...physics._array import namespace
-from ...physics.rotation import kfrom_euler, rotate_inverse, to_matrix
+from ...loop.initial import Spread, sample_start
 from ...physics.world import Ground, World
 from .actions import make_action_level
-from .observer import INTEGRAL_MAX
+from .observation import observation, observation_size
+from .reward import RewardWeights, Termination, check_weights, outcome
+from .starts import InitRanges, check_init, start_state
 
-__all__ = [
-    "ENV_WORLD",
-    "HoverTask",
-    "InitRanges",
-    "QuadCore",
-    "RewardWeights",
-    "Termination",
-    "TrackTask",
-    "observation",
-    "observation_size",
-    "outcome",
-    "resolve_backend",
-    "start_state",
-]
+__all__ = ["ENV_WORLD", "QuadCore", "resolve_backend"]
 
 ENV_WORLD = World(ground=Ground(height=0.0, crash_speed=0.0))
 """Default world of the environments: any descending contact with the floor at z = 0 is a crash."""
-
-
-class InitRanges(NamedTuple):
-    """Half-widths of the uniform initial-state distribution around the reference at t = 0.
-
-    The draws are shifted by the centres (``pos_center``, ``vel_center``).
-
-    Attributes:
-        pos: Position offset per axis [m] (one number, or one per axis).
-        vel: Velocity per axis [m/s] (one number, or one per axis).
-        tilt: Roll and pitch [rad].
-        yaw: Yaw [rad].
-        ang_vel: Body rates per axis [rad/s].
-        pos_center: Centre of the position offsets [m] ``(3,)`` (default none).
-        vel_center: Centre of the velocities [m/s] ``(3,)`` (default none).
-        ang_vel_norm: If set, body rates uniform in the ball of this radius [rad/s] instead of
-            ``±ang_vel`` per axis.
-    """
-
-    pos: Any = 0.5
-    vel: Any = 0.5
-    tilt: float = 0.3
-    yaw: float = math.pi
-    ang_vel: float = 0.5
-    pos_center: Any = (0.0, 0.0, 0.0)
-    vel_center: Any = (0.0, 0.0, 0.0)
-    ang_vel_norm: float | None = None
-
-
-def _check_init(r: InitRanges) -> InitRanges:
-    """``r`` if its half-widths are finite and >= 0 and its centres finite (else ValueError)."""
-    for name in ("pos", "vel", "tilt", "yaw", "ang_vel", "ang_vel_norm"):
-        v = getattr(r, name)
-        a = np.asarray(0.0 if v is None else v, dtype=np.float64)
-        if a.shape not in ((), (3,)) or not np.all(np.isfinite(a) & (a >= 0)):
-            raise ValueError(f"init.{name} must be >= 0 (one number or 3); got {v!r}")
-    for name in ("pos_center", "vel_center"):
-        a = np.asarray(getattr(r, name), dtype=np.float64)
-        if a.shape != (3,) or not np.all(np.isfinite(a)):
-            raise ValueError(f"init.{name} must be 3 finite numbers; got {getattr(r, name)!r}")
-    return r
-
-
-class RewardWeights(NamedTuple):
-    """Weights of the reward (module docstring), all finite and >= 0.
-
-    ``r = exp(-(w_p ‖e_p‖ + w_v ‖e_v‖ + w_ω ‖ω‖ + w_a ‖Δa‖ + w_R (1 - R_zz) / 2))``.
-
-    Attributes:
-        pos: ``w_p`` [1/m].
-        vel: ``w_v`` [s/m].
-        ang_vel: ``w_ω`` [s/rad].
-        action_rate: ``w_a`` (per unit of normalised action change).
-        crash_penalty: Subtracted on the step that terminates the episode.
-        attitude: ``w_R`` (on ``(1 - R_zz) / 2``: 0 upright, 1 upside down; default 0, Recover-v0
-            :data:`quadsim.app.envs.recover.REWARD`).
-    """
-
-    pos: float = 1.0
-    vel: float = 0.1
-    ang_vel: float = 0.05
-    action_rate: float = 0.05
-    crash_penalty: float = 10.0
-    attitude: float = 0.0
-
-
-def _check_weights(w: RewardWeights) -> RewardWeights:
-    """``w`` if every weight is a finite number >= 0 (else ValueError naming it)."""
-    for name, v in w._asdict().items():
-        ok = isinstance(v, (int, float, np.floating, np.integer)) and not isinstance(v, bool)
-        if not (ok and math.isfinite(v) and v >= 0):
-            raise ValueError(f"reward.{name} must be a finite number >= 0; got {v!r}")
-    return w
-
-
-class Termination(NamedTuple):
-    """Termination limits besides crashes and faults (``None`` disables one).
-
-    Attributes:
-        max_pos_error: Largest distance to the reference ``‖e_p‖`` [m].
-        max_tilt: Largest angle between body z and world z [rad].
-    """
-
-    max_pos_error: float | None = 2.0
-    max_tilt: float | None = math.pi / 2
-
-
-class TrackTask:
-    """Follow a trajectory ``traj(t) -> Reference`` (:mod:`quadsim.loop.trajectories`).
-
-    A trajectory that is constant from the start (``duration == 0``, e.g.
-    :class:`~quadsim.loop.trajectories.Hover`) is evaluated once.
-
-    Args:
-        trajectory: Callable of time [s] (any shape ``(...)``) returning a
-            :class:`~quadsim.loop.trajectories.Reference` with ``pos``, ``vel`` of shape ``(...,
-            3)``.
-        future: Look-ahead times ``τ_j`` [s] of the reference points in the observation.
-    """
-
-    name = "track"
-
-    def __init__(self, trajectory: Callable, future: Any = (0.1, 0.25, 0.5)) -> None:
-        if not callable(trajectory):
-            raise ValueError(f"trajectory must be a callable t -> Reference; got {trajectory!r}")
-        self.trajectory = trajectory
-        self.future = tuple(float(x) for x in future)
-        self._constant = None
-        if getattr(trajectory, "duration", None) == 0.0:
-            ref = trajectory(0.0)
-            self._constant = (np.asarray(ref.pos, dtype=np.float64),
-                              np.asarray(ref.vel, dtype=np.float64))  # fmt: skip
-
-    def reference(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Reference position and velocity ``(n, 3)`` at times ``t`` ``(n,)`` [s]."""
-        shape = (*np.shape(t), 3)
-        if self._constant is not None:
-            pos, vel = self._constant
-        else:
-            ref = self.trajectory(np.asarray(t, dtype=np.float64))
-            pos, vel = np.asarray(ref.pos, dtype=np.float64), np.asarray(ref.vel, dtype=np.float64)
-        return np.broadcast_to(pos, shape), np.broadcast_to(vel, shape)
-
-    def ahead(self, t: np.ndarray) -> np.ndarray:
-        """Reference positions ``(n, J, 3)`` at ``t + τ_j``."""
-        t = np.asarray(t, dtype=np.float64)
-        if not self.future:
-            return np.zeros((*t.shape, 0, 3))
-        tt = t[..., None] + np.asarray(self.future)
-        if self._constant is not None:
-            return np.broadcast_to(self._constant[0], (*tt.shape, 3))
-        pos = np.asarray(self.trajectory(tt).pos, dtype=np.float64)
-        return np.broadcast_to(pos, (*tt.shape, 3))
-
-
-class HoverTask(TrackTask):
-    """Hold a fixed target position (yaw is free): :class:`TrackTask` of a hover reference.
-
-    Args:
-        target: World target [m], ``(3,)``.
-    """
-
-    name = "hover"
-
-    def __init__(self, target: Any = (0.0, 0.0, 1.0)) -> None:
-        target = np.asarray(target, dtype=np.float64)
-        if target.shape != (3,) or not np.all(np.isfinite(target)):
-            raise ValueError(f"target must be a finite (3,) position [m]; got {target!r}")
-        super().__init__(make_trajectory("hover", center=tuple(target.tolist())), future=())
-        self.target = target
-
-
-def start_state(pos: Any, rpy: Any, vel: Any, ang_vel: Any, floor: float | None) -> tuple:
-    """The plant state of new episodes (pure, array API; the compiled step traces it).
-
-    Args:
-        pos: Drawn positions ``(..., 3)`` [m].
-        rpy: Drawn roll, pitch, yaw ``(..., 3)`` [rad] (ZYX Euler).
-        vel: Drawn velocities ``(..., 3)`` [m/s].
-        ang_vel: Drawn body rates ``(..., 3)`` [rad/s].
-        floor: Lowest start height [m] (the ground's height plus 5 cm), or ``None``.
-
-    Returns:
-        ``(pos, quat, vel, ang_vel)``: ``pos`` with ``z`` raised to ``floor`` where below it,
-        ``quat`` ``(..., 4)`` (xyzw) of ``rpy``.
-    """
-    xp = namespace(pos, rpy)
-    quat = xp.stack(kfrom_euler(xp, (rpy[..., 0], rpy[..., 1], rpy[..., 2])), axis=-1)
-    if floor is not None:
-        z = xp.maximum(pos[..., 2], floor)
-        pos = xp.stack([pos[..., 0], pos[..., 1], z], axis=-1)
-    return pos, quat, vel, ang_vel
-
-
-def observation_size(act_dim: int, n_rotors: int, rotors: bool = False, integral: bool = False,
-                     body: bool = False, look_ahead: int | None = None) -> int:  # fmt: skip
-    """The length of :func:`observation`'s vector: ``act_dim`` actions, ``n_rotors`` rotors,
-    the options observed, and tracking's ``look_ahead`` points (``None``: hover)."""  # noqa: D205, D209
-    return (18 + act_dim + (n_rotors if rotors else 0) + (3 if integral else 0)
-            + (6 if body else 0) + (0 if look_ahead is None else 3 + 3 * look_ahead))  # fmt: skip
-
-
-def observation(
-    pos: Any, quat: Any, vel: Any, ang_vel: Any, last_action: Any, ref_pos: Any, ref_vel: Any,
-    ahead: Any = None, rotors: Any = None, integral: Any = None, body: bool = False,
-) -> tuple[Any, Any, Any, Any]:  # fmt: skip
-    """The observation and the errors behind the reward (pure, array API, batch shape ``...``).
-
-    The one implementation of the module docstring's observation: :class:`QuadCore` calls it on
-    NumPy arrays, the compiled env step (:mod:`quadsim.app.envs.compiled`) traces it for one drone.
-
-    Args:
-        pos: World position ``(..., 3)`` [m].
-        quat: Attitude ``(..., 4)`` (xyzw).
-        vel: World velocity ``(..., 3)`` [m/s].
-        ang_vel: Body rates ``(..., 3)`` [rad/s].
-        last_action: The action just applied ``(..., k)``.
-        ref_pos: Reference position at the current time [m].
-        ref_vel: Reference velocity at the current time [m/s].
-        ahead: Reference positions at the look-ahead times ``(..., J, 3)`` (tracking), or
-            ``None`` (hover: no reference terms).
-        rotors: The observed rotor-speed estimate ``(..., N)``
-            (:func:`quadsim.app.envs.observer.normalized`), or ``None`` (not observed).
-        integral: The position-error integral ``(..., 3)`` [m s]
-            (:func:`quadsim.app.envs.observer.integrate_error`), or ``None`` (not observed).
-        body: Also observe ``R^T e_p`` and ``R^T v`` (the body frame).
-
-    Returns:
-        ``(obs, e_p, e_v, R_zz)``: observation ``(..., obs_dim)`` in the state's dtype (non-finite
-        entries as ``numpy.nan_to_num`` with ±1e6), position and velocity errors, and ``R_zz``.
-    """
-    xp = namespace(pos, quat, vel, ang_vel)
-    R = to_matrix(quat)
-    e_p = pos - ref_pos
-    R9 = xp.reshape(R, (*R.shape[:-2], 9))
-    parts = [e_p, vel, xp.clip(R9, -1.0, 1.0), ang_vel, last_action]
-    if rotors is not None:
-        parts.append(rotors)
-    if integral is not None:
-        parts.append(integral * (1.0 / INTEGRAL_MAX))
-    if body:
-        parts += [rotate_inverse(quat, e_p), rotate_inverse(quat, vel)]
-    if ahead is not None:
-        d = pos[..., None, :] - ahead
-        parts += [ref_vel, xp.reshape(d, (*d.shape[:-2], d.shape[-2] * 3))]
-    obs = xp.concat([xp.broadcast_to(p, (*e_p.shape[:-1], p.shape[-1])) for p in parts], axis=-1)
-    big = xp.where(obs > 0.0, 1e6, xp.where(obs < 0.0, -1e6, 0.0))
-    obs = xp.where(xp.abs(obs) < math.inf, obs, big)
-    return obs, e_p, vel - ref_vel, R[..., 2, 2]
-
-
-def outcome(
-    e_p: Any, e_v: Any, ang_vel: Any, action: Any, prev_action: Any, crashed: Any, fault: Any,
-    R_zz: Any, weights: RewardWeights, termination: Termination,
-) -> tuple[Any, Any, Any, Any, Any]:  # fmt: skip
-    """Reward and termination of a control step (pure, array API; module docstring).
-
-    Args:
-        e_p: Position error ``(..., 3)`` [m].
-        e_v: Velocity error ``(..., 3)`` [m/s].
-        ang_vel: Body rates [rad/s] ``(..., 3)``.
-        action: This step's action ``(..., k)``.
-        prev_action: The previous step's action ``(..., k)``.
-        crashed: The simulator's crash flags ``(...)`` (booleans).
-        fault: The simulator's fault flags ``(...)`` (booleans).
-        R_zz: ``cos`` of the tilt ``(...)``.
-        weights: :class:`RewardWeights`.
-        termination: :class:`Termination`.
-
-    Returns:
-        ``(reward, terminated, out_of_bounds, tilted, pos_error)``.
-    """
-    xp = namespace(e_p, e_v, ang_vel)
-
-    def norm(v: Any) -> Any:
-        return xp.sqrt(xp.sum(v * v, axis=-1))
-
-    dist = norm(e_p)
-    terminated = crashed | fault
-    never = xp.zeros_like(dist) > 0.0
-    out = never if termination.max_pos_error is None else dist > termination.max_pos_error
-    tilted = never if termination.max_tilt is None else R_zz < math.cos(termination.max_tilt)
-    if termination.max_pos_error is not None:
-        terminated = terminated | out
-    if termination.max_tilt is not None:
-        terminated = terminated | tilted
-    wt = weights
-    cost = (wt.pos * dist + wt.vel * norm(e_v) + wt.ang_vel * norm(ang_vel)
-            + wt.action_rate * norm(action - prev_action))  # fmt: skip
-    if wt.attitude:  # (left out at 0: nothing changes for the envs that do not use it)
-        cost = cost + wt.attitude * 0.5 * (1.0 - R_zz)
-    reward = xp.exp(-cost) - wt.crash_penalty * terminated
-    reward = xp.where(xp.abs(reward) < math.inf, reward, -wt.crash_penalty)
-    return reward, terminated, out, tilted, dist
 
 
 def resolve_backend(backend: str, warn: bool) -> str:
@@ -361,7 +59,8 @@ class QuadCore:
 
     * the reference path: the action level in NumPy (its inner loop at every physics substep,
       :func:`quadsim.app.envs.actions.inner_loop`), the :class:`~quadsim.engines.sim.Simulator` for
-      the plant, :func:`observation` and :func:`outcome` in NumPy; any backend;
+      the plant, :func:`~quadsim.app.envs.observation.observation` and
+      :func:`~quadsim.app.envs.reward.outcome` in NumPy; any backend;
     * the compiled path (``backend="native"``, :mod:`quadsim.app.envs.compiled`): the same functions
       traced for one drone into one C function that runs a whole control step (inner loop and
       plant for every substep, observation, reward and flags) of all environments in one call.
@@ -369,7 +68,8 @@ class QuadCore:
 
     Args:
         n: Number of environments.
-        task: :class:`HoverTask` or :class:`TrackTask`.
+        task: :class:`~quadsim.app.envs.tasks.HoverTask` or
+            :class:`~quadsim.app.envs.tasks.TrackTask`.
         action_level: ``"rotor_speeds"``, ``"pwm"``, ``"thrust_rates"`` or ``"thrust_attitude"``.
         drone: Preset name, TOML path or :class:`~quadsim.physics.params.Params`.
         dt: Physics step [s].
@@ -377,9 +77,9 @@ class QuadCore:
         backend: Simulator backend, or ``"auto"`` (native when available, else numpy).
         dtype: Simulator dtype.
         world: :class:`~quadsim.physics.world.World` (default :data:`ENV_WORLD`).
-        init: :class:`InitRanges`.
-        termination: :class:`Termination`.
-        reward: :class:`RewardWeights`.
+        init: :class:`~quadsim.app.envs.starts.InitRanges`.
+        termination: :class:`~quadsim.app.envs.reward.Termination`.
+        reward: :class:`~quadsim.app.envs.reward.RewardWeights`.
         max_episode_steps: Truncation length in control steps, or ``None``.
         warn_fallback: Warn when ``"auto"`` falls back to numpy.
         action_options: Extra keyword arguments of the action level (e.g. ``max_rate``).
@@ -390,7 +90,7 @@ class QuadCore:
         disturbances: :class:`~quadsim.app.envs.disturbances.Disturbances` (or a dict of its
             fields): action latency, wind and observation noise; default none.
         observe_rotors: Observe the rotor-speed estimate of :mod:`quadsim.app.envs.observer`
-            (module docstring).
+            (:mod:`quadsim.app.envs.observation`).
         observe_integral: Observe the position-error integral of :mod:`quadsim.app.envs.observer`.
         observe_body: Also observe the position error and the velocity in the body frame.
     """
@@ -429,7 +129,7 @@ class QuadCore:
         self.control_dt = self.dt * sim_steps_per_action
         self.backend = resolve_backend(backend, warn_fallback)
         self.dtype, self.world = dtype, world
-        self.init = r = _check_init(InitRanges() if init is None else InitRanges(*init))
+        self.init = r = check_init(InitRanges() if init is None else InitRanges(*init))
         self._spread = {
             "pos": Spread("uniform", r.pos),
             "rpy": Spread("uniform", (r.tilt, r.tilt, r.yaw)),
@@ -439,7 +139,7 @@ class QuadCore:
         }  # fmt: skip
         self.termination = Termination() if termination is None else Termination(*termination)
         weights = RewardWeights() if reward is None else RewardWeights(*reward)
-        self.weights = _check_weights(weights)
+        self.weights = check_weights(weights)
         self.max_episode_steps = max_episode_steps
         self.level = make_action_level(action_level, self.params, n, self.dt,
                                        **(action_options or {}))  # fmt: skip
@@ -552,7 +252,7 @@ class QuadCore:
     # -- episodes ---------------------------------------------------------------------------------
     def draw_start(self, rng: np.random.Generator, m: int) -> Any:
         """Deviations of ``m`` new starts from the reference at ``t = 0``: the uniform draws of
-        :class:`InitRanges` plus its centres (position, velocity)."""  # noqa: D205, D209
+        :class:`~quadsim.app.envs.starts.InitRanges` plus its centres (position, velocity)."""  # noqa: D205, D209
         d = sample_start(rng, m, spread=self._spread)
         r = self.init
         return d._replace(pos=d.pos + np.asarray(r.pos_center, dtype=np.float64),
@@ -618,8 +318,8 @@ class QuadCore:
         action, draw a new start (:meth:`reset`) and return its observation with reward 0, both
         flags false, ``time`` 0 and ``pos_error`` the norm of the observed position error. The
         compiled path draws the deviations and builds the new starts inside its one call
-        (:func:`start_state` on the reference at ``t = 0``); the reference path steps everyone,
-        then resets and observes (the same draws and results).
+        (:func:`~quadsim.app.envs.starts.start_state` on the reference at ``t = 0``); the
+        reference path steps everyone, then resets and observes (the same draws and results).
         """
         if self.compiled is not None:  # the new starts are built inside the compiled step
             start = self.draw_start(rng, int(np.count_nonzero(done)))

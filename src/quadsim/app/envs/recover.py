@@ -29,8 +29,9 @@ import math
 from typing import Any
 
 from ...physics.world import Ground, World, wall
-from .core import InitRanges, RewardWeights, Termination
+from .reward import RewardWeights, Termination
 from .single import HoverEnv
+from .starts import InitRanges
 from .vector import HoverVectorEnv
 
 __all__ = [

@@ -12,7 +12,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from .core import HoverTask, QuadCore, TrackTask
+from .core import QuadCore
+from .tasks import HoverTask, TrackTask
 
 __all__ = ["HoverEnv", "QuadsimEnv", "TrackEnv", "make_trajectory", "spaces"]
 
@@ -54,7 +55,7 @@ def make_trajectory(trajectory: str | Callable) -> Callable:
 
 
 class QuadsimEnv(gym.Env):
-    """One drone on a task (:class:`~quadsim.app.envs.core.HoverTask` or ``TrackTask``).
+    """One drone on a task (:class:`~quadsim.app.envs.tasks.HoverTask` or ``TrackTask``).
 
     Args:
         task: The task.

@@ -33,8 +33,9 @@ import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from .core import HoverTask, QuadCore, TrackTask
+from .core import QuadCore
 from .single import make_trajectory, spaces
+from .tasks import HoverTask, TrackTask
 
 __all__ = ["HoverVectorEnv", "QuadsimVectorEnv", "TrackVectorEnv"]
 
@@ -45,7 +46,7 @@ class QuadsimVectorEnv(VectorEnv):
     """``num_envs`` drones on one task, stepped together.
 
     Args:
-        task: :class:`~quadsim.app.envs.core.HoverTask` or ``TrackTask``.
+        task: :class:`~quadsim.app.envs.tasks.HoverTask` or ``TrackTask``.
         num_envs: Number of environments.
         action_level: ``"rotor_speeds"``, ``"pwm"``, ``"thrust_rates"`` or ``"thrust_attitude"``.
         max_episode_steps: Truncation in control steps (``None``: none).

@@ -1,8 +1,8 @@
 r"""A trained policy as a controller of ``quadsim fly`` (``[controller] kind = "policy"``).
 
 The controller is the policy file's MLP (:mod:`quadsim.app.rl.policy`) fed with the environments'
-observation (:func:`quadsim.app.envs.core.observation`, the one implementation) of the state and the
-reference, and its own last action as the observation's action part:
+observation (:func:`quadsim.app.envs.observation.observation`, the one implementation) of the state
+and the reference, and its own last action as the observation's action part:
 
 .. math::
 
@@ -79,10 +79,10 @@ def policy_gains(path: str, drone: Any, dt: float) -> PolicyGains:
     Raises:
         ValueError: The file's problems (:func:`~quadsim.app.rl.policy.load_policy`), an action
             level other than ``rotor_speeds``, or sizes that do not fit the drone's hover
-            observation (:func:`~quadsim.app.envs.core.observation_size` inputs, ``rotors``
+            observation (:func:`~quadsim.app.envs.observation.observation_size` inputs, ``rotors``
             outputs).
     """
-    from ..envs.core import observation_size
+    from ..envs.observation import observation_size
     from .policy import load_policy
 
     pol = load_policy(path)
@@ -115,7 +115,7 @@ def policy_control(state: Any, ref: Any, gains: PolicyGains,
                    cstate: PolicyState) -> tuple[Any, PolicyState]:  # fmt: skip
     """``(rotor speeds [RPM] (..., N), new state)`` of the policy (module docstring)."""
     from ...physics._array import namespace
-    from ..envs.core import observation
+    from ..envs.observation import observation
 
     xp = namespace(state.quat)
     rotors, est = None, cstate.rotor_est

@@ -12,7 +12,7 @@ with the arrays ``W0, b0, ..., W{L-1}, b{L-1}`` (``W_j`` shape ``(out, in)``) an
 ``env_id``, ``action_level``, ``obs_dim``, ``act_dim``, ``observe_rotors``,
 ``observe_integral`` and ``observe_body`` (the observation holds the rotor-speed estimate, the
 position-error integral, :mod:`quadsim.app.envs.observer`, the body-frame position error and
-velocity, :func:`quadsim.app.envs.core.observation`; absent: no) and ``physics_dt``
+velocity, :func:`quadsim.app.envs.observation.observation`; absent: no) and ``physics_dt``
 (the environment's physics step [s], the observer's step) (JSON in ``meta``). ``o`` is the
 environment's observation (docs/envs.md), ``a`` its normalised action.
 
