@@ -91,8 +91,8 @@ def _flat(a: Any, dtype: Any) -> list[Any]:
 def _reference(task: Any, t: SymArray, xp: Any) -> tuple[Any, Any, Any]:
     """``(ref_pos, ref_vel, ahead)`` of the task at the traced time ``t`` (constants if fixed)."""
     track = task.name == "track"
-    if task._constant is not None:
-        pos, vel = task._constant
+    if task.constant is not None:
+        pos, vel = task.constant
         ahead = np.broadcast_to(pos, (len(task.future), 3)) if track else None
         return pos, vel, ahead
     try:

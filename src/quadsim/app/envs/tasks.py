@@ -24,6 +24,10 @@ class TrackTask:
             :class:`~quadsim.loop.trajectories.Reference` with ``pos``, ``vel`` of shape ``(...,
             3)``.
         future: Look-ahead times ``τ_j`` [s] of the reference points in the observation.
+
+    Attributes:
+        constant: ``(pos, vel)`` of a reference that does not move (a trajectory of
+            ``duration`` 0: a hover point), else ``None``; the compiled step folds it in.
     """
 
     name = "track"
@@ -33,17 +37,17 @@ class TrackTask:
             raise ValueError(f"trajectory must be a callable t -> Reference; got {trajectory!r}")
         self.trajectory = trajectory
         self.future = tuple(float(x) for x in future)
-        self._constant = None
+        self.constant = None
         if getattr(trajectory, "duration", None) == 0.0:
             ref = trajectory(0.0)
-            self._constant = (np.asarray(ref.pos, dtype=np.float64),
+            self.constant = (np.asarray(ref.pos, dtype=np.float64),
                               np.asarray(ref.vel, dtype=np.float64))  # fmt: skip
 
     def reference(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Reference position and velocity ``(n, 3)`` at times ``t`` ``(n,)`` [s]."""
         shape = (*np.shape(t), 3)
-        if self._constant is not None:
-            pos, vel = self._constant
+        if self.constant is not None:
+            pos, vel = self.constant
         else:
             ref = self.trajectory(np.asarray(t, dtype=np.float64))
             pos, vel = np.asarray(ref.pos, dtype=np.float64), np.asarray(ref.vel, dtype=np.float64)
@@ -55,8 +59,8 @@ class TrackTask:
         if not self.future:
             return np.zeros((*t.shape, 0, 3))
         tt = t[..., None] + np.asarray(self.future)
-        if self._constant is not None:
-            return np.broadcast_to(self._constant[0], (*tt.shape, 3))
+        if self.constant is not None:
+            return np.broadcast_to(self.constant[0], (*tt.shape, 3))
         pos = np.asarray(self.trajectory(tt).pos, dtype=np.float64)
         return np.broadcast_to(pos, (*tt.shape, 3))
 
