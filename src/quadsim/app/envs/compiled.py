@@ -13,8 +13,8 @@ vectorised, multi-threaded step over all environments:
     \mathrm{observation}(x_S, a, \mathrm{ref}(t)), \; \mathrm{outcome}(\dots)
 
 with :func:`quadsim.app.envs.actions.inner_loop` (thrust levels; ``rotor_speeds`` holds its affine
-map), the plant step :func:`quadsim.engines.sim.make_step` (model, integrator, world contacts and
-flags, the simulator's per-drone parameters as inputs), then
+map), the plant step :func:`quadsim.engines.stepping.make_step` (model, integrator, world contacts
+and flags, the simulator's per-drone parameters as inputs), then
 :func:`quadsim.app.envs.core.observation` and :func:`quadsim.app.envs.core.outcome` at ``t = (steps
 + 1) Δt_control`` on the task's reference (the trajectory traced too). Nothing is written twice: the
 NumPy reference path of :class:`~quadsim.app.envs.core.QuadCore` calls the same functions.
@@ -188,8 +188,8 @@ class CompiledStep:
         import casadi as cs
 
         from ...engines.native import compile_rollout
-        from ...engines.sim import make_step
         from ...engines.sim_native import kernel_params
+        from ...engines.stepping import make_step
         from ...physics.systems import Env
         from ...physics.world import Status
 
@@ -367,7 +367,7 @@ class CompiledStep:
             ValueError: A checked value is not finite or a quaternion is not a unit one (as
                 :meth:`quadsim.engines.sim.Simulator.reset_drones`).
         """
-        from ...engines.sim import check_unit_quat
+        from ...engines.state import check_unit_quat
 
         where = "reset" if full else "reset_drones"
         m, rows, n = idx.size, self.rows, self.n
