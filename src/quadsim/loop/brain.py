@@ -26,7 +26,7 @@ acceleration; ``0`` at the first sample). ``z`` are the step's standard normals 
 capture 6; :func:`quadsim.physics.noise.normals` of ``(seed, stream, k, drone)``).
 
 Everything is array-API code over the batch (NumPy, JAX, or CasADi through
-:class:`~quadsim.physics._array.SymArray`), and the "else held" is a ``where`` (both sides
+:class:`~quadsim.physics._symbolic.SymArray`), and the "else held" is a ``where`` (both sides
 computed), so the function has no branches a tracer cannot follow. With every period 1 nothing is
 held and
 :class:`BrainState` carries no ``held`` record.

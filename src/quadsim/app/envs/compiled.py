@@ -1,7 +1,7 @@
 r"""The compiled env step: one control step of every environment in one call into C.
 
 The env's own pure functions are traced once for one drone with CasADi ``SX`` symbols
-(:class:`quadsim.physics._array.SymArray`) and compiled by
+(:class:`quadsim.physics._symbolic.SymArray`) and compiled by
 :func:`quadsim.engines.native.compile_rollout` into a
 vectorised, multi-threaded step over all environments:
 
@@ -49,7 +49,8 @@ from typing import Any
 
 import numpy as np
 
-from ...physics._array import CASADI_OPS, SymArray, SymbolicNamespace, symbolic
+from ...physics._array import CASADI_OPS
+from ...physics._symbolic import SymArray, SymbolicNamespace, symbolic
 from .actions import Attitude, InnerState, inner_loop
 from .core import observation, outcome, start_state
 from .observer import advance, integrate_error, normalized
