@@ -257,7 +257,7 @@ def test_jax_jit_same_numbers_and_key() -> None:
 
 def test_casadi_trace_matches_numpy() -> None:
     cs = pytest.importorskip("casadi")
-    from quadsim.physics._array import symbolic
+    from quadsim.physics._symbolic import symbolic
 
     p = S.BaroParams(0.05, 0.02, 50.0, bias=0.1)
     P, B, Z = cs.SX.sym("p", 3), cs.SX.sym("b"), cs.SX.sym("z", 2)

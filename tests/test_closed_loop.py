@@ -184,7 +184,7 @@ def test_symbolic_allocation_matches_numpy_including_saturation(drone):
     """``allocate`` traced on SymArray equals NumPy, inside and outside the rotor limits."""
     import casadi as cs
 
-    from quadsim.physics._array import symbolic
+    from quadsim.physics._symbolic import symbolic
     from quadsim.physics.rotors import allocate, make_allocator
 
     a = make_allocator(drone)

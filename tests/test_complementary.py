@@ -354,10 +354,11 @@ def test_numpy_and_jax_jit_agree():
 
 @pytest.mark.parametrize("fresh", [True, False])
 def test_casadi_trace_of_one_step_matches_numpy(fresh):
-    """One step of one drone traced with CasADi ``SX`` (:class:`~quadsim.physics._array.SymArray`),
-    the fresh flags symbolic too, evaluates to NumPy's numbers."""
+    """One step of one drone traced with CasADi ``SX``
+    (:class:`~quadsim.physics._symbolic.SymArray`), the fresh flags symbolic too, evaluates to
+    NumPy's numbers."""
     cs = pytest.importorskip("casadi")
-    from quadsim.physics._array import SymArray, symbolic
+    from quadsim.physics._symbolic import SymArray, symbolic
 
     rng = np.random.default_rng(11)
     st = ComplementaryState(rng.normal(size=3), rng.normal(size=3),

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from quadsim.engines.sim import Simulator, State
+from quadsim.engines.sim import Simulator
+from quadsim.engines.state import State
 from quadsim.loop.control import (
     GeometricGains,
     PidGains,

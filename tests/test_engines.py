@@ -1,7 +1,8 @@
 """The engine interface: every backend runs the same scripted flight to float64 rounding.
 
 The :class:`~quadsim.engines.sim.Simulator` shell has no backend branches; the array engines (NumPy,
-JAX, PyTorch) and the native engine sit behind one interface (:class:`~quadsim.engines.sim.Engine`).
+JAX, PyTorch) and the native engine sit behind one interface
+(:class:`~quadsim.engines.array_engine.Engine`).
 These tests drive the same sequence of reset / step / reset_drones / rollout through each and
 require equal states (1e-12 relative in float64) and identical flags, including landings,
 crashes and faults that happen during the sequence.
@@ -15,7 +16,9 @@ import numpy as np
 import pytest
 
 from quadsim.engines import native
-from quadsim.engines.sim import ArrayEngine, Simulator, State, Wind, initial_status, make_engine
+from quadsim.engines.array_engine import ArrayEngine, make_engine
+from quadsim.engines.sim import Simulator, Wind
+from quadsim.engines.state import State, initial_status
 from quadsim.physics._array import to_numpy
 from quadsim.physics.wind import dryden_preset
 from quadsim.physics.world import Box, Ground, Limits, World
@@ -221,18 +224,18 @@ def test_state_and_status_assignment_continue_from_them():
 
 @pytest.mark.skipif(not native.available(), reason="no C compiler or casadi")
 def test_native_engine_evaluates_make_step(monkeypatch):
-    """The compiled step is :func:`quadsim.engines.sim.make_step` evaluated on CasADi symbols."""
-    import quadsim.engines.sim as sim_module
+    """The compiled step is :func:`quadsim.engines.stepping.make_step` on CasADi symbols."""
+    import quadsim.engines.stepping as stepping
     from quadsim.physics._array import CASADI_OPS
 
     calls = []
-    original = sim_module.make_step
+    original = stepping.make_step
 
     def spy(*args, **kw):
         calls.append(kw.get("xp"))
         return original(*args, **kw)
 
-    monkeypatch.setattr(sim_module, "make_step", spy)
+    monkeypatch.setattr(stepping, "make_step", spy)
     Simulator("cf2x_L250", n=2, backend="native", world=WORLD)
     assert calls == [CASADI_OPS]
     assert isinstance(make_engine("numpy", *_engine_args()), ArrayEngine)

@@ -207,7 +207,7 @@ def test_numpy_jax_and_the_casadi_trace_agree():
     of one drone give the same numbers."""
     import casadi as cs
 
-    from quadsim.physics._array import SymArray, symbolic
+    from quadsim.physics._symbolic import SymArray, symbolic
 
     rng = np.random.default_rng(5)
     g = np.array([0.0, 0.0, -9.81])

@@ -117,7 +117,7 @@ def test_skydio_at_10_deg_pitch_settles_at_the_envelope_terminal_velocity(n, mod
     through allocation and the rotor dynamics (``Simulator.step_wrench``)."""
     import jax
 
-    from quadsim.engines.sim import State
+    from quadsim.engines.state import State
     from quadsim.loop.control import init_state, pid
     from quadsim.physics.envelope import terminal_velocity
 

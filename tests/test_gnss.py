@@ -300,7 +300,7 @@ def test_jax_jit_same_numbers_and_key() -> None:
 
 def test_casadi_trace_matches_numpy() -> None:
     cs = pytest.importorskip("casadi")
-    from quadsim.physics._array import symbolic
+    from quadsim.physics._symbolic import symbolic
 
     p = S.GnssParams(0.3, 0.5, 0.05, 0.1, 10.0, latency=0.2, gm_std_h=1.0, gm_std_v=2.0,
                      gm_tau=5.0)  # fmt: skip

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 import quadsim
-from quadsim.engines.sim import State, rollout
+from quadsim.engines.state import EulerState, State
+from quadsim.engines.stepping import rollout
 from quadsim.physics import integrators, rotation
 from quadsim.physics.systems import make_system
 
@@ -94,7 +95,7 @@ def test_every_integrator_runs_every_model():
             fields = [np.zeros(3), att, rng.normal(size=3), rng.normal(size=3)]
             if model != "wrench":
                 fields.append(np.full(4, 8500.0))
-            cls = State if system.attitude == "quat" else quadsim.engines.sim.EulerState
+            cls = State if system.attitude == "quat" else EulerState
             final, _, _ = rollout(cls(*fields), np.tile(cmd, (20, 1)), 0.005, system=system,
                                   params=p, integrator=integ, record=False)  # fmt: skip
             assert all(np.all(np.isfinite(f)) for f in final if f is not None), (model, name)

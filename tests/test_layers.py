@@ -290,12 +290,12 @@ def test_the_cycle_check_sees_a_cycle(monkeypatch):
     finder reports each cycle once (so the check can fail)."""
     fake = SRC / "loop" / "flight.py"
     text = ("import quadsim.physics.rotation\nfrom . import brain, FOO\n"
-            "try:\n    from ..engines.sim import State\nexcept ImportError:\n    pass\n"
+            "try:\n    from ..engines.state import State\nexcept ImportError:\n    pass\n"
             "def f():\n    from ..app import cli\n")  # fmt: skip
     monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: text)
     assert _imported_modules(fake) == {
         "quadsim.physics", "quadsim.physics.rotation", "quadsim.loop.brain",
-        "quadsim.engines", "quadsim.engines.sim",
+        "quadsim.engines", "quadsim.engines.state",
     }  # fmt: skip
     graph = {"a": {"b"}, "b": {"c", "d"}, "c": {"a"}, "d": set(), "e": {"e2"}, "e2": {"e"}}
     assert _cycles(graph) == [["a", "b", "c", "a"], ["e", "e2", "e"]]

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from quadsim.engines import native
-from quadsim.engines.sim import Simulator, State
+from quadsim.engines.sim import Simulator
+from quadsim.engines.state import State
 from quadsim.loop.control import control, load_gains
 from quadsim.loop.flight import fly
 from quadsim.loop.parts import Context, sensor_class

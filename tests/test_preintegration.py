@@ -95,7 +95,7 @@ def test_estimator_carry_equals_the_repropagation():
     """The EKF's estimate carried to now equals the strapdown through its buffered samples to
     rounding after many steps (slides and rebuilds), the bias estimates being unchanged (with
     fusion the window holds each sample's bias of its own time: the module docstring)."""
-    from quadsim.engines.sim import State
+    from quadsim.engines.state import State
     from quadsim.loop.brain import Sensors, loop_periods
     from quadsim.loop.estimation.estimators import EkfEstimator
     from quadsim.physics import sensors

@@ -21,8 +21,9 @@ from scipy.spatial.transform import Rotation
 
 import quadsim
 from quadsim.engines import native
-from quadsim.engines.sim import Simulator, State
-from quadsim.engines.sim import step as pure_step
+from quadsim.engines.sim import Simulator
+from quadsim.engines.state import State
+from quadsim.engines.stepping import step as pure_step
 from quadsim.loop.control import geometric, load_gains, pid
 from quadsim.loop.trajectories import Reference
 from quadsim.physics import integrators, rotation

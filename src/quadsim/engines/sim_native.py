@@ -1,9 +1,10 @@
 """The simulator's native engine: the same step, traced with CasADi and compiled to C.
 
-:func:`quadsim.engines.sim.make_step` (model kernel, integrator, world contacts, crash and fault
-flags) is itself evaluated once on CasADi ``SX`` symbols for one drone (nothing of it is copied
-here) and handed to :func:`quadsim.engines.native.compile_rollout`. :class:`NativeEngine` implements
-the engine interface :class:`quadsim.engines.sim.Engine`; the packed layout below never leaves it.
+:func:`quadsim.engines.stepping.make_step` (model kernel, integrator, world contacts, crash and
+fault flags) is itself evaluated once on CasADi ``SX`` symbols for one drone (nothing of it is
+copied here) and handed to :func:`quadsim.engines.native.compile_rollout`. :class:`NativeEngine`
+implements the engine interface :class:`quadsim.engines.array_engine.Engine`; the packed layout
+below never leaves it.
 The compiled state vector extends the model state::
 
     x_ext = [model state (system.size) | landed, crashed, crash_time, fault_step, fault_code | k]
@@ -90,7 +91,7 @@ class NativeEngine:
         import casadi as cs
 
         from .native import compile_rollout
-        from .sim import make_step
+        from .stepping import make_step
 
         self.system, self.dtype, self.has_world = system, np.dtype(dtype), world is not None
         nx, nc = system.size, system.n_cmd
@@ -117,7 +118,7 @@ class NativeEngine:
         self._params = np.stack([v for _, _, v in varying]).astype(self.dtype) if n_par else None
 
     def pack(self, state: Any, status: Status | None, k: int) -> np.ndarray:
-        """Extended SoA state ``(n_ext, n)`` from a :class:`~quadsim.engines.sim.State`, flags."""
+        """Extended SoA state ``(n_ext, n)`` from a :class:`~quadsim.engines.state.State`, flags."""
         comps = [np.asarray(f, dtype=np.float64).T for f in state if f is not None]
         n = comps[0].shape[1]
         if status is None:
@@ -165,7 +166,7 @@ class NativeEngine:
         """Advance ``steps`` steps; ``U`` is ``(n_in, n)`` or ``(steps, n_in, n)``."""
         return self._rollout(X, U, self._params, steps=steps, record_every=1 if record else 0)
 
-    # -- the engine interface (quadsim.engines.sim.Engine): the packed layout stays in here
+    # -- the engine interface (quadsim.engines.array_engine.Engine): the packed layout stays in here
     # -------------
     def load(self, state: Any, status: Status | None, k: int) -> None:
         """Take over a state ``(n, size)`` per field, flags and step index (packed here)."""
@@ -204,7 +205,7 @@ class NativeEngine:
         n, nc = self._n_drones, self.n_in - 9
         cmd = np.asarray(cmd, dtype=np.float64)
         if cmd.shape != (n, nc):
-            from .sim import as_cmd
+            from .array_engine import as_cmd
 
             cmd = as_cmd(cmd, (n, nc), np, self.dtype)
         if not self._loaded:
@@ -224,7 +225,7 @@ class NativeEngine:
         return self._cls(*[X[s].T for s in self._field_slices])
 
     def rollout(self, u: Any, gusts: Any, record: bool, steps: int | None) -> Any:
-        """``T`` steps from the loaded states (see :class:`quadsim.engines.sim.Engine`)."""
+        """``T`` steps from the loaded states (see :class:`quadsim.engines.array_engine.Engine`)."""
         T = int(steps) if steps is not None else int(np.shape(u)[0])
         if steps is not None and gusts is not None:
             u = np.broadcast_to(np.asarray(u), (T, *np.shape(u)))

@@ -26,7 +26,7 @@ acceleration; ``0`` at the first sample). ``z`` are the step's standard normals 
 capture 6; :func:`quadsim.physics.noise.normals` of ``(seed, stream, k, drone)``).
 
 Everything is array-API code over the batch (NumPy, JAX, or CasADi through
-:class:`~quadsim.physics._array.SymArray`), and the "else held" is a ``where`` (both sides
+:class:`~quadsim.physics._symbolic.SymArray`), and the "else held" is a ``where`` (both sides
 computed), so the function has no branches a tracer cannot follow. With every period 1 nothing is
 held and
 :class:`BrainState` carries no ``held`` record.
@@ -383,7 +383,7 @@ def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, sens: Sensor
 def _parts_init(sens: Sensors, periods: Periods, n: int, pos: Any, quat: Any, vel: Any,
                 dt: float, seed: int, k0: int, xp: Any, world: Any) -> tuple:  # fmt: skip
     """``(state, held)`` of every sensor part at the start: its ``init``, zeros held."""
-    from ..engines.sim import State
+    from ..engines.state import State
 
     ctx = Context(dt, xp, seed, k0, world)
     truth = State(pos, quat, vel, xp.zeros((n, 3), dtype=xp.float64), None)
@@ -505,7 +505,7 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
         periods: :func:`loop_periods` (default: every period one step).
         estimator: The estimator slot: ``(k, truth, readings, est_state) -> (state, est_state)``
             gives the state the controller reads, from the true state (a
-            :class:`~quadsim.engines.sim.State`), this step's ``readings`` (``gyro``, ``accel``,
+            :class:`~quadsim.engines.state.State`), this step's ``readings`` (``gyro``, ``accel``,
             ``mocap_pos``, ``mocap_quat``, the parts' ``<name>_<output>`` as present, and
             ``imu_fresh``, ``mocap_fresh``, ``<name>_fresh``: whether the reading was taken at
             this step) and its own state (:attr:`BrainState.est`). ``None``: the truth (the
@@ -524,7 +524,7 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
     Raises:
         ValueError: A controller that reads readings no sensor gives.
     """
-    from ..engines.sim import State
+    from ..engines.state import State
 
     sens = Sensors() if sens is None else sens
     periods = Periods(parts=(1,) * len(sens.parts)) if periods is None else periods

@@ -13,7 +13,7 @@ where ``brain`` is :func:`quadsim.loop.brain.make_brain`'s per-step function (re
 controller and allocation, each at its period; the one :func:`quadsim.loop.flight.fly`'s other loops
 run), ``b`` its state (:class:`~quadsim.loop.brain.BrainState`) and ``Ω^{cmd}_s`` the rotor command
 it outputs. Nothing is re-written: the trajectory's ``__call__``, the controller, the
-allocation and the sensor models run on :class:`quadsim.physics._array.SymArray` (their array-API
+allocation and the sensor models run on :class:`quadsim.physics._symbolic.SymArray` (their array-API
 code path, element by element on CasADi scalars), and the plant is the model's ``deriv`` and the
 integrator on :data:`quadsim.physics._array.CASADI_OPS`, as the native
 :class:`~quadsim.engines.sim.Simulator` builds it.
@@ -76,7 +76,8 @@ from typing import Any
 import numpy as np
 
 from ..engines.sim_native import kernel_params
-from ..physics._array import CASADI_OPS, SymArray, symbolic
+from ..physics._array import CASADI_OPS
+from ..physics._symbolic import SymArray, symbolic
 from ..physics.systems import Env
 from ..physics.world import Status
 from ..physics.world import apply as world_apply

@@ -11,9 +11,9 @@ where ``brain`` is the very per-step function of the Python loop
 (:func:`quadsim.loop.brain.make_brain`: reference, controller, allocation or rotor command, IMU and
 motion capture, each at its period; float64), ``s`` its state
 (:class:`~quadsim.loop.brain.BrainState`), ``plant`` the simulator's step
-(:func:`quadsim.engines.sim.make_step` of its model, parameters, integrator and world, in its dtype,
-as its :class:`~quadsim.engines.sim.ArrayEngine` builds it), and ``z_k`` (sensor normals) and
-``w_k`` (mean wind plus Dryden gust) the random inputs: counter-based
+(:func:`quadsim.engines.stepping.make_step` of its model, parameters, integrator and world, in its
+dtype, as its :class:`~quadsim.engines.array_engine.ArrayEngine` builds it), and ``z_k`` (sensor
+normals) and ``w_k`` (mean wind plus Dryden gust) the random inputs: counter-based
 (:mod:`quadsim.physics.noise`), made on the host per call (:class:`quadsim.loop.flight.Draws`) and
 scanned in; so the scan logs the Python loop's samples (to rounding: about 1e-15 relative in
 float64), for any chunking.
@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engines.sim import State
+from ..engines.state import State
 from ..physics.world import Status
 from . import driver
 from .brain import initial_brain_state, make_brain, noise_groups
@@ -70,7 +70,8 @@ class ScanLoop:
         import jax
         import jax.numpy as jnp
 
-        from ..engines.sim import make_step, state_from_comps, state_to_comps
+        from ..engines.state import state_from_comps, state_to_comps
+        from ..engines.stepping import make_step
         from ..physics._array import unstack
         from ..physics.systems import Env
 

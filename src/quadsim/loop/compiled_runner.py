@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engines.sim import State
+from ..engines.state import State
 from ..physics._array import to_numpy
 from ..physics.world import Status
 from .brain import Sensors, brain_outputs

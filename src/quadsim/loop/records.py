@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engines.sim import State
+from ..engines.state import State
 from ..physics._array import to_numpy
 from ..physics.rotation import from_euler
 
@@ -20,7 +20,7 @@ __all__ = ["flag", "jax_or_none", "jax_x64", "log_record", "numpy_state"]
 
 
 def numpy_state(state: Any) -> State:
-    """A :class:`~quadsim.engines.sim.State` of NumPy float64; Euler angles become quaternions."""
+    """A :class:`~quadsim.engines.state.State` of NumPy float64; Euler angles become quaternions."""
     fields = [None if f is None else to_numpy(f).astype(np.float64) for f in state]
     if hasattr(state, "rpy"):
         pos, rpy, vel, ang_vel, rotor_vel = fields

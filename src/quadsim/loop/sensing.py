@@ -55,7 +55,7 @@ def make_sense(sens: Any, periods: Any, g_vec: Any, dt: float, offsets: dict,
                part_at: dict, world: Any = None) -> Any:  # fmt: skip
     """The sensors' step ``sense(k, truth, bs, z) -> (out, readings, states)``.
 
-    ``truth`` is the true :class:`~quadsim.engines.sim.State` ``(n, ...)``, ``bs`` the
+    ``truth`` is the true :class:`~quadsim.engines.state.State` ``(n, ...)``, ``bs`` the
     :class:`~quadsim.loop.brain.BrainState`, ``z`` the normals ``(n, n_z)`` whose groups start at
     ``offsets[stream]`` (a part's at ``part_at[name]``). ``out`` holds the readings logged
     (``gyro``, ``accel``, ``mocap_pos``, ``mocap_stamp``, ``baro_alt``, ``gnss_*``,

@@ -52,7 +52,7 @@ def command_allocation(output: Any, allocator: Any, command: str | None = None) 
     clipped to ``[rpm_min, rpm_max]`` (``saturated`` where a speed was outside), ``cmd_wrench`` and
     the allocation's ``wrench`` are the wrench those speeds produce
     (:func:`quadsim.physics.rotors.wrench_from_rpm`) and ``lost`` is zero. Array-API code, so it
-    traces with JAX and CasADi (:class:`~quadsim.physics._array.SymArray`) like the controller.
+    traces with JAX and CasADi (:class:`~quadsim.physics._symbolic.SymArray`) like the controller.
 
     Args:
         output: The controller's command.

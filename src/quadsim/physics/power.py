@@ -31,7 +31,7 @@ Battery (one LiPo cell): open-circuit voltage ``E(q)`` against the charge ``q âˆ
 (``EÂ² < 4RP``: more power than the cell can give; ``V = E/2``, the maximum-power point). The
 battery is empty at ``V < v_cutoff``.
 
-Pure array-API functions (NumPy, JAX, CasADi through :class:`~quadsim.physics._array.SymArray`);
+Pure array-API functions (NumPy, JAX, CasADi through :class:`~quadsim.physics._symbolic.SymArray`);
 :func:`load_power` reads a preset (``presets/power/<name>.toml``) or a TOML file, every value
 with its unit and source.
 """

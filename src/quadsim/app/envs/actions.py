@@ -238,7 +238,7 @@ def inner_loop(
     runs) with :func:`inner_control` as its controller and the action as its reference: the
     controller, then the allocation with its saturation priority. The NumPy classes below call
     it on arrays with a batch axis, and the compiled env step (:mod:`quadsim.app.envs.compiled`)
-    traces it on :class:`quadsim.physics._array.SymArray` for one drone.
+    traces it on :class:`quadsim.physics._symbolic.SymArray` for one drone.
 
     Args:
         action: Actions ``(..., 4)`` in ``[-1, 1]`` (already clipped).

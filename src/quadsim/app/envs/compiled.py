@@ -1,7 +1,7 @@
 r"""The compiled env step: one control step of every environment in one call into C.
 
 The env's own pure functions are traced once for one drone with CasADi ``SX`` symbols
-(:class:`quadsim.physics._array.SymArray`) and compiled by
+(:class:`quadsim.physics._symbolic.SymArray`) and compiled by
 :func:`quadsim.engines.native.compile_rollout` into a
 vectorised, multi-threaded step over all environments:
 
@@ -13,8 +13,8 @@ vectorised, multi-threaded step over all environments:
     \mathrm{observation}(x_S, a, \mathrm{ref}(t)), \; \mathrm{outcome}(\dots)
 
 with :func:`quadsim.app.envs.actions.inner_loop` (thrust levels; ``rotor_speeds`` holds its affine
-map), the plant step :func:`quadsim.engines.sim.make_step` (model, integrator, world contacts and
-flags, the simulator's per-drone parameters as inputs), then
+map), the plant step :func:`quadsim.engines.stepping.make_step` (model, integrator, world
+contacts and flags, the simulator's per-drone parameters as inputs), then
 :func:`quadsim.app.envs.observation.observation` and :func:`quadsim.app.envs.reward.outcome` at
 ``t = (steps + 1) Δt_control`` on the task's reference (the trajectory traced too). Nothing is
 written twice: the NumPy reference path of :class:`~quadsim.app.envs.core.QuadCore` calls the same
@@ -50,7 +50,8 @@ from typing import Any
 
 import numpy as np
 
-from ...physics._array import CASADI_OPS, SymArray, SymbolicNamespace, symbolic
+from ...physics._array import CASADI_OPS
+from ...physics._symbolic import SymArray, SymbolicNamespace, symbolic
 from .actions import Attitude, InnerState, inner_loop
 from .observation import observation
 from .observer import advance, integrate_error, normalized
@@ -281,8 +282,8 @@ class CompiledStep:
         """The column after the control step; an environment with ``fresh = 1`` (``NEXT_STEP``
         autoreset) starts anew instead: its start state, first observation, reward 0 and no
         flags."""  # noqa: D205, D209
-        from ...engines.sim import make_step
         from ...engines.sim_native import kernel_params
+        from ...engines.stepping import make_step
 
         system, dtype, U, ku = self.system, self.dtype, tr.U, self.k_act
         p = kernel_params(system, sim.model_params, varying, tr.P)
@@ -446,7 +447,7 @@ class CompiledStep:
             ValueError: A checked value is not finite or a quaternion is not a unit one (as
                 :meth:`quadsim.engines.sim.Simulator.reset_drones`).
         """
-        from ...engines.sim import check_unit_quat
+        from ...engines.state import check_unit_quat
 
         where = "reset" if full else "reset_drones"
         m, rows, n = idx.size, self.rows, self.n

@@ -190,8 +190,8 @@ def control(
     """One step of the geometric tracking controller (pure, batched, jittable).
 
     Args:
-        state: :class:`~quadsim.engines.sim.State` (reads ``pos``, ``quat``, ``vel``, ``ang_vel``),
-            batch shape ``...``.
+        state: :class:`~quadsim.engines.state.State` (reads ``pos``, ``quat``, ``vel``,
+            ``ang_vel``), batch shape ``...``.
         ref: :class:`~quadsim.loop.trajectories.Reference` (``pos vel acc jerk snap`` ``(..., 3)``,
             ``yaw yaw_rate`` ``(...)``); broadcast against the state.
         gains: :class:`~quadsim.loop.control.gains.GeometricGains`.

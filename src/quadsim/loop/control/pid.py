@@ -316,7 +316,8 @@ def control(state: Any, ref: Any, gains: PidGains, cstate: PidState) -> tuple[An
     """One step of the full cascade (pure, batched, jittable).
 
     Args:
-        state: :class:`~quadsim.engines.sim.State` (reads ``pos``, ``quat``, ``vel``, ``ang_vel``).
+        state: :class:`~quadsim.engines.state.State` (reads ``pos``, ``quat``, ``vel``,
+            ``ang_vel``).
         ref: :class:`~quadsim.loop.trajectories.Reference`; uses ``pos``, ``vel`` and ``acc``
             (feed-forward), ``yaw`` and ``yaw_rate`` (jerk and snap are not used).
         gains: :class:`~quadsim.loop.control.gains.PidGains`.
@@ -347,7 +348,7 @@ def attitude_altitude_control(
     :func:`control`; the horizontal velocity integrators are left untouched.
 
     Args:
-        state: :class:`~quadsim.engines.sim.State`.
+        state: :class:`~quadsim.engines.state.State`.
         quat_sp: Attitude setpoint ``(..., 4)`` xyzw (e.g. ``rotation.from_euler``).
         z_sp: Altitude setpoint ``(...)`` [m].
         gains: :class:`~quadsim.loop.control.gains.PidGains`.

@@ -10,5 +10,5 @@ Their errors against the truth (RMSE, NEES, absolute and relative trajectory err
 of logged flights, in the application layer: :mod:`quadsim.app.analysis`.
 
 Every estimator is pure array-API code over a batch of drones (NumPy, JAX, or CasADi through
-:class:`~quadsim.physics._array.SymArray`, so the compiled closed loop traces it).
+:class:`~quadsim.physics._symbolic.SymArray`, so the compiled closed loop traces it).
 """

@@ -90,8 +90,8 @@ the 1 mm position noise passes as ~0.2 mm. For GNSS (1-10 Hz, metres of noise) l
 large initial error; MEMS zero-rate offsets are a few °/s at most).
 
 Every function is array-API code over leading batch axes (NumPy, JAX under ``jit``, CasADi
-through :class:`~quadsim.physics._array.SymArray`): the "fresh" flags select with ``where``, and the
-gains are Python numbers fixed when the code is traced.
+through :class:`~quadsim.physics._symbolic.SymArray`): the "fresh" flags select with ``where``, and
+the gains are Python numbers fixed when the code is traced.
 """
 
 from __future__ import annotations

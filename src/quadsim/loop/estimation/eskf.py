@@ -44,8 +44,8 @@ vector: ``P`` stays symmetric to rounding). The accumulated ``δx`` is then inje
 ``G = I - [½ δθ]_×``, of order ``|δθ|``, is neglected, as is usual).
 
 Everything is array-API code over the batch ``...`` (NumPy, JAX, CasADi through
-:class:`~quadsim.physics._array.SymArray`): a measurement that is not fresh leaves the state as it
-was through a select (``where``), so nothing branches on values in Python, and the compiled
+:class:`~quadsim.physics._symbolic.SymArray`): a measurement that is not fresh leaves the state as
+it was through a select (``where``), so nothing branches on values in Python, and the compiled
 loop evaluates the update only when some drone of a vector has one
 (:mod:`quadsim.engines.native_schedule`). ``P`` is stored as its upper
 triangle, row by row (``d(d+1)/2`` numbers, :func:`pack`, :func:`unpack`): every operation

@@ -3,8 +3,8 @@ r"""Estimators for the closed loop's estimator slot (:func:`quadsim.loop.brain.m
 An estimator is an object with
 
 * ``__call__(k, truth, readings, est) -> (state, est)``: the state the controller reads (a
-  :class:`~quadsim.engines.sim.State` with ``pos``, ``quat``, ``vel``, ``ang_vel``) from this step's
-  sensor ``readings`` (``gyro``, ``accel``, ``imu_fresh``, ``mocap_pos``, ``mocap_quat``,
+  :class:`~quadsim.engines.state.State` with ``pos``, ``quat``, ``vel``, ``ang_vel``) from this
+  step's sensor ``readings`` (``gyro``, ``accel``, ``imu_fresh``, ``mocap_pos``, ``mocap_quat``,
   ``mocap_fresh`` as present) and its own state ``est``; ``truth`` is used only for the
   logged consistency (NEES), never for the estimate;
 * ``init(n, pos, vel, quat, *, seed, k0, xp) -> est``: its state at a flight's start;
@@ -238,7 +238,7 @@ class EkfEstimator:
 
     def __call__(self, k: Any, truth: Any, readings: dict, est: EkfSlot) -> tuple[Any, EkfSlot]:
         """One step (module docstring)."""
-        from ...engines.sim import State
+        from ...engines.state import State
         from ...physics._array import namespace
 
         xp = namespace(readings["gyro"])
@@ -408,7 +408,7 @@ class ComplementaryEstimator:
 
     def __call__(self, k: Any, truth: Any, readings: dict, est: Any) -> tuple[Any, Any]:
         """One step: the IMU sample (when fresh), then the fresh motion-capture pose."""
-        from ...engines.sim import State
+        from ...engines.state import State
         from ...physics._array import namespace
         from .complementary import complementary_output, complementary_step
 

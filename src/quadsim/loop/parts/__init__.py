@@ -12,7 +12,7 @@ A **sensor part** is an object the loop carries in a collection (:attr:`Sensors.
   become log columns (``<name>_<output>``), what estimators and controllers read, and the
   summary's column list;
 * ``init(n, truth, ctx) -> state`` and ``measure(k, truth, state, z, ctx) -> (readings, state)``,
-  pure array-API functions of the true :class:`~quadsim.engines.sim.State` ``(n, ...)``, its
+  pure array-API functions of the true :class:`~quadsim.engines.state.State` ``(n, ...)``, its
   state (a tree of arrays or ``None``), its normals ``z`` ``(n, count)`` and a :class:`Context`.
 
 The loop wires the rest: each part's normals are cut from the step's, its readings are taken at
