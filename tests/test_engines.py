@@ -225,17 +225,19 @@ def test_state_and_status_assignment_continue_from_them():
 @pytest.mark.skipif(not native.available(), reason="no C compiler or casadi")
 def test_native_engine_evaluates_make_step(monkeypatch):
     """The compiled step is :func:`quadsim.engines.stepping.make_step` on CasADi symbols."""
-    import quadsim.engines.stepping as stepping
+    import quadsim.engines.sim_native as sim_native
+    from quadsim.engines import stepping
     from quadsim.physics._array import CASADI_OPS
 
     calls = []
     original = stepping.make_step
+    assert sim_native.make_step is original  # the native engine's step is the one make_step
 
     def spy(*args, **kw):
         calls.append(kw.get("xp"))
         return original(*args, **kw)
 
-    monkeypatch.setattr(stepping, "make_step", spy)
+    monkeypatch.setattr(sim_native, "make_step", spy)
     Simulator("cf2x_L250", n=2, backend="native", world=WORLD)
     assert calls == [CASADI_OPS]
     assert isinstance(make_engine("numpy", *_engine_args()), ArrayEngine)

@@ -326,3 +326,66 @@ def test_the_size_check_sees_a_long_function():
     body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
     assert _long_functions(f"def f():\n{body}\n\ndef g():\n    pass\n") == [
         ("f", MAX_FUNCTION_LINES + 1)]
+
+
+HEAVY = {"jax", "jaxlib", "torch", "casadi", "matplotlib", "pyarrow", "gymnasium", "cyclonedds",
+         "ray", "stable_baselines3", "scipy", "tqdm", "mcap", "PIL"}  # fmt: skip
+"""The heavy optional dependencies: imported where they are used, inside functions."""
+CORE = ("physics", "engines", "loop")
+"""The layers whose modules import each other at module level (issue 28: imports in the open)."""
+
+
+def _heavy_on_import(path: Path) -> set[str]:
+    """The heavy dependencies a module imports when it is imported (itself, not its imports)."""
+    found = set()
+    for node in _runs_on_import(ast.parse(path.read_text()).body):
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [
+            a.name for a in node.names]  # fmt: skip
+        if not getattr(node, "level", 0):
+            found |= {n.split(".")[0] for n in names} & HEAVY
+    return found
+
+
+def _function_imports(path: Path) -> list[tuple[int, str]]:
+    """``(line, module)`` of the quadsim modules a module imports inside its functions."""
+    out = []
+    for fn in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.ImportFrom):
+                module = _from(path, node)
+                subs = {f"{module}.{a.name}" for a in node.names} & MODULES.keys()
+                out += [(node.lineno, m) for m in (subs or {module}) if _ours(m)]
+            elif isinstance(node, ast.Import):
+                out += [(node.lineno, a.name) for a in node.names if _ours(a.name)]
+    return out
+
+
+def test_the_core_layers_import_at_module_level():
+    """In physics, engines and loop a module imports the others at the top, where a reader sees
+    the plan; inside a function only a module that brings in a heavy optional dependency when
+    imported (directly or through its own imports), so that ``import quadsim`` stays light."""
+    graph = {m: _imported_modules(p) for m, p in MODULES.items()}
+    direct = {m: _heavy_on_import(p) for m, p in MODULES.items()}
+
+    def heavy(m: str, seen: set[str]) -> set[str]:
+        if m in seen:
+            return set()
+        seen.add(m)
+        return direct.get(m, set()).union(*(heavy(t, seen) for t in graph.get(m, ())))
+
+    hidden = [f"{p.relative_to(SRC)}:{line}: {m}" for p in FILES
+              if p.relative_to(SRC).parts[0] in CORE
+              for line, m in _function_imports(p) if not heavy(m, set())]  # fmt: skip
+    assert not hidden, "imports inside functions of modules that import nothing heavy:\n" + (
+        "\n".join(hidden))
+
+
+def test_the_module_level_check_sees_hidden_and_heavy_imports(monkeypatch):
+    fake = SRC / "loop" / "flight.py"
+    text = ("import casadi.tools\nfrom ..physics import rotation\ndef f():\n    import jax\n"
+            "    from . import brain\n    from ..engines import native\n")  # fmt: skip
+    monkeypatch.setattr(Path, "read_text", lambda self, *a, **k: text)
+    assert _function_imports(fake) == [(5, "quadsim.loop.brain"), (6, "quadsim.engines.native")]
+    assert _heavy_on_import(fake) == {"casadi"}

@@ -6,7 +6,7 @@ NumPy and PyTorch (a Python loop over the step) and on JAX (the step ``jax.jit``
 :func:`~quadsim.engines.stepping.rollout` under ``lax.scan``);
 :class:`quadsim.engines.sim_native.NativeEngine` evaluates the same step on CasADi symbols and
 compiles it to C. :func:`make_engine` picks the engine of a backend, :func:`backend_namespace`
-its array namespace and dtype; :func:`as_cmd` checks and broadcasts a command.
+its array namespace and dtype.
 """
 
 from __future__ import annotations
@@ -16,13 +16,16 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from ..physics._array import check_real, unstack
+from ..physics._array import unstack
 from ..physics.systems import System
 from ..physics.world import Status, World
-from .state import state_from_comps, state_to_comps
+from .native import available
+from .signals import interrupt_after
+from .sim_native import NativeEngine
+from .state import as_cmd, state_from_comps, state_to_comps
 from .stepping import as_env, is_jax, make_step, rollout
 
-__all__ = ["ArrayEngine", "Engine", "as_cmd", "backend_namespace", "make_engine"]
+__all__ = ["ArrayEngine", "Engine", "backend_namespace", "make_engine"]
 
 
 def backend_namespace(name: str, dtype: str) -> tuple[Any, Any]:
@@ -35,7 +38,6 @@ def backend_namespace(name: str, dtype: str) -> tuple[Any, Any]:
 
         return xnp, getattr(xnp, dtype)
     if name == "jax":
-        from .signals import interrupt_after
 
         with interrupt_after():  # Ctrl-C inside jaxlib's module initialisation can crash Python
             import jax
@@ -44,7 +46,6 @@ def backend_namespace(name: str, dtype: str) -> tuple[Any, Any]:
             jax.config.update("jax_enable_x64", True)  # asked for explicitly: float64 on JAX
         return jax.numpy, getattr(jax.numpy, dtype)
     if name == "torch":
-        from .signals import interrupt_after
 
         with interrupt_after():  # as jax: a C extension's initialisation is not to be cut
             import array_api_compat.torch as xt
@@ -53,7 +54,6 @@ def backend_namespace(name: str, dtype: str) -> tuple[Any, Any]:
     if name == "native":
         import array_api_compat.numpy as xnp
 
-        from .native import available
 
         if not available():
             raise ValueError(
@@ -95,20 +95,6 @@ class Engine(Protocol):
 
     def fault(self, i: int = 0) -> tuple[int, int]:
         """``(fault_step, fault_code)`` of drone ``i`` (``-1``: no fault; needs a world)."""
-
-
-def as_cmd(cmd: Any, shape: tuple[int, ...], xp: Any, dtype: Any) -> Any:
-    """``cmd`` broadcast to ``shape`` as an ``xp`` array of ``dtype`` (``ValueError`` if not:
-    another shape, or values that are not real numbers, such as complex numbers or text)."""  # noqa: D205, D209
-    check_real(cmd if hasattr(cmd, "dtype") else np.asarray(cmd), "cmd")
-    a = np.asarray(cmd, dtype=np.float64) if not hasattr(cmd, "device") else cmd
-    try:
-        a = np.array(np.broadcast_to(a, shape)) if isinstance(a, np.ndarray) else a
-    except ValueError:
-        raise ValueError(f"cmd must broadcast to shape {shape}; got {np.shape(cmd)}") from None
-    if tuple(a.shape) != shape:
-        raise ValueError(f"cmd must have shape {shape}; got {tuple(a.shape)}")
-    return xp.asarray(a, dtype=dtype)
 
 
 class ArrayEngine:
@@ -203,7 +189,6 @@ def make_engine(
 ) -> Engine:  # fmt: skip
     """The :class:`Engine` of a backend: ``native`` compiles, the others are array engines."""
     if backend == "native":
-        from .sim_native import NativeEngine
 
         per_drone = tuple(k for k in params if np.ndim(params[k]) > len(system.param_spec[k]))
         return NativeEngine(system, params, per_drone, dt, integrator, world, np.dtype(dtype))

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..physics.noise import c_source, stream_id
 from .native_schedule import ALWAYS, guarded_schedule, pool_source, selects
 
 __all__ = ["C_TYPES", "MVEC_BINARY", "OMP_WORK", "generate", "simd_decls"]
@@ -76,7 +77,6 @@ def generate(F: Any, dtype: np.dtype, sizes: tuple[int, int, int], vbytes: int =
     """C source of ``quadsim_roll`` for the SX Function ``F`` (see :func:`compile_rollout`)."""
     import casadi as cs
 
-    from ..physics.noise import c_source, stream_id
 
     T, Ti, one, absb, sfx = C_TYPES[dtype]
     lanes = vbytes // dtype.itemsize

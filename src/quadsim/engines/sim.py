@@ -24,11 +24,17 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..physics._array import to_numpy
-from ..physics.integrators import rk4
+from ..physics.commands import command_allocation
+from ..physics.envelope import envelope
+from ..physics.integrators import INTEGRATORS, rk4
+from ..physics.noise import check_seed, normals
+from ..physics.params import Params, PhysicalError, check_physical, load_params
+from ..physics.rotors import make_allocator
 from ..physics.systems import System, make_system
+from ..physics.wind import dryden_discretize, dryden_init, dryden_sequence, gust_to_world
 from ..physics.world import FAULT_NAMES, Status, World
-from .array_engine import as_cmd, backend_namespace, make_engine
-from .state import EulerState, State, check_unit_quat, initial_status
+from .array_engine import backend_namespace, make_engine
+from .state import EulerState, State, as_cmd, check_unit_quat, initial_status
 
 __all__ = ["SimulationError", "Simulator", "Wind", "diverged"]
 
@@ -66,7 +72,6 @@ def diverged(step: int, code: int, dt: float) -> SimulationError:
 
 
 def _params_of(drone: Any, system: System) -> dict:
-    from ..physics.params import Params, load_params
 
     params = drone if isinstance(drone, Params) else load_params(drone)
     return {k: getattr(params, k) for k in system.param_spec}
@@ -123,9 +128,6 @@ class Simulator:
         world: World | None = DEFAULT_WORLD, rotor_dynamics: bool = True,
         params: dict | None = None, wind: Wind | None = None,
     ) -> None:  # fmt: skip
-        from ..physics.envelope import envelope
-        from ..physics.integrators import INTEGRATORS
-        from ..physics.params import Params, PhysicalError, check_physical, load_params
 
         if not (isinstance(n, int) and n >= 1):
             raise ValueError(f"n must be a positive integer; got {n!r}")
@@ -143,7 +145,6 @@ class Simulator:
         self.n, self.dt, self.world, self.integrator = n, float(dt), world, integrator
         self.xp, self.dtype = backend_namespace(backend, dtype)
         self.backend = backend
-        from ..physics.noise import check_seed
 
         self.seed = check_seed(seed)
         self.rng = np.random.default_rng(seed)
@@ -212,7 +213,6 @@ class Simulator:
         """
         n, xp = self.n, self.xp
         if seed is not None:
-            from ..physics.noise import check_seed
 
             self.seed = check_seed(seed)
             self.rng = np.random.default_rng(seed)
@@ -314,7 +314,6 @@ class Simulator:
             raise ValueError("wind.mean must be finite")
         self.mean_wind = mean
         if wind.turbulence is not None:
-            from ..physics.wind import dryden_discretize
 
             self.dryden = dryden_discretize(wind.turbulence, self.dt)
             horiz = mean[:, :2].copy()
@@ -340,8 +339,6 @@ class Simulator:
         if self.dryden is None:
             out[:] = self.mean_wind
             return out
-        from ..physics.noise import normals
-        from ..physics.wind import dryden_sequence, gust_to_world
 
         k0 = self.k if k0 is None else int(k0)
         start = self.gust_start(k0)  # the stationary start after a reset: no transient
@@ -358,8 +355,6 @@ class Simulator:
             return None
         if self.gust_state is not None:
             return self.gust_state
-        from ..physics.noise import normals
-        from ..physics.wind import dryden_init
 
         k0 = self.k if k0 is None else int(k0)
         return dryden_init(self.dryden, normals(self.seed, "dryden_init", k0, np.arange(self.n), 5))
@@ -408,8 +403,6 @@ class Simulator:
             raise ValueError(f"wrench must have shape (n, 4); got {w.shape}")
         if self.system.model == "wrench":
             return self.step(w, wind, dist_f, dist_t)
-        from ..physics.commands import command_allocation
-        from ..physics.rotors import make_allocator
 
         if getattr(self, "_allocator", None) is None:
             self._allocator = make_allocator(self.drone)

@@ -27,6 +27,9 @@ import numpy as np
 from ..physics._array import CASADI_OPS
 from ..physics.systems import Env, System
 from ..physics.world import Status, World
+from .native import compile_rollout
+from .state import as_cmd
+from .stepping import make_step
 
 __all__ = ["NativeEngine"]
 
@@ -90,8 +93,6 @@ class NativeEngine:
     ) -> None:  # fmt: skip
         import casadi as cs
 
-        from .native import compile_rollout
-        from .stepping import make_step
 
         self.system, self.dtype, self.has_world = system, np.dtype(dtype), world is not None
         nx, nc = system.size, system.n_cmd
@@ -205,7 +206,6 @@ class NativeEngine:
         n, nc = self._n_drones, self.n_in - 9
         cmd = np.asarray(cmd, dtype=np.float64)
         if cmd.shape != (n, nc):
-            from .array_engine import as_cmd
 
             cmd = as_cmd(cmd, (n, nc), np, self.dtype)
         if not self._loaded:

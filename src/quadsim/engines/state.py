@@ -8,7 +8,7 @@ its flat components (:func:`state_to_comps`; :func:`state_from_comps` stacks the
 
 (``rpy`` for ``quat`` in an Euler state; no ``Ω`` without rotor dynamics). :func:`initial_status`
 makes a batch's all-clear :class:`~quadsim.physics.world.Status`; :func:`check_unit_quat` checks a
-given attitude, ``| ‖q‖ - 1 | <= 1e-6`` per drone.
+given attitude, ``| ‖q‖ - 1 | <= 1e-6`` per drone; :func:`as_cmd` checks and broadcasts a command.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..physics._array import stack, unstack
+from ..physics._array import check_real, stack, unstack
 from ..physics.systems import System
 from ..physics.world import Status
 
 __all__ = [
     "EulerState",
     "State",
+    "as_cmd",
     "check_unit_quat",
     "initial_status",
     "state_from_comps",
@@ -105,3 +106,17 @@ def initial_status(
         fault_step=xp.full(batch_shape, -1, dtype=xp.int32, device=device),
         fault_code=xp.zeros(batch_shape, dtype=xp.int32, device=device),
     )
+
+
+def as_cmd(cmd: Any, shape: tuple[int, ...], xp: Any, dtype: Any) -> Any:
+    """``cmd`` broadcast to ``shape`` as an ``xp`` array of ``dtype`` (``ValueError`` if not:
+    another shape, or values that are not real numbers, such as complex numbers or text)."""  # noqa: D205, D209
+    check_real(cmd if hasattr(cmd, "dtype") else np.asarray(cmd), "cmd")
+    a = np.asarray(cmd, dtype=np.float64) if not hasattr(cmd, "device") else cmd
+    try:
+        a = np.array(np.broadcast_to(a, shape)) if isinstance(a, np.ndarray) else a
+    except ValueError:
+        raise ValueError(f"cmd must broadcast to shape {shape}; got {np.shape(cmd)}") from None
+    if tuple(a.shape) != shape:
+        raise ValueError(f"cmd must have shape {shape}; got {tuple(a.shape)}")
+    return xp.asarray(a, dtype=dtype)

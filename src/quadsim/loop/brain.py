@@ -40,11 +40,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..physics._array import namespace
+from ..engines.state import State
+from ..physics import power as pw
+from ..physics._array import namespace, to_numpy
 from ..physics.commands import COMMANDS, command_allocation, command_kind
 from ..physics.noise import normals
 from ..physics.sensors import baro_init, gnss_init, imu_init, mocap_init
-from .parts import Context
+from . import control as control_module
+from .parts import Context, part_outputs
 from .records import numpy_state
 from .sensing import dropping, due, make_sense, pick
 
@@ -210,8 +213,6 @@ def initial_ctrl_state(control: Callable, gains: Any, ctrl_state: Any, n: int, x
     the built-in gains records; ``None`` otherwise (a stateless controller gets ``None`` and
     what it returns as its state is handed back on the next step).
     """
-    from . import control as control_module
-
     if ctrl_state is not None:
         return ctrl_state
     init = getattr(control, "init_state", None)
@@ -383,8 +384,6 @@ def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, sens: Sensor
 def _parts_init(sens: Sensors, periods: Periods, n: int, pos: Any, quat: Any, vel: Any,
                 dt: float, seed: int, k0: int, xp: Any, world: Any) -> tuple:  # fmt: skip
     """``(state, held)`` of every sensor part at the start: its ``init``, zeros held."""
-    from ..engines.state import State
-
     ctx = Context(dt, xp, seed, k0, world)
     truth = State(pos, quat, vel, xp.zeros((n, 3), dtype=xp.float64), None)
     out = []
@@ -406,8 +405,6 @@ def brain_outputs(sens: Sensors | None = None, estimator: Any = None) -> list[tu
     the sample that delivered it). With a power chain: ``battery_v`` [V], ``battery_i`` [A],
     ``battery_p`` [W] and ``battery_charge`` (0..1), then every sensor part's
     ``<name>_<output>`` (:func:`quadsim.loop.parts.part_outputs`), before the estimator's."""  # noqa: D205, D209
-    from .parts import part_outputs
-
     sens = Sensors() if sens is None else sens
     out = [("gyro", 3), ("accel", 3)] if sens.imu is not None else []
     if sens.mocap is not None:
@@ -435,7 +432,6 @@ def noise_groups(sens: Sensors | None = None) -> tuple[tuple[str, int], ...]:
 
 def first_drone(tree: Any) -> Any:
     """The first drone's leaves of a per-drone state tree (a template of structure and shape)."""
-    from ..physics._array import to_numpy
 
     def first(leaf: Any) -> np.ndarray:
         a = np.asarray(to_numpy(leaf), np.float64)
@@ -459,8 +455,6 @@ def _powered(out: dict, charge: Any, power: Any, dt: float, xp: Any) -> tuple[di
     firmware's PWM compensates the voltage, so a command gets through up to the speed of full
     PWM at the present voltage ``V`` (``saturated`` where cut); ``V`` and the current at the
     power of the speeds that get through; the charge integrated over the step."""  # noqa: D205, D209
-    from ..physics import power as pw
-
     rpm = out["cmd_rpm"]
     v0, _ = pw.battery_state(charge, pw.electrical_power(rpm, power), power)
     top = pw.rpm_from_pwm(pw.PWM_FULL + 0.0 * rpm, v0[..., None], power)
@@ -524,8 +518,6 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
     Raises:
         ValueError: A controller that reads readings no sensor gives.
     """
-    from ..engines.state import State
-
     sens = Sensors() if sens is None else sens
     periods = Periods(parts=(1,) * len(sens.parts)) if periods is None else periods
     m_c = periods.control

@@ -75,13 +75,26 @@ from typing import Any
 
 import numpy as np
 
-from ..engines.sim_native import kernel_params
+from ..engines.sim_native import kernel_params, varying_params
 from ..physics._array import CASADI_OPS
 from ..physics._symbolic import SymArray, symbolic
 from ..physics.systems import Env
+from ..physics.wind import dryden_step, gust_to_world
 from ..physics.world import Status
 from ..physics.world import apply as world_apply
-from .brain import brain_outputs, ctrl_leaves, noise_groups
+from .brain import (
+    Sensors,
+    brain_init,
+    brain_outputs,
+    ctrl_leaves,
+    first_drone,
+    loop_periods,
+    make_brain,
+    noise_groups,
+    state_leaves,
+    tree_rebuild,
+)
+from .control import init_state
 
 __all__ = ["DEFAULT_CTRL", "closed_loop_step", "per_drone_params"]
 
@@ -102,8 +115,6 @@ def per_drone_params(system: Any, params: dict) -> tuple[list[tuple], np.ndarray
         drones (``index`` into the trailing shape, ``column`` its ``(N,)`` values), and those
         columns stacked ``(n_var, N)`` (float64), or ``None`` when every drone is the same.
     """
-    from ..engines.sim_native import varying_params
-
     per_drone = tuple(k for k in system.param_spec
                       if np.ndim(params[k]) > len(system.param_spec[k]))  # fmt: skip
     varying = varying_params(system, params, per_drone)
@@ -177,7 +188,6 @@ def closed_loop_step(
     """
     import casadi as cs
 
-    from .brain import Sensors, loop_periods, make_brain, state_leaves, tree_rebuild
 
     sens = Sensors() if sens is None else sens
     sensing = [sens.imu, sens.mocap, sens.baro, sens.gnss, sens.power, *sens.parts, estimator]
@@ -248,9 +258,6 @@ def _brain_template(gains: Any, ctrl_state: Any, sens: Any, dt: float, periods: 
                     n_rotors: int, estimator: Any, world: Any) -> Any:  # fmt: skip
     """One drone's brain state as the step's template, from the controller state ``ctrl_state``
     (default: :func:`quadsim.loop.control.init_state` of the gains)."""  # noqa: D205, D209
-    from .brain import brain_init, first_drone, tree_rebuild
-    from .control import init_state
-
     cstate0 = init_state(gains, ()) if ctrl_state is DEFAULT_CTRL else ctrl_state
     lead = [np.asarray(leaf)[None] for _, leaf in ctrl_leaves(cstate0)]
     ctrl = tree_rebuild(cstate0, iter(lead))
@@ -320,7 +327,6 @@ def _gusty_wind(U: Any, state: SymArray, noise: list, disc: Any, dtype: Any) -> 
     """
     import casadi as cs
 
-    from ..physics.wind import dryden_step, gust_to_world
 
     x1, gust = dryden_step(state, symbolic(noise, dtype), disc)
     norm = cs.sqrt(U[0] * U[0] + U[1] * U[1])

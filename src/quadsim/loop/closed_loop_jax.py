@@ -40,7 +40,11 @@ from typing import Any
 
 import numpy as np
 
-from ..engines.state import State
+from ..engines.state import State, state_from_comps, state_to_comps
+from ..engines.stepping import make_step
+from ..physics import rotors
+from ..physics._array import unstack
+from ..physics.systems import Env
 from ..physics.world import Status
 from . import driver
 from .brain import initial_brain_state, make_brain, noise_groups
@@ -70,10 +74,6 @@ class ScanLoop:
         import jax
         import jax.numpy as jnp
 
-        from ..engines.state import state_from_comps, state_to_comps
-        from ..engines.stepping import make_step
-        from ..physics._array import unstack
-        from ..physics.systems import Env
 
         self.n, self.n_noise, self.gusty = sim.n, n_noise, gusty
         self.every, self.periods = every, periods
@@ -302,7 +302,6 @@ def build_scan(sim: Any, trajectory: Callable, control: Callable, gains: Any, al
     returns a thunk of its :class:`ScanRunner`, made when the flight's clock starts."""  # noqa: D205, D209
     import jax
 
-    from ..physics import rotors
 
     allocator = rotors.make_allocator(sim.drone) if allocator is None else allocator
     n, dt = sim.n, float(sim.dt)

@@ -17,8 +17,25 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .brain import ctrl_leaves, noise_groups
+from ..engines.native import compile_rollout
+from ..physics._array import to_numpy
+from ..physics.envelope import envelope
+from ..physics.integrators import INTEGRATORS
+from ..physics.params import Params, load_params
+from ..physics.rotors import make_allocator
+from ..physics.systems import make_system
+from .brain import (
+    Periods,
+    Sensors,
+    brain_init,
+    ctrl_leaves,
+    loop_periods,
+    noise_groups,
+    state_leaves,
+    tree_rebuild,
+)
 from .closed_loop import DEFAULT_CTRL, closed_loop_step, per_drone_params
+from .control import control as default_control
 
 __all__ = ["ClosedLoop", "ClosedLoopRun", "compile_closed_loop", "compile_for_simulator"]
 
@@ -62,7 +79,6 @@ class ClosedLoop:
                  hover_rpm: float, params: np.ndarray | None = None, sens: Any = None,
                  periods: Any = None, estimator: Any = None,
                  world: Any = None) -> None:  # fmt: skip
-        from .brain import Periods, Sensors
 
         self.rollout, self.rows, self.system, self.dt = rollout, rows, system, dt
         self.dtype, self.n_x = rollout.dtype, rollout.n_state
@@ -91,9 +107,6 @@ class ClosedLoop:
         Raises:
             ValueError: ``ctrl_state`` or ``brain_state`` of another structure or shape.
         """
-        from ..physics._array import to_numpy
-        from .brain import brain_init, state_leaves, tree_rebuild
-
         X = np.zeros((self.n_x, n))
         given = {"pos": pos, "quat": quat, "vel": vel, "ang_vel": ang_vel,
                  "rotor_vel": self._hover if rotor_vel is None else rotor_vel}  # fmt: skip
@@ -211,14 +224,6 @@ def compile_closed_loop(
     Raises:
         ValueError: If ``dt`` and ``gains.dt`` differ, or the model is not rotor-level.
     """
-    from ..engines.native import compile_rollout
-    from ..physics.envelope import envelope
-    from ..physics.integrators import INTEGRATORS
-    from ..physics.params import Params, load_params
-    from ..physics.rotors import make_allocator
-    from ..physics.systems import make_system
-    from .control import control as default_control
-
     params = drone if isinstance(drone, Params) else load_params(drone)
     dt = float(gains.dt) if dt is None else float(dt)
     if not math.isclose(dt, float(gains.dt), rel_tol=1e-12):
@@ -273,10 +278,6 @@ def compile_for_simulator(
     Returns:
         :class:`ClosedLoop` (with per-drone parameters it runs exactly ``sim.n`` drones).
     """
-    from ..engines.native import compile_rollout
-    from ..physics.envelope import envelope
-    from ..physics.rotors import make_allocator
-
     system = sim.system
     params = {k: sim.model_params[k] for k in system.param_spec}
     F, rows, template = closed_loop_step(
@@ -292,7 +293,6 @@ def compile_for_simulator(
     hover = envelope(sim.drone).hover_rpm
     values = per_drone_params(system, params)[1]
     if periods is None:
-        from .brain import loop_periods
 
         periods = loop_periods(float(sim.dt), gains, sens)
     return ClosedLoop(rollout, rows, template, system, float(sim.dt), hover, values, sens,

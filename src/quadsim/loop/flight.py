@@ -63,7 +63,9 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..physics import rotors
+from ..physics.integrators import INTEGRATORS
 from ..physics.noise import check_seed
+from ..physics.power import load_power
 from . import driver
 from .brain import (
     COMMANDS,
@@ -158,8 +160,6 @@ def run_meta(sim: Any, duration: float, extra: dict | None = None) -> dict:
 
 def _integrator_name(fn: Any) -> str | None:
     """Registry name of an integrator function (:data:`quadsim.physics.integrators.INTEGRATORS`)."""
-    from ..physics.integrators import INTEGRATORS
-
     if fn is None or isinstance(fn, str):
         return fn
     names = [name for name, f in INTEGRATORS.items() if f is fn]
@@ -273,7 +273,6 @@ def fly(
     )
     seed = sim.seed if seed is None else check_seed(seed)
     if isinstance(power, str):
-        from ..physics.power import load_power
 
         power = load_power(power)
     sens = Sensors(imu, mocap, baro, gnss, power, battery_charge, _check_parts(parts))

@@ -27,6 +27,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from . import trajectories as tr
+
 __all__ = ["TRAJECTORY_KINDS", "Spread", "Start", "make_trajectory", "sample_start"]
 
 TRAJECTORY_KINDS = ("hover", "step", "circle", "lemniscate", "min_snap")
@@ -68,8 +70,6 @@ def make_trajectory(
     Raises:
         ValueError: An unknown kind, or parameters the trajectory rejects.
     """
-    from . import trajectories as tr
-
     if kind == "hover":
         return tr.Hover(pos=tuple(center), yaw=yaw)
     if kind == "step":

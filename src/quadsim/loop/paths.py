@@ -13,7 +13,11 @@ from typing import Any
 
 import numpy as np
 
+from ..engines.native import available
 from ..physics._array import to_numpy
+from ..physics.sensors import mocap_delay_steps
+from . import control as control_module
+from .brain import ctrl_leaves
 from .records import jax_or_none
 
 __all__ = ["MOCAP_DELAY_MAX", "compiled_path_reason", "flight_loop", "scan_path_reason"]
@@ -52,8 +56,6 @@ def compiled_path_reason(
     Returns:
         A short reason (``"a custom allocator: ..."``), or ``None``.
     """
-    from . import control as control_module
-
     if jit is False:
         return "jit=False: the per-step Python loop was asked for"
     backend = getattr(sim, "backend", None)
@@ -71,7 +73,6 @@ def compiled_path_reason(
     if allocator is not None:
         return "a custom allocator: the compiled loop uses the drone's default allocator"
     if mocap is not None:
-        from ..physics.sensors import mocap_delay_steps
 
         try:
             d = mocap_delay_steps(mocap, sim.dt)
@@ -84,7 +85,6 @@ def compiled_path_reason(
     if system.attitude != "quat" or system.n_cmd != sim.drone.mixing_matrix.shape[1]:
         return (f"model {getattr(system, 'model', None)!r}: the compiled loop needs a rotor-level "
                 "quaternion model (first_principles)")  # fmt: skip
-    from ..engines.native import available
 
     if not available():
         return "quadsim.engines.native is unavailable (needs CasADi and a C compiler)"
@@ -152,8 +152,6 @@ def flight_loop(sim: Any, control: Callable, gains: Any, **kwargs: Any) -> tuple
 
 def _ctrl_state_problem(ctrl_state: Any, n: int) -> str | None:
     """Why a per-drone controller state cannot be stored in the compiled state, or ``None``."""
-    from .brain import ctrl_leaves
-
     try:
         leaves = ctrl_leaves(ctrl_state)
     except TypeError as e:

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..physics.noise import normals
 from .brain import initial_brain_state, make_brain, noise_groups
 from .records import jax_or_none, jax_x64, log_record, numpy_state
 
@@ -32,8 +33,6 @@ def sensor_normals(seed: int, sens: Any, steps: Any, n: int) -> np.ndarray:
     :func:`quadsim.physics.noise.normals` ``(seed, stream, k, drone)`` of the groups of
     :func:`quadsim.loop.brain.noise_groups`, as the compiled loop draws them in C.
     """
-    from ..physics.noise import normals
-
     k, d = np.asarray(steps)[:, None], np.arange(n)[None]
     groups = noise_groups(sens)
     z = [normals(seed, stream, k, d, count) for stream, count in groups]

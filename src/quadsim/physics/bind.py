@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from .params import Params, load_params
+
 __all__ = ["parametrize"]
 
 
@@ -32,8 +34,6 @@ def parametrize(fn: Callable, drone: Any, xp: Any = None, device: Any = None) ->
     Raises:
         ValueError: If the drone cannot be loaded, or ``fn`` needs a parameter the record lacks.
     """
-    from .params import Params, load_params
-
     params = drone if isinstance(drone, Params) else load_params(drone)
     kwargs = {}
     for p in inspect.signature(fn).parameters.values():

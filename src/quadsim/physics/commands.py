@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ._array import namespace
+from .rotors import Allocation, allocate, wrench_from_rpm
 
 __all__ = ["COMMANDS", "command_allocation", "command_kind"]
 
@@ -59,8 +60,6 @@ def command_allocation(output: Any, allocator: Any, command: str | None = None) 
         allocator: :class:`~quadsim.physics.rotors.Allocator` of the drone.
         command: ``None``/``"auto"``, ``"wrench"`` or ``"rpm"`` (:func:`command_kind`).
     """
-    from .rotors import Allocation, allocate, wrench_from_rpm
-
     n_rot = int(np.shape(allocator.mixing_matrix)[1])
     if command_kind(int(output.shape[-1]), n_rot, command) == "wrench":
         return output, allocate(output, allocator)

@@ -47,6 +47,7 @@ import numpy as np
 
 from ._array import namespace
 from ._toml import read_entry
+from .sensors.loading import read_sensor_file
 
 __all__ = [
     "PWM_FULL",
@@ -231,8 +232,6 @@ def load_power(name_or_path: str | os.PathLike[str] = "cf21_stock") -> PowerPara
             missing key, a unit not accepted, a value :func:`check_power_params` rejects.
         FileNotFoundError: A path that does not exist.
     """  # noqa: D205
-    from .sensors.loading import read_sensor_file
-
     doc, name, packaged, fail = read_sensor_file(name_or_path, "power", list_power_presets(),
                                                  [*_KEYS, *_TEXT], _TEXT, root=_root())  # fmt: skip
     values = {}

@@ -29,9 +29,26 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...engines.state import State
 from ...physics import rotation
+from ...physics._array import namespace
+from ...physics.noise import normals
+from ...physics.sensors import (
+    check_baro_params,
+    check_gnss_params,
+    check_imu_params,
+    gnss_delay_steps,
+    mocap_delay_steps,
+)
 from .. import sensing
 from . import eskf, preintegration
+from .complementary import (
+    ComplementaryGains,
+    check_complementary_gains,
+    complementary_init,
+    complementary_output,
+    complementary_step,
+)
 
 __all__ = ["COMPLEMENTARY_OUTPUTS", "EKF_OUTPUTS", "ComplementaryEstimator", "EkfEstimator",
            "EkfSlot", "default_init_std"]
@@ -82,8 +99,6 @@ def default_init_std(imu: Any, pos: float = 1e-3, vel: float = 1e-2,
     """The EKF's initial standard deviations (15) for an IMU: ``pos`` [m], ``vel`` [m/s] and
     ``att`` [rad] per axis, then the biases from the IMU's preset: the root sum of squares of
     its constant and turn-on biases, at least 0.02 m/s² and 0.1 deg/s."""  # noqa: D205, D209
-    from ...physics.sensors import check_imu_params
-
     i = check_imu_params(imu)
     gb = np.sqrt(np.asarray(i.gyro_bias_std) ** 2 + np.asarray(i.gyro_bias) ** 2)
     ab = np.sqrt(np.asarray(i.accel_bias_std) ** 2 + np.asarray(i.accel_bias) ** 2)
@@ -147,13 +162,6 @@ class EkfEstimator:
                  baro: Any = None, gyro_bias_noise: float | None = None,
                  accel_bias_noise: float | None = None, nees: bool = True,
                  cov_interval: float = 0.01) -> None:  # fmt: skip
-        from ...physics.sensors import (
-            check_baro_params,
-            check_gnss_params,
-            check_imu_params,
-            gnss_delay_steps,
-            mocap_delay_steps,
-        )
 
         if imu is None:
             raise ValueError("the EKF needs an IMU (it propagates with the IMU's readings)")
@@ -204,8 +212,6 @@ class EkfEstimator:
     def init(self, n: int, pos: Any, vel: Any, quat: Any, *, seed: int = 0, k0: int = 0,
              xp: Any = np) -> EkfSlot:  # fmt: skip
         """The state at a flight's start: the truth plus a drawn error, ``P0 = diag(std²)``."""
-        from ...physics.noise import normals
-
         pos, vel, quat = (np.asarray(a, np.float64) for a in (pos, vel, quat))
         e = np.zeros((n, 15))
         if self.init_error:
@@ -238,9 +244,6 @@ class EkfEstimator:
 
     def __call__(self, k: Any, truth: Any, readings: dict, est: EkfSlot) -> tuple[Any, EkfSlot]:
         """One step (module docstring)."""
-        from ...engines.state import State
-        from ...physics._array import namespace
-
         xp = namespace(readings["gyro"])
         L, f = self.L, est.filt
         sample = xp.concat([readings["gyro"], readings["accel"],
@@ -384,7 +387,6 @@ class ComplementaryEstimator:
 
     def __init__(self, imu: Any, mocap: Any, g_vec: Any, dt: float, periods: Any,
                  gains: Any = None, gnss: Any = None) -> None:  # fmt: skip
-        from .complementary import ComplementaryGains, check_complementary_gains
 
         if imu is None:
             raise ValueError("the complementary filter needs an IMU")
@@ -401,17 +403,11 @@ class ComplementaryEstimator:
     def init(self, n: int, pos: Any, vel: Any, quat: Any, *, seed: int = 0, k0: int = 0,
              xp: Any = np) -> Any:  # fmt: skip
         """The filter at the true start state."""
-        from .complementary import complementary_init
-
         return _to(complementary_init(np.asarray(pos, np.float64), np.asarray(vel, np.float64),
                                       np.asarray(quat, np.float64)), xp)  # fmt: skip
 
     def __call__(self, k: Any, truth: Any, readings: dict, est: Any) -> tuple[Any, Any]:
         """One step: the IMU sample (when fresh), then the fresh motion-capture pose."""
-        from ...engines.state import State
-        from ...physics._array import namespace
-        from .complementary import complementary_output, complementary_step
-
         xp = namespace(readings["gyro"])
         kw = {}
         if self.mocap is not None:
