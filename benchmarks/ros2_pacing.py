@@ -2,7 +2,7 @@
 
 For each case the node runs seed 001's scenario (``examples/seed001_f450_hover.toml``) paced in
 real time for ``--seconds`` (default 20) on its own DDS domain on the loopback, while
-``tests/ros2_probe.py`` subscribes to every drone's odometry and IMU for the middle of the run;
+``tests/app/ros2_probe.py`` subscribes to every drone's odometry and IMU for the middle of the run;
 the table gives the tick lateness (start of a tick after its due time) and the time a tick's
 work takes (commands, the loop's step, publishing), both from the node's ``summary.json``, and
 the rate at which the subscriber received odometry (the slowest drone):

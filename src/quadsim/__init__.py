@@ -9,7 +9,7 @@ The public face:
   rotations.
 
 Importing quadsim loads NumPy only; SciPy (min-snap trajectories, RK45), JAX, PyTorch,
-CasADi, pyarrow and matplotlib are imported when used (``tests/test_startup.py`` checks the
+CasADi, pyarrow and matplotlib are imported when used (``tests/app/test_startup.py`` checks the
 ``quadsim`` command's share of that).
 """
 

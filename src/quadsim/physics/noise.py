@@ -79,7 +79,8 @@ def philox4x32(counter: Any, key: Any) -> np.ndarray:
     """Philox4x32-10 of counters ``(..., 4)`` and keys ``(..., 2)`` (uint32 words, broadcast).
 
     Returns:
-        ``(..., 4)`` uint32: the random words (Random123's known answers, ``tests/test_noise.py``).
+        ``(..., 4)`` uint32: the random words (Random123's known answers,
+        ``tests/physics/test_noise.py``).
     """
     c = [np.asarray(w, np.uint64) for w in np.moveaxis(np.asarray(counter, np.uint64), -1, 0)]
     k0, k1 = (np.asarray(w, np.uint64) for w in np.moveaxis(np.asarray(key, np.uint64), -1, 0))

@@ -7,7 +7,7 @@ once their strings and sequence lengths are fixed (a drone's frame names, its ro
 lies in the bytes (every ``float64`` and every stamp's ``sec``/``nanosec`` is given a distinct
 sentinel value whose bytes must occur exactly once), and afterwards builds a message as a copy
 of those bytes with the numbers written in: a slice assignment through a NumPy view. The bytes
-are the serializer's own for the same values (``tests/test_ros2_msgs.py`` compares them);
+are the serializer's own for the same values (``tests/app/test_ros2_msgs.py`` compares them);
 :func:`write` hands them to the writer as its ``write`` would.
 
 In XCDR1 a ``float64`` is aligned to 8 bytes from the start of the payload, which follows a

@@ -4,8 +4,9 @@ A ROS 2 node on ``rmw_cyclonedds_cpp`` sends a message ``pkg/msg/Type`` as the D
 ``pkg::msg::dds_::Type_`` in XCDR1 (little-endian CDR with a 4-byte encapsulation header), on the
 DDS topic ``rt/<ROS topic>``. The dataclasses below declare the same fields in the same order
 with the same IDL types as the ROS 2 interface definitions, so :meth:`serialize` produces the
-bytes a ROS 2 node would, and a ROS 2 node reads what quadsim writes; ``tests/test_ros2_msgs.py``
-checks that against the ``rosbags`` library's own CDR serializer for every type.
+bytes a ROS 2 node would, and a ROS 2 node reads what quadsim writes;
+``tests/app/test_ros2_msgs.py`` checks that against the ``rosbags`` library's own CDR serializer
+for every type.
 
 :data:`MSG_TEXT` holds each type's ``.msg`` definition (fields only, constants left out): the
 schema an MCAP file carries for each channel (:func:`msgdef`, ``ros2msg`` encoding: the type's

@@ -21,7 +21,7 @@ at stage quaternions ``q + h k`` that are not of unit length, and a formula that
 length would scale and tilt thrust and drag there. ``q̇ = ½ q ⊗ (ω, 0)`` is taken of the given
 ``q`` (``q̇(c q) = c q̇(q)``); it is orthogonal to ``q``, and the integrators renormalise after
 each step. This is the same flow as a model that normalises ``q`` before forming ``R``
-(``tests/test_quat_scale.py`` checks a flight against such an independent RK4).
+(``tests/engines/test_quat_scale.py`` checks a flight against such an independent RK4).
 
 The interface (names, order, units, return tuple) is that of seed 000 (drone-models 0.1.0
 ``first_principles``) so code written for it runs unchanged.
@@ -30,7 +30,7 @@ Deviations from seed 000, where its reference code is physically wrong:
 
 1. ``quat_dot``: the seed's symbolic model multiplies the xyzw quaternion by the scalar-first
    matrix ``[[0, -ωᵀ], [ω, -[ω]×]]``, so the derivative is not that of the attitude it stores.
-   Here ``q̇ = ½ q ⊗ (ω, 0)`` in xyzw; ``tests/test_models.py`` checks it against a finite
+   Here ``q̇ = ½ q ⊗ (ω, 0)`` in xyzw; ``tests/physics/test_models.py`` checks it against a finite
    difference of the exact exponential-map rotation.
 2. Propeller gyroscopic torque: the seed uses ``J_p (-ω_y M_2Ω, -ω_x M_2Ω, ·)``, the same sign on
    x and y, which is not a cross product and does work on the body (``ω · τ ≠ 0``). The physical

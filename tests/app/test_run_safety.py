@@ -11,9 +11,9 @@ import time
 
 import numpy as np
 import pytest
+from signal_helpers import default_signals
 
 from quadsim.app import cli, io
-from signal_helpers import default_signals
 
 LONG = """
 name = "long"

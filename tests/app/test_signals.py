@@ -11,10 +11,10 @@ import sys
 import time
 
 import pytest
+from signal_helpers import default_signals
 
 from quadsim.app.signals import Interrupted, raising, stop_flag
 from quadsim.engines.signals import catchable, interrupt_after
-from signal_helpers import default_signals
 
 LONG = """
 name = "long"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from sweep_helpers import BASE, GRID, PY, SLOW, children, cli_sweep, results_bytes, sweep_files
 
 from quadsim.app.sweep.spec import load_sweep, make_runs
 from quadsim.app.sweep.tasks import plan, run_task, task_seed, write_rows
-from sweep_helpers import BASE, GRID, PY, SLOW, children, cli_sweep, results_bytes, sweep_files
 
 
 def test_runs_of_a_grid_and_of_samples(tmp_path):

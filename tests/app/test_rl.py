@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from signal_helpers import default_signals
 
 pytest.importorskip("stable_baselines3")

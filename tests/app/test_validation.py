@@ -30,7 +30,7 @@ from quadsim.physics.params import (
 )
 from quadsim.physics.world import Box, Ground, World, below_floor, blocked, box_containing, wall
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # ------------------------------------------------------------------------------ preset files
 

@@ -505,7 +505,7 @@ def _quadrant(x: float, y: float) -> str:
 
 def test_conventions_table_matches_presets():
     """docs/conventions.md's motor numbering table describes the presets as they are."""
-    text = (Path(__file__).resolve().parents[1] / "docs" / "conventions.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "conventions.md").read_text()
     table = {}
     for row in text.splitlines():
         cells = [c.strip() for c in row.strip().strip("|").split("|")]

@@ -138,7 +138,7 @@ def test_the_docs_example_runs():
     import re
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "docs" / "estimation.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "estimation.md").read_text()
     code = re.findall(r"^```python\n(.*?)^```$", text, flags=re.S | re.M)
     assert len(code) == 1
     if BACKEND != "native":

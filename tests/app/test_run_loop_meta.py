@@ -13,7 +13,7 @@ from quadsim.engines import native
 
 SEEN: list = []  # SIGINT's state where a signal test raised it (for its failure message)
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(not native.available(), reason="needs CasADi and a C compiler")
 

@@ -26,7 +26,7 @@ from quadsim.loop.trajectories import Circle
 from quadsim.physics.params import load_params
 from quadsim.physics.rotors import allocate, make_allocator
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "own_controller.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "own_controller.py"
 spec = importlib.util.spec_from_file_location("example_own_controller", EXAMPLE)
 oc = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(oc)

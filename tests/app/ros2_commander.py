@@ -1,12 +1,12 @@
 """A ROS 2 commanding process for the node's tests (not a test module).
 
-``python tests/ros2_commander.py good OUT.json --rpm R --seconds S [--ns NS] [--domain-id D]``
+``python tests/app/ros2_commander.py good OUT.json --rpm R --seconds S [--ns NS] [--domain-id D]``
 waits until the node's ``cmd_rotor_speeds`` reader is matched, then sends rotor speeds
 ``R (1 + 0.01 sin(2π 0.5 t)) (1 + 0.002 s_i)`` [RPM] of rotor ``i`` (in rad/s), ``s = (1, -1,
 1.05, -0.95)`` (a collective oscillation and a small yaw torque: the drone stays level), at
 100 Hz for ``S`` seconds and writes the commands it sent [RPM].
 
-``python tests/ros2_commander.py bad OUT.json [--ns NS] [--domain-id D]`` sends, 50 ms apart,
+``python tests/app/ros2_commander.py bad OUT.json [--ns NS] [--domain-id D]`` sends, 50 ms apart,
 one of each kind of bad command the node must drop (wrong length, NaN, negative, oversized,
 unknown joint names, a pose with NaN, a pose in another frame, an attitude with thrust 2, an
 unknown mode) and writes how many it sent.

@@ -311,7 +311,7 @@ def test_docs_list_the_columns_of_the_code():
 
     from quadsim.app.io import describe_columns
 
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "outputs.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "outputs.md").read_text()
     assert describe_columns(4) in doc
 
 

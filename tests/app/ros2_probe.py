@@ -2,7 +2,7 @@
 ROS 2 message types (``quadsim.app.ros2.msgs``, checked against rosbags' definitions in
 ``test_ros2_msgs.py``) on the loopback domain the node uses, and writes what it received.
 
-``python tests/ros2_probe.py OUT.json SECONDS [--ns quadsim] [--drones N] [--domain-id D]``:
+``python tests/app/ros2_probe.py OUT.json SECONDS [--ns quadsim] [--drones N] [--domain-id D]``:
 per drone and topic (``odom``, ``imu``), the receive times (``time.monotonic``) and the message
 stamps and contents, as JSON. It prints ``ready`` once its readers exist.
 """

@@ -8,10 +8,10 @@ import sys
 
 import numpy as np
 import pytest
+from signal_helpers import default_signals
 
 import quadsim
 from quadsim.app import bench, cli
-from signal_helpers import default_signals
 
 
 def test_version_and_presets(capsys):

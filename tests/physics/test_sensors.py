@@ -523,7 +523,7 @@ def test_bad_inputs_name_the_argument() -> None:
 
 
 def test_docs_example_runs_and_table_matches_presets() -> None:
-    text = (Path(__file__).resolve().parents[1] / "docs" / "sensors.md").read_text("utf-8")
+    text = (Path(__file__).resolve().parents[2] / "docs" / "sensors.md").read_text("utf-8")
     for block in re.findall(r"^```python\n(.*?)^```$", text, flags=re.S | re.M):
         exec(compile(block, "docs/sensors.md", "exec"), {})
     for name in S.list_imu_presets():

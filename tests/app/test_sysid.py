@@ -12,7 +12,7 @@ import pytest
 from quadsim.app.sysid import thrust_stand as ts
 from quadsim.physics.params import invert_curve, load_params
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "crazyflie-thrust-stand"
+DATA = Path(__file__).resolve().parents[2] / "data" / "crazyflie-thrust-stand"
 RUN1, RUN2 = DATA / "cf2.1-stock-prop.csv", DATA / "cf21_stock2.csv"
 
 

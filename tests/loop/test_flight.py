@@ -1,7 +1,7 @@
 """Closed-loop acceptance: controllers fly the simulator (issue 4, section 5).
 
 Each test flies a batch of 64 drones and a single drone. The measured numbers are printed
-(`pytest -s tests/test_flight.py`) and quoted in the closing note.
+(`pytest -s tests/loop/test_flight.py`) and quoted in the closing note.
 """
 
 from __future__ import annotations

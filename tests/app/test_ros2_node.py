@@ -4,7 +4,7 @@ speeds from another process drive the plant exactly as ``Simulator.step`` does; 
 counted and dropped; SIGINT and SIGTERM stop the node with the log written; bad options exit 2.
 
 Each test has its own DDS domain and namespace, so tests running side by side do not hear each
-other. The helper processes are ``tests/ros2_probe.py`` and ``tests/ros2_commander.py``."""
+other. The helper processes are ``tests/app/ros2_probe.py`` and ``tests/app/ros2_commander.py``."""
 
 from __future__ import annotations
 
@@ -18,12 +18,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from signal_helpers import default_signals
 
 pytest.importorskip("cyclonedds")
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SEED001 = ROOT / "examples" / "seed001_f450_hover.toml"
 PY = sys.executable
 
@@ -74,7 +73,7 @@ def test_a_subscriber_process_gets_odometry_and_imu_at_200_hz(tmp_path):
     probe = subprocess.run(
         [
             PY,
-            str(ROOT / "tests" / "ros2_probe.py"),
+            str(ROOT / "tests" / "app" / "ros2_probe.py"),
             str(out),
             "5",
             "--ns",
@@ -138,7 +137,7 @@ def test_rotor_speeds_from_another_process_fly_as_simulator_step(tmp_path):
     cmd = subprocess.run(
         [
             PY,
-            str(ROOT / "tests" / "ros2_commander.py"),
+            str(ROOT / "tests" / "app" / "ros2_commander.py"),
             "good",
             str(out),
             "--rpm",
@@ -189,7 +188,7 @@ def test_bad_commands_are_counted_dropped_and_logged(tmp_path):
     cmd = subprocess.run(
         [
             PY,
-            str(ROOT / "tests" / "ros2_commander.py"),
+            str(ROOT / "tests" / "app" / "ros2_commander.py"),
             "bad",
             str(out),
             "--ns",

@@ -414,7 +414,7 @@ def _showcase(compiled, duration=None, chunk_steps=None):
 
     from quadsim.app.scenario import build, load_scenario
 
-    path = Path(__file__).resolve().parents[1] / "examples" / "figure8_wind.toml"
+    path = Path(__file__).resolve().parents[2] / "examples" / "figure8_wind.toml"
     a = build(load_scenario(path))
     res = fly(a.sim, a.trajectory, a.control, a.gains, duration=duration or a.duration,
               ref_offset=a.ref_offset, imu=a.imu, mocap=a.mocap, seed=a.seed,

@@ -16,7 +16,7 @@ import pytest
 
 from quadsim.app.validation import nanobench as nb
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "nanobench"
+DATA = Path(__file__).resolve().parents[2] / "data" / "nanobench"
 B9 = DATA / "B9_trefoil_slow_rep1.csv.gz"
 
 pytestmark = pytest.mark.skipif(not B9.exists(), reason="data/nanobench/ not in this checkout")

@@ -9,7 +9,7 @@ import pytest
 
 from quadsim.app.scenario import SCHEMA, build, load_scenario, schema_markdown
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def load(text):

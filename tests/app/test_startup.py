@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "figure8_wind.toml"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "figure8_wind.toml"
 HEAVY = ("jax", "jaxlib", "matplotlib", "scipy", "torch", "gymnasium")
 SHOWCASE_HEAVY = tuple(m for m in HEAVY if m != "scipy")  # its Dryden turbulence needs SciPy
 

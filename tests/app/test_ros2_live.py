@@ -14,7 +14,7 @@ from quadsim.app.scenario import build, load_scenario
 from quadsim.loop.flight import fly
 from quadsim.physics.rotation import to_euler
 
-SEED001 = Path(__file__).resolve().parents[1] / "examples" / "seed001_f450_hover.toml"
+SEED001 = Path(__file__).resolve().parents[2] / "examples" / "seed001_f450_hover.toml"
 
 
 def _loop(jit=False) -> LiveLoop:

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from signal_helpers import default_signals
+from sweep_helpers import PY, SLOW, children, cli_sweep, results_bytes, sweep_files
 
 from quadsim.app.sweep.spec import load_sweep, make_runs
 from quadsim.app.sweep.tasks import plan
-from signal_helpers import default_signals
-from sweep_helpers import PY, SLOW, children, cli_sweep, results_bytes, sweep_files
 
 
 def _alive(pid: int) -> bool:

@@ -20,7 +20,7 @@ from quadsim.app.sysid import replay as rp
 from quadsim.app.sysid import thrust_stand as ts
 from quadsim.physics.params import load_params
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "nanobench"
+DATA = Path(__file__).resolve().parents[2] / "data" / "nanobench"
 B2, B3, B9 = (
     DATA / "B2_circle_medium_rep1.csv.gz",
     DATA / "B3_figure8_medium_rep1.csv.gz",
@@ -293,7 +293,7 @@ def test_the_quadsim_replay_command(tmp_path):
     import sys
     from pathlib import Path
 
-    log = Path(__file__).resolve().parents[1] / "data" / "nanobench" / "B9_trefoil_slow_rep1.csv.gz"
+    log = Path(__file__).resolve().parents[2] / "data" / "nanobench" / "B9_trefoil_slow_rep1.csv.gz"
     out = tmp_path / "r.json"
     r = subprocess.run([sys.executable, "-m", "quadsim.app.cli", "replay", str(log), "--json",
                         str(out)], capture_output=True, text=True, timeout=120)  # fmt: skip
