@@ -207,12 +207,13 @@ class ScanRunner:
         self.k_sim0 = int(sim.k)
         self.per_call = loop.periods * loop.every
         self.latest = (carry, 0)
+        self._flown: tuple = ([], None)  # the records of the chunk just flown, their steps
 
     def start(self) -> None:
         """Nothing to prime: the carry holds the start."""
 
-    def chunk(self, k: int, steps: int, last: bool) -> dict:
-        """Fly steps ``k .. k + steps - 1``: their log samples (see ``driver.Runner``)."""
+    def advance(self, k: int, steps: int, last: bool) -> None:
+        """Fly steps ``k .. k + steps - 1`` in scan calls (see ``driver.Runner``)."""
         loop, offset, carry = self.loop, self.offset, self.carry
         parts = []
         done = 0
@@ -235,6 +236,11 @@ class ScanRunner:
         idx = k + self.L * np.arange(-(-steps // self.L))
         if last:
             idx = np.r_[idx, k + steps]
+        self._flown = (parts, idx)
+
+    def records(self) -> dict:
+        """The samples of the steps just flown, in the per-step loop's keys and order."""
+        parts, idx = self._flown
         chunk = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
         return _log_order(chunk, (self.k_sim0 + idx) * float(self.sim.dt))
 

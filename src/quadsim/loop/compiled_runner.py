@@ -70,6 +70,7 @@ class CompiledRunner:
         self.pending: dict | None = None  # the record of sample k, from the step before
         self.latest: dict | None = None  # the record of the last plant state computed
         self.latest_k = 0
+        self._flown: tuple = ([], [])  # the records of the chunk just flown, their steps
 
     def _run(self, steps: int, every: int) -> tuple[dict, dict]:
         """``steps`` steps: ``(records every ``every`` steps, the state reached as a record)``."""
@@ -115,8 +116,8 @@ class CompiledRunner:
         _, self.pending = self._run(1, 0)
         self.latest = self.pending
 
-    def chunk(self, k: int, steps: int, last: bool) -> dict:
-        """Fly steps ``k .. k + steps - 1``: their log samples (see ``driver.Runner``)."""
+    def advance(self, k: int, steps: int, last: bool) -> None:
+        """Fly steps ``k .. k + steps - 1`` in one C call (see ``driver.Runner``)."""
         L, total = self.L, k + steps
         rec, final = self._run(steps, L)
         m = len(rec["cmd_rpm"]) if rec else 0
@@ -132,6 +133,11 @@ class CompiledRunner:
             self.pending = self.latest = final
             sample_k = [k, *idx[:-1].tolist()]
         self.latest_k = total
+        self._flown = (parts, sample_k)
+
+    def records(self) -> dict:
+        """The samples of the steps just flown, as ``fly`` logs them."""
+        parts, sample_k = self._flown
         logged = [self._samples(p) for p in parts]
         return {key: np.concatenate([s[key] for s in logged]) if key != "time"
                 else (self.k_sim0 + np.asarray(sample_k)) * self.dt

@@ -46,14 +46,19 @@ FIRST_CHUNK_RATE = 2e6
 
 
 class Runner(Protocol):
-    """What :func:`drive` needs of a loop that flies a Simulator."""
+    """What :func:`drive` needs of a loop that flies a Simulator: per chunk, :meth:`advance`
+    (timed: the chunk's length follows it), then :meth:`fault`, then :meth:`records`."""  # noqa: D205, D209
 
     def start(self) -> None:
         """Before the first chunk (inside the driver's interrupt handling)."""
 
-    def chunk(self, k: int, steps: int, last: bool) -> dict:
-        """Fly steps ``k .. k + steps - 1`` of the flight; the log chunk of their samples (every
-        ``log_every``-th step, and with ``last`` the end sample at ``t = duration``)."""  # noqa: D205, D209
+    def advance(self, k: int, steps: int, last: bool) -> None:
+        """Fly steps ``k .. k + steps - 1`` of the flight (with ``last``, also compute the end
+        sample at ``t = duration``); the time this takes sizes the next chunk."""  # noqa: D205, D209
+
+    def records(self) -> dict:
+        """The log chunk of the steps just flown: their samples (every ``log_every``-th step,
+        and the end sample after the last chunk)."""  # noqa: D205, D209
 
     def fault(self) -> tuple[int, int] | None:
         """``(step, code)`` of a single drone's fault in the steps flown (step ``-1``: none), or
@@ -110,11 +115,12 @@ def drive(
         while k < total:
             n_chunk = min(chunking.steps, total - k)
             t_call = time.perf_counter()
-            chunk = runner.chunk(k, n_chunk, k + n_chunk == total)
+            runner.advance(k, n_chunk, k + n_chunk == total)
             chunking.took(n_chunk, time.perf_counter() - t_call)
             fault = runner.fault()
             if fault is not None and fault[0] >= 0:
                 raise diverged(*fault, dt)
+            chunk = runner.records()
             with interrupt_after():  # the chunk reaches the writer and the log, or neither
                 k += n_chunk
                 hand_over(chunk, on_chunk, keep_log, chunks)

@@ -146,6 +146,7 @@ class StepRunner:
     def __init__(self, step_loop: StepLoop, log_every: int) -> None:
         self.loop, self.sim, self.L = step_loop, step_loop.sim, log_every
         self.state = numpy_state(self.sim.state)
+        self._rows: dict[str, list] = {}
 
     def start(self) -> None:
         """Nothing to prime: the Simulator holds the state."""
@@ -155,9 +156,9 @@ class StepRunner:
         for key, value in rec.items():
             rows.setdefault(key, []).append(np.array(value))
 
-    def chunk(self, k: int, steps: int, last: bool) -> dict:
-        """Fly steps ``k .. k + steps - 1``: their log samples (see ``driver.Runner``)."""
-        rows: dict[str, list] = {}
+    def advance(self, k: int, steps: int, last: bool) -> None:
+        """Fly steps ``k .. k + steps - 1``, recording their samples (see ``driver.Runner``)."""
+        self._rows = rows = {}
         sim = self.sim
         for i in range(steps):
             t = sim.time
@@ -168,7 +169,10 @@ class StepRunner:
         if last:  # the end sample, at t = duration
             out, rpm = self.loop.think(self.state)
             self._record(rows, out, rpm, sim.time)
-        return {key: np.stack(v) for key, v in rows.items()}
+
+    def records(self) -> dict:
+        """The samples of the steps just flown."""
+        return {key: np.stack(v) for key, v in self._rows.items()}
 
     def fault(self) -> None:
         """``None``: ``Simulator.step`` raises for a diverged drone itself."""
