@@ -9,7 +9,7 @@ Two ways, for two kinds of loop:
 * :func:`stop_flag`: the signals only set a flag, and a loop that looks between two steps of its
   own (a ROS 2 tick, a training iteration) ends at its next check.
 
-Both leave an ignored signal ignored (:func:`quadsim.engines.signals.catchable`: ``nohup
+Both leave an ignored signal ignored (:func:`quadsim.engines.signals.handling`: ``nohup
 quadsim ...`` keeps flying when the terminal goes) and put the handlers found back afterwards.
 Off the main thread, where Python delivers no signals, they install nothing.
 """
@@ -18,10 +18,9 @@ from __future__ import annotations
 
 import contextlib
 import signal
-import threading
 from typing import Any
 
-from ..engines.signals import catchable
+from ..engines.signals import handling
 
 __all__ = ["Interrupted", "StopFlag", "raising", "stop_flag"]
 
@@ -35,27 +34,13 @@ class Interrupted(KeyboardInterrupt):
 
 
 @contextlib.contextmanager
-def _handling(handler: Any) -> Any:
-    """``handler`` for the catchable stop signals inside the block (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {s: signal.signal(s, handler) for s in catchable()}
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
-
-
-@contextlib.contextmanager
 def raising() -> Any:
     """Inside the block, SIGINT, SIGTERM and SIGHUP raise :class:`Interrupted`."""
 
     def handler(signum: int, frame: Any) -> None:
         raise Interrupted(signum)
 
-    with _handling(handler):
+    with handling(handler):
         yield
 
 
@@ -79,5 +64,5 @@ def stop_flag() -> Any:
         if flag.signum is None:
             flag.signum = signum
 
-    with _handling(handler):
+    with handling(handler):
         yield flag

@@ -20,7 +20,7 @@ import signal
 import threading
 from typing import Any
 
-__all__ = ["STOP_SIGNALS", "catchable", "interrupt_after"]
+__all__ = ["STOP_SIGNALS", "catchable", "handling", "interrupt_after"]
 
 STOP_SIGNALS = tuple(
     getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
@@ -35,6 +35,21 @@ def catchable() -> tuple[int, ...]:
 
 
 @contextlib.contextmanager
+def handling(handler: Any) -> Any:
+    """``handler`` for the :func:`catchable` stop signals inside the block, the handlers found
+    put back afterwards; off the main thread (where Python delivers no signals) nothing."""  # noqa: D205, D209
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, handler) for s in catchable()}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
 def interrupt_after() -> Any:
     """Hold SIGINT, SIGTERM and SIGHUP arriving inside the block until the block is done.
 
@@ -42,16 +57,8 @@ def interrupt_after() -> Any:
     main thread (where Python delivers no signals) the block just runs; an ignored signal stays
     ignored.
     """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
     caught: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, frame: caught.append(signum))
-                for s in catchable()}  # fmt: skip
-    try:
+    with handling(lambda signum, frame: caught.append(signum)):
         yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, h)
     if caught:
         signal.raise_signal(caught[0])
