@@ -224,7 +224,8 @@ def test_state_and_status_assignment_continue_from_them():
 
 @pytest.mark.skipif(not native.available(), reason="no C compiler or casadi")
 def test_native_engine_evaluates_make_step(monkeypatch):
-    """The compiled step is :func:`quadsim.engines.stepping.make_step` on CasADi symbols."""
+    """The compiled step is :func:`quadsim.engines.stepping.make_step` on CasADi symbols, traced
+    on the first step (a run the compiled closed loop flies never pays for it)."""
     import quadsim.engines.sim_native as sim_native
     from quadsim.engines import stepping
     from quadsim.physics._array import CASADI_OPS
@@ -238,7 +239,10 @@ def test_native_engine_evaluates_make_step(monkeypatch):
         return original(*args, **kw)
 
     monkeypatch.setattr(sim_native, "make_step", spy)
-    Simulator("cf2x_L250", n=2, backend="native", world=WORLD)
+    sim = Simulator("cf2x_L250", n=2, backend="native", world=WORLD)
+    assert calls == []
+    sim.step(np.full((2, 4), sim.hover_rpm))
+    sim.step(np.full((2, 4), sim.hover_rpm))
     assert calls == [CASADI_OPS]
     assert isinstance(make_engine("numpy", *_engine_args()), ArrayEngine)
 

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from ..physics._array import unstack
+from ..physics._array import numpy_namespace, unstack
 from ..physics.systems import System
 from ..physics.world import Status, World
 from .native import available
@@ -34,14 +34,12 @@ def backend_namespace(name: str, dtype: str) -> tuple[Any, Any]:
     if dtype not in ("float32", "float64"):
         raise ValueError(f"dtype must be 'float32' or 'float64'; got {dtype!r}")
     if name == "numpy":
-        import array_api_compat.numpy as xnp
-
+        xnp = numpy_namespace()
         return xnp, getattr(xnp, dtype)
     if name == "jax":
 
         with interrupt_after():  # Ctrl-C inside jaxlib's module initialisation can crash Python
             import jax
-
         if dtype == "float64":
             jax.config.update("jax_enable_x64", True)  # asked for explicitly: float64 on JAX
         return jax.numpy, getattr(jax.numpy, dtype)
@@ -52,9 +50,7 @@ def backend_namespace(name: str, dtype: str) -> tuple[Any, Any]:
 
         return xt, getattr(xt, dtype)
     if name == "native":
-        import array_api_compat.numpy as xnp
-
-
+        xnp = numpy_namespace()
         if not available():
             raise ValueError(
                 "backend 'native' needs CasADi (pip install 'quadsim[casadi]') and a C compiler "

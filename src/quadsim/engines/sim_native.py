@@ -18,6 +18,7 @@ steps in float32, 2^53 in float64).
 
 from __future__ import annotations
 
+import functools
 import math
 from types import SimpleNamespace
 from typing import Any
@@ -91,9 +92,6 @@ class NativeEngine:
         self, system: System, params: dict, per_drone: tuple[str, ...], dt: float,
         integrator: Any, world: World | None, dtype: Any,
     ) -> None:  # fmt: skip
-        import casadi as cs
-
-
         self.system, self.dtype, self.has_world = system, np.dtype(dtype), world is not None
         nx, nc = system.size, system.n_cmd
         self.n_ext, self.n_in = nx + N_STATUS + 1, nc + 9
@@ -101,9 +99,21 @@ class NativeEngine:
         self._field_slices = list(self.slices.values())
         self._fault_rows = (nx + 3, nx + 4)  # fault_step, fault_code
         varying = varying_params(system, params, per_drone)
-        n_par = len(varying)
+        self._params = np.stack([v for _, _, v in varying]).astype(self.dtype) if varying else None
+        self._build = (params, varying, dt, integrator, world)
+
+    @functools.cached_property
+    def _rollout(self) -> Any:
+        """The compiled step, traced and built (or loaded from the cache) on first use.
+
+        A run that the compiled closed loop flies never steps the engine and skips the trace.
+        """
+        import casadi as cs
+
+        params, varying, dt, integrator, world = self._build
+        system, nx, nc = self.system, self.system.size, self.system.n_cmd
         X, U = cs.SX.sym("x", self.n_ext), cs.SX.sym("u", self.n_in)
-        P = cs.SX.sym("p", n_par)
+        P = cs.SX.sym("p", len(varying))
         p = kernel_params(system, params, varying, P)
         x = tuple(X[i] for i in range(nx))
         st = Status(*(X[nx + i] for i in range(N_STATUS)))
@@ -114,9 +124,8 @@ class NativeEngine:
         step = make_step(system, p, dt, integrator, world, xp=CASADI_OPS)  # the one pure step
         x1, st = step(x, tuple(u[:nc]), st, k, env)
         out = cs.vertcat(*x1, *st, k + 1)
-        inputs = [X, U, P] if n_par else [X, U]
-        self._rollout = compile_rollout(cs.Function("quadsim_step", inputs, [out]), self.dtype)
-        self._params = np.stack([v for _, _, v in varying]).astype(self.dtype) if n_par else None
+        inputs = [X, U, P] if varying else [X, U]
+        return compile_rollout(cs.Function("quadsim_step", inputs, [out]), self.dtype)
 
     def pack(self, state: Any, status: Status | None, k: int) -> np.ndarray:
         """Extended SoA state ``(n_ext, n)`` from a :class:`~quadsim.engines.state.State`, flags."""

@@ -34,14 +34,38 @@ __all__ = [
     "check_shape",
     "eps_of",
     "namespace",
+    "numpy_namespace",
     "stack",
     "unstack",
 ]
 
 
+NUMPY_IS_ARRAY_API = np.lib.NumpyVersion(np.__version__) >= "2.1.0"
+"""NumPy's own namespace follows the array API (2023.12) from 2.1 on: no wrapper is needed."""
+
+
+def numpy_namespace() -> Any:
+    """The array-API namespace of NumPy arrays: ``numpy`` itself (>= 2.1) or its wrapper."""
+    if NUMPY_IS_ARRAY_API:
+        return np
+    import array_api_compat.numpy as xnp  # NumPy < 2.1 only
+
+    return xnp
+
+
 def namespace(*arrays: Any) -> Any:
-    """Array-API namespace of the given arrays, ignoring ``None`` entries."""
-    return array_namespace(*[a for a in arrays if a is not None])
+    """Array-API namespace of the given arrays, ignoring ``None`` entries.
+
+    NumPy arrays get ``numpy`` itself where it follows the array API (NumPy >= 2.1), the same
+    functions ``array_api_compat.numpy`` calls, without the wrapper's import (which loads most
+    of NumPy's lazy submodules, a tenth of a second at start-up); other arrays, and NumPy < 2.1,
+    get ``array_api_compat``'s namespace.
+    """
+    present = [a for a in arrays if a is not None]
+    if NUMPY_IS_ARRAY_API and present and all(
+            isinstance(a, np.ndarray | np.generic) for a in present):  # fmt: skip
+        return np
+    return array_namespace(*present)
 
 
 def check_shape(x: Any, trailing: Sequence[int], name: str) -> None:

@@ -22,16 +22,17 @@ B = (0, √π/T), C = σ √(T/π) (1, √3)``.
 
 **Exact discretisation** at the sample time ``dt`` (no zero-order hold of white noise, whose
 variance would depend on ``dt``): ``x_{k+1} = A_d x_k + L_d n_k``, ``n_k ~ N(0, I)``, with
-``A_d = expm(A dt)`` and ``L_d L_dᵀ = Q_d = ∫₀^dt e^{As} B Bᵀ e^{Aᵀs} ds``. ``Q_d`` comes from
-Van Loan's block exponential ``expm([[-A, BBᵀ], [0, Aᵀ]] h)`` at ``h = dt/2^k ≤ T``, then ``k``
-doublings ``Q(2h) = Q(h) + A_d(h) Q(h) A_d(h)ᵀ`` (no overflow for ``dt >> T``). Because the
-discretisation is exact, the solution of the discrete Lyapunov equation ``P = A_d P A_dᵀ + Q_d``
-is the continuous one, ``A P + P Aᵀ + B Bᵀ = 0``, for every ``dt``; ``P`` is computed from the
-latter (scipy), which stays well conditioned as ``dt → 0`` where the discrete form does not
-(``1 - |eig A_d|² ~ dt/T``). So for every ``dt`` the output variance is ``σ²`` and ``R(j dt)``
-is reproduced exactly at every lag. :func:`dryden_step` advances one sample (any array
-backend, or CasADi); :func:`dryden_sequence` runs the same recursion over a chunk of ``T``
-samples in NumPy as one matrix product per step (what the simulator calls).
+``A_d = expm(A dt)`` and ``L_d L_dᵀ = Q_d = ∫₀^dt e^{As} B Bᵀ e^{Aᵀs} ds``. Both have closed
+forms here (a single pole for ``u``, a double pole ``-1/T`` for ``v, w``: :func:`_second_order`),
+written so that they keep full relative precision for ``dt << T`` and do not overflow for
+``dt >> T``; the tests check them against Van Loan's block exponential (SciPy). The stationary
+covariance ``P`` solves ``A P + P Aᵀ + B Bᵀ = 0`` (``P = π/(2T)`` for ``u``, ``(π/(4T)) I``
+for ``v, w``); because the discretisation is exact it also solves the discrete Lyapunov equation
+``P = A_d P A_dᵀ + Q_d`` for every ``dt``, where solving the discrete form would lose
+precision as ``dt → 0`` (``1 - |eig A_d|² ~ dt/T``). So for every ``dt`` the output variance
+is ``σ²`` and ``R(j dt)`` is reproduced exactly at every lag. :func:`dryden_step` advances one
+sample (any array backend, or CasADi); :func:`dryden_sequence` runs the same recursion over a
+chunk of ``T`` samples in NumPy as one matrix product per step (what the simulator calls).
 
 **Low-altitude parameters** (MIL-F-8785C, ``h`` in ft, valid 10 ft ≤ h ≤ 1000 ft)::
 
@@ -157,19 +158,38 @@ def _psd_cholesky(M: np.ndarray) -> np.ndarray:
         return (r * np.where(np.diag(r) < 0, -1.0, 1.0)[:, None]).T
 
 
-def _block(A: np.ndarray, B: np.ndarray, dt: float, T: float) -> tuple[np.ndarray, ...]:
-    """Exact ``(A_d, Q_d, P)`` of ``dx = A x dt + B dW`` (Van Loan at ``h ≤ T``, doubling)."""
-    import scipy.linalg as sla  # here, not at import: only a Dryden run needs SciPy
+def _tail2(x: float) -> float:
+    """``1 - e^{-x} (1 + x + x²/2)`` (x ≥ 0) to full relative precision, small ``x`` included."""
+    if x >= 1.0:
+        return 1.0 - math.exp(-x) * (1.0 + x + 0.5 * x * x)
+    term, total = x**3 / 6.0, 0.0
+    for k in range(4, 24):  # e^{-x} Σ_{k≥3} x^k/k!: the terms past k = 23 are below 1e-22
+        total += term
+        term *= x / k
+    return math.exp(-x) * total
 
-    n, k = A.shape[0], max(0, math.ceil(math.log2(dt / T))) if dt > T else 0
-    h, M = dt / 2.0**k, np.zeros((2 * n, 2 * n))
-    M[:n, :n], M[:n, n:], M[n:, n:] = -A, B @ B.T, A.T
-    E = sla.expm(M * h)
-    Ad, Q = E[n:, n:].T, E[n:, n:].T @ E[:n, n:]
-    for _ in range(k):
-        Q, Ad = Q + Ad @ Q @ Ad.T, Ad @ Ad
-    P = sla.solve_continuous_lyapunov(A, -B @ B.T)
-    return sla.expm(A * dt), 0.5 * (Q + Q.T), 0.5 * (P + P.T)
+
+def _first_order(T: float, dt: float) -> tuple[np.ndarray, ...]:
+    """Exact ``(A_d, Q_d, P)`` of ``A = -1/T``, ``B = √π/T`` at the sample time ``dt``."""
+    h = dt / T
+    c = math.pi / (2.0 * T)
+    return np.array([[math.exp(-h)]]), np.array([[-c * math.expm1(-2.0 * h)]]), np.array([[c]])
+
+
+def _second_order(T: float, dt: float) -> tuple[np.ndarray, ...]:
+    """Exact ``(A_d, Q_d, P)`` of ``A = [[0, 1], [-1, -2]]/T``, ``B = (0, √π/T)`` at ``dt``.
+
+    ``A`` has the double eigenvalue ``-1/T``, so ``e^{At} = e^{-u} [[1+u, u], [-u, 1-u]]`` with
+    ``u = t/T`` and ``e^{As} B = (√π/T) e^{-u} (u, 1-u)``; integrating its outer product over
+    ``[0, dt]`` (``h = dt/T``, ``c = π/T``): ``Q₁₁ = c t₂(2h)/4``, ``Q₁₂ = c h² e^{-2h}/2``,
+    ``Q₂₂ = c (h e^{-2h} + t₂(2h)/4)`` with ``t₂`` of :func:`_tail2`; ``P = (c/4) I``.
+    """
+    h = dt / T
+    c, e, e2, t2 = math.pi / T, math.exp(-h), math.exp(-2.0 * h), _tail2(2.0 * h)
+    Ad = e * np.array([[1.0 + h, h], [-h, 1.0 - h]])
+    q12 = 0.5 * c * h * h * e2
+    Q = np.array([[0.25 * c * t2, q12], [q12, c * (h * e2 + 0.25 * t2)]])
+    return Ad, Q, 0.25 * c * np.eye(2)
 
 
 def dryden_discretize(params: DrydenParams, dt: float) -> DrydenDiscrete:
@@ -180,17 +200,14 @@ def dryden_discretize(params: DrydenParams, dt: float) -> DrydenDiscrete:
     """
     p = DrydenParams(*(_positive(v, n) for v, n in zip(params, DrydenParams._fields, strict=True)))
     dt = _positive(dt, "dt")
-    rp = math.sqrt(math.pi)
     Ad, Qd, P, C = np.zeros((5, 5)), np.zeros((5, 5)), np.zeros((5, 5)), np.zeros((3, 5))
     T = p.L_u / p.airspeed
-    Ad[:1, :1], Qd[:1, :1], P[:1, :1] = _block(np.array([[-1.0 / T]]), np.array([[rp / T]]), dt, T)
+    Ad[:1, :1], Qd[:1, :1], P[:1, :1] = _first_order(T, dt)
     C[0, 0] = p.sigma_u * math.sqrt(2.0 * T / math.pi)
     for i, (L, s) in enumerate(((p.L_v, p.sigma_v), (p.L_w, p.sigma_w))):
         T, j = L / p.airspeed, 1 + 2 * i
-        A = np.array([[0.0, 1.0], [-1.0, -2.0]]) / T
-        B = np.array([[0.0], [rp / T]])
         blk = slice(j, j + 2)
-        Ad[blk, blk], Qd[blk, blk], P[blk, blk] = _block(A, B, dt, T)
+        Ad[blk, blk], Qd[blk, blk], P[blk, blk] = _second_order(T, dt)
         C[i + 1, blk] = s * math.sqrt(T / math.pi) * np.array([1.0, math.sqrt(3.0)])
     arrays = [Ad, Qd, _psd_cholesky(Qd), C, P, _psd_cholesky(P)]
     for a in arrays:

@@ -39,7 +39,6 @@ from __future__ import annotations
 import importlib
 import math
 import re
-from importlib import metadata
 from typing import Any, ClassVar, NamedTuple
 
 __all__ = [
@@ -201,6 +200,8 @@ def _resolve(kind: str, what: str, registry: dict[str, str], needs: tuple[str, .
     """The class of a part ``kind``: registered, ``"module:Class"``, or an entry point."""
     target = registry.get(kind)
     if target is None and ":" not in str(kind):
+        from importlib import metadata  # only here: importing it adds ~15 ms to start-up
+
         eps = {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINTS[what])}
         if kind in eps:
             return eps[kind].load()
