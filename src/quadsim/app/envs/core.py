@@ -26,6 +26,7 @@ from ...physics.world import Ground, World
 from .actions import make_action_level
 from .observation import observation, observation_size
 from .reward import RewardWeights, Termination, check_weights, outcome
+from .sensing import EnvSensors
 from .starts import InitRanges, check_init, start_state
 
 __all__ = ["ENV_WORLD", "QuadCore", "resolve_backend"]
@@ -93,6 +94,9 @@ class QuadCore:
             (:mod:`quadsim.app.envs.observation`).
         observe_integral: Observe the position-error integral of :mod:`quadsim.app.envs.observer`.
         observe_body: Also observe the position error and the velocity in the body frame.
+        sensors: Sensor parts, ``{name: table}`` as a scenario's ``[sensors.<name>]`` tables
+            (:mod:`quadsim.app.envs.sensing`): their readings end the observation and are in
+            ``info["sensors"]``; they are read on the reference path.
     """
 
     def __init__(
@@ -103,7 +107,7 @@ class QuadCore:
         reward: RewardWeights | None = None, max_episode_steps: int | None = None,
         warn_fallback: bool = False, action_options: dict | None = None,
         compiled: bool | None = None, disturbances: Any = None, observe_rotors: bool = False,
-        observe_integral: bool = False, observe_body: bool = False,
+        observe_integral: bool = False, observe_body: bool = False, sensors: dict | None = None,
     ) -> None:  # fmt: skip
         from ...physics.params import Params, load_params
 
@@ -156,10 +160,14 @@ class QuadCore:
         self.n_rotors = int(self.params.mixing_matrix.shape[1])
         self.observe_integral = bool(observe_integral)
         self.observe_body = bool(observe_body)
+        self.sensing = None if not sensors else EnvSensors(
+            sensors, n, self.dt, sim_steps_per_action, world, self.params.gravity_vec)
+        self._sensor_obs = np.zeros((n, 0 if self.sensing is None else self.sensing.size))
+        self._readings: dict = {}
         self.obs_dim = observation_size(
             self.act_dim, self.n_rotors, self.observe_rotors, self.observe_integral,
             self.observe_body, len(task.future) if task.name == "track" else None,
-        )
+        ) + self._sensor_obs.shape[1]
         self._rotor_est = np.full((n, self.n_rotors), self.observer.hover)
         self._err_int = np.zeros((n, 3))
         self._want_compiled = compiled
@@ -182,6 +190,8 @@ class QuadCore:
             self.compiled_reason = "compiled=False"
         elif self.backend != "native":
             self.compiled_reason = f"backend {self.backend!r} (the compiled step needs native)"
+        elif self.sensing is not None:
+            self.compiled_reason = "sensor parts are read on the reference path"
         else:
             from .compiled import CompiledStep
 
@@ -308,6 +318,11 @@ class QuadCore:
         self._rotor_est[idx] = self.observer.hover
         self._err_int[idx] = 0.0
         self.level.reset(which)
+        if self.sensing is not None:  # the episode's first reading, at its start
+            truth = self._sim.state
+            self.sensing.reset(which, truth, int(rng.integers(2**31)) if full else None)
+            self._sensor_obs, readings = self.sensing.read(truth, self._steps, which)
+            self._readings = readings
 
     def step_autoreset(
         self, action: np.ndarray, done: np.ndarray, rng: np.random.Generator
@@ -363,6 +378,8 @@ class QuadCore:
         integral = self._err_int if self.observe_integral else None
         obs, e_p, e_v, R_zz = observation(pos, quat, vel, w, self._last_action, ref_pos, ref_vel,
                                           ahead, rotors, integral, self.observe_body)  # fmt: skip
+        if self.sensing is not None:
+            obs = np.concatenate([obs, self._sensor_obs], axis=1)
         obs = obs.astype(np.float32)
         if not np.all(np.isfinite(obs)):  # beyond float32's range
             obs = np.nan_to_num(obs, nan=0.0, posinf=1e6, neginf=-1e6)
@@ -415,6 +432,9 @@ class QuadCore:
         if hasattr(self.level, "advance"):  # a level with a battery (pwm)
             self.level.advance(np.asarray(sim.state.rotor_vel), self.control_dt)
         self._steps += 1
+        if self.sensing is not None:
+            self.sensing.advance()
+            self._sensor_obs, self._readings = self.sensing.read(sim.state, self._steps)
         prev, self._last_action = self._last_action, a
         if self.observe_integral:
             from .observer import integrate_error
@@ -440,4 +460,6 @@ class QuadCore:
                 "pos_error": dist, "time": self._steps * self.control_dt}  # fmt: skip
         if hasattr(self.level, "voltage"):
             info["battery_v"] = self.level.voltage.copy()
+        if self.sensing is not None:
+            info["sensors"] = {k: np.copy(v) for k, v in self._readings.items()}
         return obs, reward, terminated, truncated, info

@@ -104,10 +104,16 @@ class QuadsimEnv(gym.Env):
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         """One control step; ``info`` has ``crashed``, ``fault``, ``out_of_bounds``, ``tilted``,
-        ``pos_error`` [m] and ``time`` [s]."""  # noqa: D205, D209
+        ``pos_error`` [m] and ``time`` [s] (and ``sensors``: the sensor parts' readings)."""  # noqa: D205, D209
         obs, reward, term, trunc, info = self.core.step(np.asarray(action)[None])
-        info = {k: v[0].item() for k, v in info.items()}
+        info = {k: {n: _first(r) for n, r in v.items()} if k == "sensors" else v[0].item()
+                for k, v in info.items()}  # fmt: skip
         return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), info
+
+
+def _first(v: np.ndarray) -> Any:
+    """The first environment's entry of a per-environment array: a number, or an array."""
+    return v[0].item() if np.ndim(v[0]) == 0 else np.array(v[0])
 
 
 class HoverEnv(QuadsimEnv):

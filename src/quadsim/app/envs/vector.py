@@ -214,6 +214,11 @@ class QuadsimVectorEnv(VectorEnv):
             infos[key], infos["_" + key] = info[key], mask
         if "battery_v" in info:  # the pwm action level's batteries
             infos["battery_v"], infos["_battery_v"] = info["battery_v"], masks[0].copy()
+        if "sensors" in info:  # the sensor parts' readings (their own masks)
+            infos["sensors"] = {}
+            for key, v in info["sensors"].items():
+                infos["sensors"][key], infos["sensors"]["_" + key] = v, masks[0].copy()
+            infos["_sensors"] = masks[0].copy()
         if mode == AutoresetMode.SAME_STEP and finished.any():
             final_obs = np.full(self.num_envs, None, dtype=object)
             for i in np.flatnonzero(finished):

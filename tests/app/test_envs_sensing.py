@@ -1,0 +1,101 @@
+"""Sensor parts in the environments (quadsim.app.envs.sensing): the built-in rangefinder and a
+user's part named by its dotted path, read at their rates, in the observation and the info."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from quadsim.app.envs.single import HoverEnv
+from quadsim.app.envs.vector import HoverVectorEnv
+from quadsim.engines import native
+
+PLUGINS = Path(__file__).resolve().parents[2] / "examples" / "plugins"
+SENSORS = {"tof": {"kind": "rangefinder"},
+           "sonar": {"kind": "quadsim_plugin_demo.sonar:Sonar", "rate": 20.0}}  # fmt: skip
+
+
+@pytest.fixture
+def plugins(monkeypatch):
+    monkeypatch.syspath_prepend(str(PLUGINS))
+
+
+def _tilt_cos(quat: np.ndarray) -> np.ndarray:
+    return 1.0 - 2.0 * (quat[..., 0] ** 2 + quat[..., 1] ** 2)
+
+
+def test_a_rangefinder_and_a_users_sonar_in_the_env(plugins):
+    """Each reads at its rate (25 Hz and 20 Hz at 100 Hz control: every 4th and 5th control
+    step, and at the reset), holds its reading in between, and reads the true height: the
+    rangefinder ``h / cos θ`` within 5 of its noise std, the sonar ``h`` within 5 of 2.5 cm."""
+    env = HoverEnv(target=(0.0, 0.0, 1.0), sensors=SENSORS, backend="numpy")
+    base = HoverEnv(target=(0.0, 0.0, 1.0), backend="numpy").observation_space.shape[0]
+    assert env.observation_space.shape == (base + 4,)
+    obs, _ = env.reset(seed=3)
+    fresh = {"tof": [], "sonar": []}
+    checked = 0
+    for c in range(1, 41):
+        st = env.sim.state
+        h, cos = float(np.asarray(st.pos)[0, 2]), float(_tilt_cos(np.asarray(st.quat))[0])
+        obs, _, term, trunc, info = env.step(np.zeros(4))
+        s = info["sensors"]
+        np.testing.assert_allclose(obs[-4:], [s["tof_range"], s["tof_valid"],
+                                              s["sonar_height"], s["sonar_valid"]], rtol=1e-6)
+        for name in fresh:
+            if s[f"{name}_fresh"]:
+                fresh[name].append(c)
+        st = env.sim.state
+        h, cos = float(np.asarray(st.pos)[0, 2]), float(_tilt_cos(np.asarray(st.quat))[0])
+        if s["tof_fresh"] and s["tof_valid"]:
+            std = 0.0025 * (1.0 + np.exp(2.92135 * (h / cos - 2.5)))
+            assert abs(s["tof_range"] - h / cos) < 5 * std
+            checked += 1
+        if s["sonar_fresh"] and s["sonar_valid"]:
+            assert abs(s["sonar_height"] - h) < 5 * 0.025
+            checked += 1
+        assert not (term or trunc)
+    assert fresh == {"tof": list(range(4, 41, 4)), "sonar": list(range(5, 41, 5))}
+    assert checked >= 10
+
+
+def test_every_env_of_a_vector_draws_its_own_noise_and_restarts_its_sensors(plugins):
+    """Four environments: four different readings (their own normals), in ``info["sensors"]``
+    with Gymnasium's masks; an environment that resets reads at once (its episode's start)."""
+    env = HoverVectorEnv(4, target=(0.0, 0.0, 1.0), sensors=SENSORS, backend="numpy")
+    env.reset(seed=5)
+    for _ in range(4):
+        obs, _, _, _, info = env.step(np.zeros((4, 4)))
+    s = info["sensors"]
+    assert s["tof_fresh"].all() and s["_tof_range"].all() and info["_sensors"].all()
+    r = np.asarray(env.core.sim.state.pos)[:, 2] / _tilt_cos(np.asarray(env.core.sim.state.quat))
+    z = (s["tof_range"] - r) / (0.0025 * (1.0 + np.exp(2.92135 * (r - 2.5))))  # the normals
+    assert np.abs(z).max() < 5 and np.diff(np.sort(z)).min() > 1e-3
+    env.core.reset(np.array([False, True, False, False]), np.random.default_rng(0))
+    obs = env.core.observe()
+    st = env.core.sim.state
+    h = np.asarray(st.pos)[1, 2] / _tilt_cos(np.asarray(st.quat))[1]
+    assert abs(obs[1, -4] - h) < 0.02 and obs[1, -3] == 1.0
+    np.testing.assert_array_equal(obs[[0, 2, 3], -4], s["tof_range"][[0, 2, 3]].astype(np.float32))
+
+
+@pytest.mark.parametrize(("sensors", "message"), [
+    ({"tof": {"kind": "rangefinder", "rate": 125.0}}, "sensors.tof.rate: an env reads"),
+    ({"tof": {"kind": "rangefinder", "max_range": -1.0}}, "sensors.tof.max_range"),
+    ({"tof": {"kind": "nosuch"}}, "sensors.tof.kind: unknown sensor kind 'nosuch'"),
+    ({"Tof": {"kind": "rangefinder"}}, "lower-case letters"),
+    ({"tof": "rangefinder"}, "sensors must be a dict of tables"),
+])  # fmt: skip
+def test_a_bad_sensor_table_is_refused_with_its_key(sensors, message):
+    with pytest.raises(ValueError, match=message):
+        HoverEnv(sensors=sensors, backend="numpy")
+
+
+@pytest.mark.skipif(not native.available(), reason="needs CasADi and a C compiler")
+def test_compiled_env_with_sensor_parts_says_why_not():
+    env = HoverEnv(sensors={"tof": {"kind": "rangefinder"}}, backend="native")
+    assert env.core.compiled is None
+    assert env.core.compiled_reason == "sensor parts are read on the reference path"
+    with pytest.raises(ValueError, match="sensor parts are read on the reference path"):
+        HoverEnv(sensors={"tof": {"kind": "rangefinder"}}, backend="native", compiled=True)
