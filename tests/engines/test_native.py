@@ -525,6 +525,26 @@ def test_toolchain_probe_is_cached_on_disk(fresh_toolchain, monkeypatch):
     assert native._toolchain() == first  # same compiler, flags and identity, no probe build
 
 
+def test_the_compilers_answers_are_remembered_for_its_file_and_the_cpu(fresh_toolchain,
+                                                                        monkeypatch):  # fmt: skip
+    """A second process (the in-process cache cleared) on the same compiler file and CPU asks
+    the compiler nothing; another CPU (its flags), or an unreadable entry, asks again."""
+    first = native._toolchain()
+    assert len(list(fresh_toolchain.glob("ask_*.json"))) == 1
+    native._toolchain.cache_clear()
+    asked, real = [], native._ask
+    monkeypatch.setattr(native, "_ask", lambda cc, *q: asked.append(q) or real(cc, *q))
+    assert native._toolchain() == first and asked == []
+    cpu = native._cpu()
+    monkeypatch.setattr(native, "_cpu", lambda: cpu + " another_flag")
+    native._toolchain.cache_clear()
+    assert native._toolchain() == first and len(asked) == 1
+    for entry in fresh_toolchain.glob("ask_*.json"):
+        entry.write_text('{"version": 3}')
+    native._toolchain.cache_clear()
+    assert native._toolchain() == first and len(asked) == 2
+
+
 def test_toolchain_probe_entry_unreadable_probes_again(fresh_toolchain, monkeypatch):
     first = native._toolchain()
     Path(first[3]).write_text('{"extra": ["-O0"], "ident": 1}')  # not one of the probed sets

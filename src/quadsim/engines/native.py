@@ -23,8 +23,12 @@ entry. A library is keyed by the CasADi serialisation of the (SX) step function,
 module's own source (the C generator), the CasADi version and the toolchain (compiler, flags and
 its identity), so a hit needs neither the C source (generated only on a miss) nor the compiler.
 The toolchain probe (which of ``-march=native`` and ``-fopenmp`` build and load) is keyed by the
-compiler's identity, ``--version`` and the target macros of ``-march=native``, which are still
-asked every process (milliseconds; a probe build is tens of them); a failed build drops it.
+compiler's identity, ``--version`` and the target macros of ``-march=native``; those answers are
+remembered under the compiler's file (path, size, modification time, inode) and the CPU's model
+and flags, so a process on the same machine and compiler asks nothing (asking costs tens of
+milliseconds, a probe build more); a failed build drops the probe's entry.
+:mod:`quadsim.engines.native_memo` adds a third: what a library was traced from, so that a run
+with the same inputs skips the trace (and CasADi) altogether.
 
 Data are structure-of-arrays: the drone index is the *last* axis, ``x`` has shape
 ``(n_state, N)``. Arithmetic follows IEEE rules except that it may be reassociated and fused
@@ -38,6 +42,7 @@ import contextlib
 import ctypes
 import functools
 import hashlib
+import importlib.util
 import json
 import math
 import os
@@ -52,7 +57,8 @@ import numpy as np
 
 from .native_codegen import C_TYPES, MVEC_BINARY, generate, simd_decls
 
-__all__ = ["CompileError", "NativeRollout", "available", "compile_rollout"]
+__all__ = ["CompileError", "NativeRollout", "available", "build_identity", "cache_root",
+           "compile_rollout"]
 
 
 class CompileError(RuntimeError):
@@ -74,7 +80,9 @@ double probe(double a) { vd v = (vd){} + a; vl m = v < 2.0; v[1] = sqrt(v[0]);
 _EXTRAS = (["-march=native", "-fopenmp"], ["-march=native"], ["-fopenmp"], [])
 
 
-def _cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    """The library cache: ``cache_dir``, else ``$QUADSIM_CACHE_DIR``, else
+    ``~/.cache/quadsim/native``."""  # noqa: D205, D209
     return Path(cache_dir or os.environ.get("QUADSIM_CACHE_DIR") or
                 Path.home() / ".cache" / "quadsim" / "native")  # fmt: skip
 
@@ -122,7 +130,7 @@ def _probe(cc: list[str], extra: list[str]) -> bool:
 def _toolchain_entry(cc: list[str], version: str, native: str | None) -> Path:
     """Cache file of the probe result for this compiler (its identity) and these flags."""
     key = "\0".join([shlex.join(cc), shlex.join(_FLAGS), _TEST_SRC, version, native or "-"])
-    return _cache_root() / f"toolchain_{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+    return cache_root() / f"toolchain_{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
 
 
 # libm functions with vector variants in glibc's libmvec (``_ZGV...``): the set of glibc 2.35,
@@ -184,7 +192,7 @@ def _simd(vbytes: int) -> tuple[str, ...]:
         return ()
     cc, flags, ident, _ = tool
     key = "\0".join([shlex.join([*cc, *flags]), ident, str(vbytes), repr(_MVEC_TIERS)])
-    entry = _cache_root() / f"simd_{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+    entry = cache_root() / f"simd_{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
     with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
         names = tuple(json.loads(entry.read_text())["simd"])
         if names in (*_MVEC_TIERS, ()):
@@ -217,6 +225,43 @@ def _forget_toolchain() -> None:
             os.remove(tool[3])
 
 
+def _cpu() -> str | None:
+    """The first processor's model and feature flags (``/proc/cpuinfo``), or ``None``."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            first = fh.read(1 << 16).split("\n\n", 1)[0]
+    except OSError:
+        return None
+    keep = [ln for ln in first.splitlines()
+            if ln.split(":")[0].strip() in ("vendor_id", "model name", "flags", "Features")]
+    return "\n".join(keep) or None
+
+
+def _answers(cc: list[str]) -> tuple[str | None, str | None]:
+    """``cc``'s ``--version`` and ``-march=native`` macros (:func:`_ask`), remembered on disk
+    under the compiler's file (its real path, size, modification time and inode) and the CPU's
+    model and flags, so that a process on the same machine and compiler does not ask again;
+    asked every time where those cannot be read."""  # noqa: D205, D209
+    questions = (["--version"], ["-march=native", "-dM", "-E", "-x", "c", "-"])
+    path, cpu = shutil.which(cc[0]), _cpu()
+    entry = None
+    if path is not None and cpu is not None:
+        real = os.path.realpath(path)
+        with contextlib.suppress(OSError):
+            st = os.stat(real)
+            quick = "\0".join([shlex.join(cc), real, str(st.st_size), str(st.st_mtime_ns),
+                               str(st.st_ino), cpu])  # fmt: skip
+            entry = cache_root() / f"ask_{hashlib.sha256(quick.encode()).hexdigest()[:32]}.json"
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError, AttributeError):
+        doc = json.loads(entry.read_text())
+        if isinstance(doc["version"], str) and isinstance(doc["native"], str | None):
+            return doc["version"], doc["native"]
+    version, native = _ask(cc, *questions)
+    if entry is not None and version is not None:
+        _write_atomic(entry, json.dumps({"version": version, "native": native}))
+    return version, native
+
+
 @functools.cache
 def _toolchain() -> tuple[tuple[str, ...], tuple[str, ...], str, str] | None:
     """``(compiler, flags, identity, probe file or "")`` of the first compiler building a probe.
@@ -229,7 +274,7 @@ def _toolchain() -> tuple[tuple[str, ...], tuple[str, ...], str, str] | None:
     env = os.environ.get("CC")
     candidates = [shlex.split(env)] if env else [[c] for c in ("cc", "gcc") if shutil.which(c)]
     for cc in candidates:
-        version, native = _ask(cc, ["--version"], ["-march=native", "-dM", "-E", "-x", "c", "-"])
+        version, native = _answers(cc)
         # a compiler that does not say its version is probed every time (no cache entry)
         entry = None if version is None else _toolchain_entry(cc, version, native)
         extra = ident = None
@@ -272,16 +317,28 @@ def _generator_id() -> str | None:
 
 @functools.cache
 def available() -> bool:
-    """Whether compiled rollouts work here: CasADi imports and a C compiler builds a probe.
+    """Whether compiled rollouts work here: CasADi is installed and a C compiler builds a probe.
 
-    The compiler is ``$CC`` if set, else ``cc`` or ``gcc``. The result is cached per process, and
-    the probe's on disk under the compiler's identity (see the module docstring).
+    CasADi is found, not imported (a run whose library and layout are remembered,
+    :mod:`quadsim.engines.native_memo`, never needs it). The compiler is ``$CC`` if set, else
+    ``cc`` or ``gcc``. The result is cached per process, and the probe's on disk under the
+    compiler's identity (see the module docstring).
     """
-    try:
-        import casadi  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("casadi") is None:
         return False
     return _toolchain() is not None
+
+
+def build_identity() -> str | None:
+    """What a library depends on besides its step function and this module's generators: the
+    toolchain (compiler, flags, identity), the vector width and the vector maths linked;
+    ``None`` without a working toolchain."""  # noqa: D205, D209
+    tool = _toolchain()
+    if tool is None:
+        return None
+    cc, flags, ident, _ = tool
+    vbytes = _vector_bytes(ident)
+    return "\0".join([shlex.join([*cc, *flags]), ident, str(vbytes), repr(_simd(vbytes))])
 
 
 def _run(cmd: list[str], **kw: Any) -> subprocess.CompletedProcess:
@@ -512,7 +569,7 @@ def compile_rollout(
             if gen is not None else [src])  # fmt: skip
     key = hashlib.sha256("\0".join([*what, shlex.join([*cc, *flags]), ident,
                                      repr(simd)]).encode())  # fmt: skip
-    root = _cache_root(cache_dir)
+    root = cache_root(cache_dir)
     root.mkdir(parents=True, exist_ok=True)
     lib, compiled = root / f"quadsim_{key.hexdigest()[:32]}.so", False
     if not lib.exists():

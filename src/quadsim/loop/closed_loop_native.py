@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..engines import native_memo
 from ..engines.native import compile_rollout
 from ..physics._array import to_numpy
 from ..physics.envelope import envelope
@@ -280,16 +281,26 @@ def compile_for_simulator(
     """
     system = sim.system
     params = {k: sim.model_params[k] for k in system.param_spec}
-    F, rows, template = closed_loop_step(
-        system, params, control, gains, trajectory, make_allocator(sim.drone), float(sim.dt),
-        sim.integrator, np.dtype(sim.dtype), sim.world, sample, sens=sens,
-        gravity_vec=np.asarray(sim.drone.gravity_vec, np.float64), ctrl_state=ctrl_state,
-        brain_state=brain_state, command=command, periods=periods,
-        dryden=sim.dryden, estimator=estimator,
-    )  # fmt: skip
-    groups = (noise_groups(sens)
-              + ((("dryden", 5, 1),) if "gust_state" in rows else ()))  # fmt: skip
-    rollout = compile_rollout(F, np.dtype(sim.dtype), threads=threads, noise=groups)
+    args = (system, params, control, gains, trajectory, sim.drone, float(sim.dt), sim.integrator,
+            np.dtype(sim.dtype), sim.world, sample, sens,
+            "default" if ctrl_state is DEFAULT_CTRL else ctrl_state, brain_state, command,
+            periods, sim.dryden, estimator)  # fmt: skip
+    memo = native_memo.key("compile_for_simulator", *args)
+    hit = native_memo.load(memo, threads)
+    if hit is not None:  # the same inputs traced before: its library and layout
+        rollout, (rows, template) = hit
+    else:
+        F, rows, template = closed_loop_step(
+            system, params, control, gains, trajectory, make_allocator(sim.drone),
+            float(sim.dt), sim.integrator, np.dtype(sim.dtype), sim.world, sample, sens=sens,
+            gravity_vec=np.asarray(sim.drone.gravity_vec, np.float64), ctrl_state=ctrl_state,
+            brain_state=brain_state, command=command, periods=periods,
+            dryden=sim.dryden, estimator=estimator,
+        )  # fmt: skip
+        groups = (noise_groups(sens)
+                  + ((("dryden", 5, 1),) if "gust_state" in rows else ()))  # fmt: skip
+        rollout = compile_rollout(F, np.dtype(sim.dtype), threads=threads, noise=groups)
+        native_memo.save(memo, rollout, (rows, template))
     hover = envelope(sim.drone).hover_rpm
     values = per_drone_params(system, params)[1]
     if periods is None:
