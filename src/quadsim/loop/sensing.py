@@ -39,16 +39,30 @@ def due(j: Any, m: int, xp: Any) -> Any:
     return (j - m * xp.floor(j / m)) == 0
 
 
+def tree_map(fn: Any, tree: Any, *rest: Any) -> Any:
+    """``fn(leaf, *leaves of rest)`` at every leaf of ``tree``, in the tree's structure.
+
+    A tree is ``None`` (kept), a tuple or NamedTuple of trees (rebuilt as the same type), or a
+    leaf (an array or number); the trees of ``rest`` have the structure of ``tree``. Leaves are
+    visited depth first, left to right (the order of :func:`quadsim.loop.brain.ctrl_leaves`).
+    """
+    if tree is None:
+        return None
+    if isinstance(tree, tuple):
+        items = [tree_map(fn, *parts) for parts in zip(tree, *rest, strict=True)]
+        return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
+    return fn(tree, *rest)
+
+
 def pick(when: Any, new: Any, old: Any, xp: Any) -> Any:
     """``new`` where ``when`` (per drone, ``(n,)``), else ``old``; over trees of arrays."""
-    if new is None:
-        return None
-    if isinstance(new, tuple):
-        items = [pick(when, a, b, xp) for a, b in zip(new, old, strict=True)]
-        return type(new)(*items) if hasattr(new, "_fields") else tuple(items)
-    extra = len(np.shape(new)) - len(np.shape(when))
-    d = xp.reshape(when, (*np.shape(when), *([1] * extra))) if extra > 0 else when
-    return xp.where(d, new, old)
+
+    def leaf(a: Any, b: Any) -> Any:
+        extra = len(np.shape(a)) - len(np.shape(when))
+        d = xp.reshape(when, (*np.shape(when), *([1] * extra))) if extra > 0 else when
+        return xp.where(d, a, b)
+
+    return tree_map(leaf, new, old)
 
 
 def make_sense(sens: Any, periods: Any, g_vec: Any, dt: float, offsets: dict,
