@@ -447,20 +447,16 @@ def _dispatch(args: argparse.Namespace) -> int:
             from .bench import main as bench_main
 
             return bench_main(quick=args.quick, json_path=args.json)
-    except ValueError as e:
-        print(f"quadsim: {e}", file=sys.stderr)
-        return 2
+    except (ValueError, OSError) as e:  # bad input; a file the user named, a full disk
+        from .io.files import report_bad_input
+
+        return report_bad_input(e)
     except ImportError as e:
         print(f"quadsim: {e} (install the extra: pip install 'quadsim[cli]')", file=sys.stderr)
         return 2
     except MemoryError:  # what a command can estimate it refuses before it starts
         print("quadsim: out of memory: this machine has less free memory than the run needs; "
               "make it smaller (fewer drones, runs or environments)", file=sys.stderr)  # fmt: skip
-        return 2
-    except OSError as e:  # a file or directory the user named, a full disk: the file named
-        from .io.files import describe
-
-        print(f"quadsim: {describe(e)}", file=sys.stderr)
         return 2
     except RuntimeError as e:  # SimulationError and friends; a compiler that fails is set-up
         from ..engines.native import CompileError
