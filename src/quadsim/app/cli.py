@@ -181,45 +181,40 @@ def _bench_args(sub: Any) -> None:
                    help="skip the fly, fly-python and fly-cmd rows")
 
 
-def _positive_in(unit: str) -> Any:
-    """An argparse type: a positive, finite number of ``unit``."""
+def _number_arg(cast: Any, ok: Any, expected: str, expected_in: str | None = None) -> Any:
+    """An argparse type: ``cast(text)`` where ``ok(value)``, else the error "expected ...".
 
-    def convert(text: str) -> float:
+    ``expected`` says what a text that ``cast`` refuses should have been, ``expected_in`` (default
+    the same) what a value out of range should have been.
+    """
+
+    def convert(text: str) -> Any:
         try:
-            v = float(text)
+            v = cast(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number of {unit}, got {text!r}") from None
-        if not (math.isfinite(v) and v > 0):
-            raise argparse.ArgumentTypeError(f"expected a positive number of {unit}, got "
-                                             f"{text!r}")  # fmt: skip
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
+        if not ok(v):
+            raise argparse.ArgumentTypeError(f"expected {expected_in or expected}, got {text!r}")
         return v
 
     return convert
 
 
+def _positive_in(unit: str) -> Any:
+    """An argparse type: a positive, finite number of ``unit``."""
+    return _number_arg(float, lambda v: math.isfinite(v) and v > 0, f"a number of {unit}",
+                       f"a positive number of {unit}")  # fmt: skip
+
+
 _positive = _positive_in("seconds")
 _hours = _positive_in("hours")
-
-
-def _wind_speed(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a wind speed in m/s, got {text!r}") from None
-    if not (math.isfinite(v) and 0 <= v <= 30):
-        raise argparse.ArgumentTypeError(f"expected a wind speed in 0..30 m/s, got {text!r}")
-    return v
-
-
-def _latency(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a latency in s, got {text!r}") from None
-    if not (math.isfinite(v) and 0 <= v <= 0.01):
-        raise argparse.ArgumentTypeError(f"expected a latency in 0..0.01 s (at most the "
-                                         f"environments' control period), got {text!r}")
-    return v
+_wind_speed = _number_arg(float, lambda v: math.isfinite(v) and 0 <= v <= 30,
+                          "a wind speed in m/s", "a wind speed in 0..30 m/s")  # fmt: skip
+_latency = _number_arg(float, lambda v: math.isfinite(v) and 0 <= v <= 0.01, "a latency in s",
+                       "a latency in 0..0.01 s (at most the environments' control "
+                       "period)")  # fmt: skip
+_workers = _number_arg(int, lambda v: v >= 1, "a positive integer")
+_domain_id = _number_arg(int, lambda v: 0 <= v <= 232, "an integer 0..232")
 
 
 def _obs_noise(text: str) -> tuple[float, ...]:
@@ -250,26 +245,6 @@ def _wind_args(parser: argparse.ArgumentParser, verb: str) -> None:
     parser.add_argument("--gyro", default=None, metavar="IMU",
                         help="the body rates' noise from an IMU preset's gyro (e.g. bmi088; "
                         "replaces --obs-noise's fourth)")
-
-
-def _workers(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
-
-
-def _domain_id(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer 0..232, got {text!r}") from None
-    if not 0 <= v <= 232:
-        raise argparse.ArgumentTypeError(f"expected an integer 0..232, got {text!r}")
-    return v
 
 
 def _info(preset: str, plot: str | None) -> int:
@@ -472,20 +447,16 @@ def _dispatch(args: argparse.Namespace) -> int:
             from .bench import main as bench_main
 
             return bench_main(quick=args.quick, json_path=args.json)
-    except ValueError as e:
-        print(f"quadsim: {e}", file=sys.stderr)
-        return 2
+    except (ValueError, OSError) as e:  # bad input; a file the user named, a full disk
+        from .io.files import report_bad_input
+
+        return report_bad_input(e)
     except ImportError as e:
         print(f"quadsim: {e} (install the extra: pip install 'quadsim[cli]')", file=sys.stderr)
         return 2
     except MemoryError:  # what a command can estimate it refuses before it starts
         print("quadsim: out of memory: this machine has less free memory than the run needs; "
               "make it smaller (fewer drones, runs or environments)", file=sys.stderr)  # fmt: skip
-        return 2
-    except OSError as e:  # a file or directory the user named, a full disk: the file named
-        from .io.files import describe
-
-        print(f"quadsim: {describe(e)}", file=sys.stderr)
         return 2
     except RuntimeError as e:  # SimulationError and friends; a compiler that fails is set-up
         from ..engines.native import CompileError

@@ -49,7 +49,7 @@ from ..physics.sensors import baro_init, gnss_init, imu_init, mocap_init
 from . import control as control_module
 from .parts import Context, part_outputs
 from .records import numpy_state
-from .sensing import dropping, due, make_sense, pick
+from .sensing import dropping, due, make_sense, pick, tree_map
 
 __all__ = [
     "COMMANDS",
@@ -264,12 +264,7 @@ def ctrl_leaves(tree: Any, prefix: str = "ctrl") -> list[tuple[str, Any]]:
 
 def tree_rebuild(tree: Any, leaves: Any) -> Any:
     """``tree`` with its leaves replaced, in :func:`ctrl_leaves` order, from the iterator."""
-    if tree is None:
-        return None
-    if isinstance(tree, tuple):
-        items = [tree_rebuild(v, leaves) for v in tree]
-        return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
-    return next(leaves)
+    return tree_map(lambda _: next(leaves), tree)
 
 
 class Held(NamedTuple):

@@ -20,6 +20,7 @@ holds, so the function traces on CasADi and JAX.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -39,16 +40,43 @@ def due(j: Any, m: int, xp: Any) -> Any:
     return (j - m * xp.floor(j / m)) == 0
 
 
+def tree_map(fn: Any, tree: Any, *rest: Any) -> Any:
+    """``fn(leaf, *leaves of rest)`` at every leaf of ``tree``, in the tree's structure.
+
+    A tree is ``None`` (kept), a tuple or NamedTuple of trees (rebuilt as the same type), or a
+    leaf (an array or number); the trees of ``rest`` have the structure of ``tree``. Leaves are
+    visited depth first, left to right (the order of :func:`quadsim.loop.brain.ctrl_leaves`).
+    """
+    if tree is None:
+        return None
+    if isinstance(tree, tuple):
+        items = [tree_map(fn, *parts) for parts in zip(tree, *rest, strict=True)]
+        return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
+    return fn(tree, *rest)
+
+
 def pick(when: Any, new: Any, old: Any, xp: Any) -> Any:
     """``new`` where ``when`` (per drone, ``(n,)``), else ``old``; over trees of arrays."""
-    if new is None:
-        return None
-    if isinstance(new, tuple):
-        items = [pick(when, a, b, xp) for a, b in zip(new, old, strict=True)]
-        return type(new)(*items) if hasattr(new, "_fields") else tuple(items)
-    extra = len(np.shape(new)) - len(np.shape(when))
-    d = xp.reshape(when, (*np.shape(when), *([1] * extra))) if extra > 0 else when
-    return xp.where(d, new, old)
+
+    def leaf(a: Any, b: Any) -> Any:
+        extra = len(np.shape(a)) - len(np.shape(when))
+        d = xp.reshape(when, (*np.shape(when), *([1] * extra))) if extra > 0 else when
+        return xp.where(d, a, b)
+
+    return tree_map(leaf, new, old)
+
+
+def sampled(m: int, j: Any, new: Any, held: Callable[[], Any], xp: Any) -> tuple[Any, Any]:
+    """A sensor read every ``m`` steps: ``(fresh, values)``.
+
+    ``fresh`` is where the sample is due (``True`` when ``m == 1``, else :func:`due` of the step
+    count ``j`` ``(n,)``); ``values`` is the tree ``new`` where fresh, else ``held()`` (the
+    values held since the last sample, a tree like ``new``; called only when ``m > 1``).
+    """
+    if not m > 1:
+        return True, new
+    fresh = due(j, m, xp)
+    return fresh, pick(fresh, new, held(), xp)
 
 
 def make_sense(sens: Any, periods: Any, g_vec: Any, dt: float, offsets: dict,
@@ -93,14 +121,9 @@ def _imu_step(imu: Any, periods: Any, g_vec: Any, dt: float, offsets: dict) -> A
         acc = (truth.vel - bs.imu_vel) / imu_dt
         reading, imu_new = sensors.imu_measure(truth.quat, truth.ang_vel, acc, g_vec, imu, bs.imu,
                                                imu_dt, z[..., at:at + 12])  # fmt: skip
-        gyro, accel, imu_s, imu_vel = reading.gyro, reading.accel, imu_new, truth.vel
-        fresh = True
-        if m_i > 1:
-            fresh = due(bs.j, m_i, xp)
-            gyro = pick(fresh, gyro, held.gyro, xp)
-            accel = pick(fresh, accel, held.accel, xp)
-            imu_s = pick(fresh, imu_new, bs.imu, xp)
-            imu_vel = pick(fresh, truth.vel, bs.imu_vel, xp)
+        fresh, (gyro, accel, imu_s, imu_vel) = sampled(
+            m_i, bs.j, (reading.gyro, reading.accel, imu_new, truth.vel),
+            lambda: (held.gyro, held.accel, bs.imu, bs.imu_vel), xp)  # fmt: skip
         out["gyro"], out["accel"] = gyro, accel
         readings |= {"gyro": gyro, "accel": accel, "imu_fresh": fresh}
         new |= {"imu": imu_s, "imu_vel": imu_vel}
@@ -145,10 +168,7 @@ def _baro_step(baro: Any, periods: Any, g_vec: Any, dt: float, offsets: dict) ->
 
     def step(k, truth, bs, z, xp, out, readings, new):
         alt, baro_s = sensors.baro_measure(truth.pos, baro, bs.baro, dt, z[..., at:at + 2])
-        fresh = True
-        if m_b > 1:
-            fresh = due(bs.j, m_b, xp)
-            alt = pick(fresh, alt, bs.held.baro_alt, xp)
+        fresh, alt = sampled(m_b, bs.j, alt, lambda: bs.held.baro_alt, xp)
         out["baro_alt"] = alt
         readings |= {"baro_alt": alt, "baro_fresh": fresh}
         new["baro"] = baro_s
@@ -164,13 +184,10 @@ def _gnss_step(gnss: Any, periods: Any, g_vec: Any, dt: float, offsets: dict) ->
         held = bs.held
         fix, gnss_s = sensors.gnss_measure(truth.pos, truth.vel, gnss, bs.gnss,
                                            z[..., at:at + 9], dt)  # fmt: skip
-        g_p, g_v, fresh = fix.pos, fix.vel, True
         g_t = k * dt - float(gnss.latency) + 0.0 * truth.pos[..., 0]
-        if m_g > 1:
-            fresh = due(bs.j, m_g, xp)
-            g_p = pick(fresh, g_p, held.gnss_pos, xp)
-            g_v = pick(fresh, g_v, held.gnss_vel, xp)
-            g_t = pick(fresh, g_t, held.gnss_stamp, xp)
+        fresh, (g_p, g_v, g_t) = sampled(
+            m_g, bs.j, (fix.pos, fix.vel, g_t),
+            lambda: (held.gnss_pos, held.gnss_vel, held.gnss_stamp), xp)  # fmt: skip
         out["gnss_pos"], out["gnss_vel"], out["gnss_stamp"] = g_p, g_v, g_t
         readings |= {"gnss_pos": g_p, "gnss_vel": g_v, "gnss_fresh": fresh}
         new["gnss"] = gnss_s
@@ -190,10 +207,7 @@ def _parts_step(parts: tuple, periods: Any, g_vec: Any, dt: float, part_at: dict
             at = part_at[part.name]
             got, state = part.measure(k, truth, state, z[..., at:at + count], ctx)
             values = tuple(got[o.name] for o in part.outputs)
-            fresh = True
-            if m > 1:
-                fresh = due(bs.j, m, xp)
-                values = tuple(pick(fresh, v, h, xp) for v, h in zip(values, held, strict=True))
+            fresh, values = sampled(m, bs.j, values, lambda held=held: held, xp)
             for o, v in zip(part.outputs, values, strict=True):
                 out[f"{part.name}_{o.name}"] = v
                 readings[f"{part.name}_{o.name}"] = v

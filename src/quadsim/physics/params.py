@@ -20,16 +20,14 @@ from __future__ import annotations
 import math
 import os
 import re
-import tomllib
 import warnings
 from collections.abc import Mapping
 from importlib import resources
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._toml import read_entry
+from ._toml import REQUIRED, check_keys, open_toml, read_entry
 
 __all__ = [
     "Params",
@@ -258,25 +256,24 @@ def thrust_to_weight(p: Params) -> float:
 
 _S = _RPM_TO_RAD_S
 _CURVE_RAD = (1.0, _S, _S * _S)  # multiply a per-rad/s curve by this to get it per RPM
-_REQ = object()  # default of a required key
 _V3, _M3 = ((3,),), ((3, 3), (3,))  # accepted shapes; -1 = any length
 # key -> ({accepted unit: factor to the canonical (first) unit}, accepted shapes, default)
 _KEYS: dict[str, tuple[dict[str, Any], tuple[tuple[int, ...], ...], Any]] = {
-    "mass": ({"kg": 1.0}, ((),), _REQ),
+    "mass": ({"kg": 1.0}, ((),), REQUIRED),
     "gravity": ({"m/s^2": 1.0}, ((),), 9.81),
-    "inertia": ({"kg m^2": 1.0}, _M3, _REQ),
-    "rotor_positions": ({"m": 1.0}, ((-1, 2),), _REQ),
-    "rotor_spin": ({"1": 1.0}, ((-1,),), _REQ),
+    "inertia": ({"kg m^2": 1.0}, _M3, REQUIRED),
+    "rotor_positions": ({"m": 1.0}, ((-1, 2),), REQUIRED),
+    "rotor_spin": ({"1": 1.0}, ((-1,),), REQUIRED),
     "prop_inertia": ({"kg m^2": 1.0}, ((),), 0.0),
     "thrust_curve": (
         {"N, N/RPM, N/RPM^2": 1.0, "N, N/(rad/s), N/(rad/s)^2": _CURVE_RAD},
         _V3,
-        _REQ,
+        REQUIRED,
     ),
     "torque_curve": (
         {"N m, N m/RPM, N m/RPM^2": 1.0, "N m, N m/(rad/s), N m/(rad/s)^2": _CURVE_RAD},
         _V3,
-        _REQ,
+        REQUIRED,
     ),
     "rotor_dyn_coef": ({"1/s, 1/(s RPM), 1/s, 1/(s RPM)": 1.0}, ((4,),), None),
     "motor_constant": ({"1/s": 1.0}, ((),), None),
@@ -304,22 +301,8 @@ def load_params(name_or_path: str | os.PathLike[str]) -> Params:
     path; anything else is a preset name. Every failure is a ``ValueError`` naming the file (path
     or preset) and the offending key. Presets must give ``unit`` and ``source`` for every value.
     """
-    seps = [s for s in (os.sep, os.altsep, "/") if s]
-    is_path = not isinstance(name_or_path, str) or name_or_path.endswith(".toml")
-    if is_path or any(s in name_or_path for s in seps):
-        path = Path(name_or_path)
-        where, stem, preset = str(path), path.stem, False
-        raw = path.read_bytes()
-    else:
-        names = list_presets()
-        if name_or_path not in names:
-            raise ValueError(f"unknown preset {name_or_path!r}; available presets: {names}")
-        where, stem, preset = f"preset {name_or_path!r}", name_or_path, True
-        raw = (resources.files("quadsim.physics") / "presets" / f"{name_or_path}.toml").read_bytes()
-    try:
-        doc = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{where}: malformed TOML: {e}") from e
+    root = resources.files("quadsim.physics") / "presets"
+    doc, where, stem, preset = open_toml(name_or_path, list_presets(), root, "preset", "presets")
     p = _build(doc, where, stem, preset)
     tw = thrust_to_weight(p)
     if tw < 1.0:
@@ -338,11 +321,7 @@ def _build(doc: dict[str, Any], where: str, stem: str, preset: bool) -> Params:
         if not ok:
             raise fail(key, msg)
 
-    allowed = [*_TEXT_KEYS, *_KEYS]
-    for key in doc:
-        need(key in allowed, key, f"unknown key; allowed: {allowed}")
-    for key in _TEXT_KEYS:
-        need(isinstance(doc.get(key, ""), str), key, f"must be a string; got {doc.get(key)!r}")
+    check_keys(doc, [*_TEXT_KEYS, *_KEYS], _TEXT_KEYS, fail)
     v = {k: _value(doc, k, preset, fail) for k in _KEYS}
 
     mass, g = float(v["mass"]), float(v["gravity"])
@@ -401,12 +380,10 @@ def _build(doc: dict[str, Any], where: str, stem: str, preset: bool) -> Params:
 def _value(doc: dict[str, Any], key: str, preset: bool, fail: Any) -> Any:
     """The value of ``key`` in canonical units, shape-checked and finite (or its default)."""
     units, shapes, default = _KEYS[key]
-    if key not in doc:
-        if default is _REQ:
-            raise fail(key, "required key is missing")
-        return None if default is None else np.asarray(default, dtype=np.float64)
     a, factor = read_entry(doc, key, units, packaged=preset, packaged_name="presets",
-                           normalize=_norm_unit, fail=fail)  # fmt: skip
+                           normalize=_norm_unit, fail=fail, default=default)  # fmt: skip
+    if factor is None:  # absent: its default
+        return a
     ok = (
         len(s) == a.ndim and all(w in (-1, d) for w, d in zip(s, a.shape, strict=True))
         for s in shapes

@@ -236,8 +236,6 @@ def load_power(name_or_path: str | os.PathLike[str] = "cf21_stock") -> PowerPara
                                                  [*_KEYS, *_TEXT], _TEXT, root=_root())  # fmt: skip
     values = {}
     for key, units in _KEYS.items():
-        if key not in doc:
-            raise fail(key, "required key is missing")
         a, factor = read_entry(doc, key, units, packaged=packaged, packaged_name="presets",
                                normalize=str.strip, fail=fail)  # fmt: skip
         values[key] = a * factor if a.ndim else float(a) * factor

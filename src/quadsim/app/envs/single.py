@@ -54,7 +54,19 @@ def make_trajectory(trajectory: str | Callable) -> Callable:
     )
 
 
-class QuadsimEnv(gym.Env):
+class CoreEnv:
+    """What the single and the vectorised environments share: ``core``, their
+    :class:`~quadsim.app.envs.core.QuadCore`, and its simulator."""  # noqa: D205, D209
+
+    core: QuadCore
+
+    @property
+    def sim(self) -> Any:
+        """The underlying :class:`~quadsim.engines.sim.Simulator` (one drone per environment)."""
+        return self.core.sim
+
+
+class QuadsimEnv(CoreEnv, gym.Env):
     """One drone on a task (:class:`~quadsim.app.envs.tasks.HoverTask` or ``TrackTask``).
 
     Args:
@@ -81,11 +93,6 @@ class QuadsimEnv(gym.Env):
                              max_episode_steps=max_episode_steps, **kwargs)  # fmt: skip
         self.observation_space, self.action_space = spaces(self.core)
         self.metadata = {"render_modes": [], "render_fps": 1.0 / self.core.control_dt}
-
-    @property
-    def sim(self) -> Any:
-        """The underlying :class:`~quadsim.engines.sim.Simulator` (one drone)."""
-        return self.core.sim
 
     def reset(
         self, *, seed: int | None = None, options: dict | None = None

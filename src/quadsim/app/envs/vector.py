@@ -34,7 +34,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from .core import QuadCore
-from .single import make_trajectory, spaces
+from .single import CoreEnv, make_trajectory, spaces
 from .tasks import HoverTask, TrackTask
 
 __all__ = ["HoverVectorEnv", "QuadsimVectorEnv", "TrackVectorEnv"]
@@ -42,7 +42,7 @@ __all__ = ["HoverVectorEnv", "QuadsimVectorEnv", "TrackVectorEnv"]
 _INFO_KEYS = ("crashed", "fault", "out_of_bounds", "tilted", "pos_error", "time")
 
 
-class QuadsimVectorEnv(VectorEnv):
+class QuadsimVectorEnv(CoreEnv, VectorEnv):
     """``num_envs`` drones on one task, stepped together.
 
     Args:
@@ -96,11 +96,6 @@ class QuadsimVectorEnv(VectorEnv):
         self.render_mode = None
         self.param_values: dict[str, np.ndarray] = {}
         self._done = np.zeros(num_envs, bool)
-
-    @property
-    def sim(self) -> Any:
-        """The underlying :class:`~quadsim.engines.sim.Simulator` (``num_envs`` drones)."""
-        return self.core.sim
 
     def reset(
         self, *, seed: int | None = None, options: dict | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -43,6 +44,13 @@ def describe(e: OSError) -> str:
     if getattr(e, "filename2", None):
         head = f"{e.filename} -> {e.filename2}: {what}"
     return "\n".join([head, *getattr(e, "__notes__", ())])
+
+
+def report_bad_input(e: ValueError | OSError) -> int:
+    """Print a refused input (its message) or a file error (:func:`describe`) as one
+    ``quadsim: ...`` message on stderr; return the exit code of bad input, 2."""  # noqa: D205, D209
+    print(f"quadsim: {describe(e) if isinstance(e, OSError) else e}", file=sys.stderr)
+    return 2
 
 
 def atomic_write(path: str | os.PathLike[str], write: Callable[[Path], object], *,

@@ -137,29 +137,21 @@ class Ros2Node:
         self.topics: dict[str, str] = {}
         self.pub: list[dict[str, Any]] = []
         self.sub: list[dict[str, Any]] = []
+        # per drone: (where the endpoints go, writer or reader, QoS, (leaf topic, type) ...)
+        kinds = (
+            (self.pub, DataWriter, dds.sensor_qos, (("odom", m.Odometry), ("imu", m.Imu),
+             ("rotor_speeds", m.JointState), ("reference", m.PoseStamped))),
+            (self.sub, DataReader, dds.command_qos, (("cmd_rotor_speeds", m.JointState),
+             ("cmd_pose", m.PoseStamped), ("cmd_attitude", m.AttitudeTarget),
+             ("cmd_mode", m.String))),
+        )  # fmt: skip
         for d in self.names:
-            w = {}
-            for leaf, typ in (
-                ("odom", m.Odometry),
-                ("imu", m.Imu),
-                ("rotor_speeds", m.JointState),
-                ("reference", m.PoseStamped),
-            ):
-                name = dds.topic(self.ns, d, leaf)
-                w[leaf] = DataWriter(dp, tp(name, typ), qos=dds.sensor_qos())
-                self.topics[f"{d}/{leaf}"] = name
-            self.pub.append(w)
-            r = {}
-            for leaf, typ in (
-                ("cmd_rotor_speeds", m.JointState),
-                ("cmd_pose", m.PoseStamped),
-                ("cmd_attitude", m.AttitudeTarget),
-                ("cmd_mode", m.String),
-            ):
-                name = dds.topic(self.ns, d, leaf)
-                r[leaf] = DataReader(dp, tp(name, typ), qos=dds.command_qos())
-                self.topics[f"{d}/{leaf}"] = name
-            self.sub.append(r)
+            for ends, endpoint, qos, leaves in kinds:
+                ends.append({})
+                for leaf, typ in leaves:
+                    name = dds.topic(self.ns, d, leaf)
+                    ends[-1][leaf] = endpoint(dp, tp(name, typ), qos=qos())
+                    self.topics[f"{d}/{leaf}"] = name
         self.tf_writer = DataWriter(dp, tp("/tf", m.TFMessage), qos=dds.tf_qos())
         self.clock_writer = None
         if self.rate == "max":

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from ..io import outdir
-from ..io.files import atomic_write, describe
+from ..io.files import atomic_write, report_bad_input
 from ..io.strict_json import strict_dumps
 from . import replay as rp
 from . import thrust_stand as ts
@@ -180,9 +179,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         held = outdir.claim(args.out) if args.out is not None else contextlib.nullcontext()
         with held:
             return _run(args)
-    except ValueError as e:
-        print(f"quadsim: {e}", file=sys.stderr)
-        return 2
-    except OSError as e:
-        print(f"quadsim: {describe(e)}", file=sys.stderr)
-        return 2
+    except (ValueError, OSError) as e:  # bad input, a file named
+        return report_bad_input(e)

@@ -51,14 +51,12 @@ from __future__ import annotations
 import math
 import os
 import re
-import tomllib
 from importlib import resources
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ...physics._toml import read_entry
+from ...physics._toml import REQUIRED, check_keys, open_toml, read_entry
 from ...physics.envelope import envelope
 from ...physics.params import Params, load_params
 from ...physics.rotors import Allocator, allocation_matrix, make_allocator
@@ -186,7 +184,6 @@ class PidGains(NamedTuple):
 _DEG = math.pi / 180.0
 _V = ((), (3,))  # per-axis: scalar (all three axes) or (3,)
 _S = ((),)
-_REQ = object()
 # key -> (units {unit: factor to canonical}, shapes, default, strictly positive?)
 _COMMON: dict[str, tuple[dict[str, float], tuple, Any, bool]] = {
     "dt": ({"s": 1.0}, _S, None, True),
@@ -199,26 +196,26 @@ _COMMON: dict[str, tuple[dict[str, float], tuple, Any, bool]] = {
     "drag_compensation": ({"1": 1.0}, _S, 0.0, False),
 }
 _GEOMETRIC = {
-    "kp": ({"1/s^2": 1.0}, _V, _REQ, False),
-    "kv": ({"1/s": 1.0}, _V, _REQ, False),
+    "kp": ({"1/s^2": 1.0}, _V, REQUIRED, False),
+    "kv": ({"1/s": 1.0}, _V, REQUIRED, False),
     "ki": ({"1/s^3": 1.0}, _V, 0.0, False),
     "i_max": ({"m s": 1.0}, _V, 0.0, False),
     "i_zone": ({"m/s": 1.0}, _V, 1e9, True),
-    "kR": ({"1/s^2": 1.0}, _V, _REQ, False),
-    "kW": ({"1/s": 1.0}, _V, _REQ, True),
-    "rate_max": ({"rad/s": 1.0, "deg/s": _DEG}, _V, _REQ, True),
+    "kR": ({"1/s^2": 1.0}, _V, REQUIRED, False),
+    "kW": ({"1/s": 1.0}, _V, REQUIRED, True),
+    "rate_max": ({"rad/s": 1.0, "deg/s": _DEG}, _V, REQUIRED, True),
 }
 _PID = {
-    "pos_p": ({"1/s": 1.0}, _V, _REQ, False),
-    "vel_max_xy": ({"m/s": 1.0}, _S, _REQ, True),
-    "vel_max_up": ({"m/s": 1.0}, _S, _REQ, True),
-    "vel_max_down": ({"m/s": 1.0}, _S, _REQ, True),
-    "vel_p": ({"1/s": 1.0}, _V, _REQ, False),
+    "pos_p": ({"1/s": 1.0}, _V, REQUIRED, False),
+    "vel_max_xy": ({"m/s": 1.0}, _S, REQUIRED, True),
+    "vel_max_up": ({"m/s": 1.0}, _S, REQUIRED, True),
+    "vel_max_down": ({"m/s": 1.0}, _S, REQUIRED, True),
+    "vel_p": ({"1/s": 1.0}, _V, REQUIRED, False),
     "vel_i": ({"1/s^2": 1.0}, _V, 0.0, False),
     "vel_i_max": ({"m/s^2": 1.0}, _V, 0.0, False),
-    "att_p": ({"1/s": 1.0}, _V, _REQ, False),
-    "rate_max": ({"rad/s": 1.0, "deg/s": _DEG}, _V, _REQ, True),
-    "rate_p": ({"1/s": 1.0}, _V, _REQ, False),
+    "att_p": ({"1/s": 1.0}, _V, REQUIRED, False),
+    "rate_max": ({"rad/s": 1.0, "deg/s": _DEG}, _V, REQUIRED, True),
+    "rate_p": ({"1/s": 1.0}, _V, REQUIRED, False),
     "rate_i": ({"1/s^2": 1.0}, _V, 0.0, False),
     "rate_d": ({"1": 1.0}, _V, 0.0, False),
     "rate_i_max": ({"rad/s^2": 1.0}, _V, 0.0, False),
@@ -259,22 +256,7 @@ def load_gains(
             shape, non-finite or negative value, missing required key, unknown gains name, or a
             ``drone``/``dt`` that is neither given nor in the file.
     """
-    seps = [s for s in (os.sep, os.altsep, "/") if s]
-    is_path = not isinstance(name_or_path, str) or name_or_path.endswith(".toml")
-    if is_path or any(s in name_or_path for s in seps):
-        path = Path(name_or_path)
-        where, stem, packaged = str(path), path.stem, False
-        raw = path.read_bytes()
-    else:
-        names = list_gains()
-        if name_or_path not in names:
-            raise ValueError(f"unknown gains {name_or_path!r}; available gains: {names}")
-        where, stem, packaged = f"gains {name_or_path!r}", name_or_path, True
-        raw = (_root() / f"{name_or_path}.toml").read_bytes()
-    try:
-        doc = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{where}: malformed TOML: {e}") from e
+    doc, where, stem, packaged = open_toml(name_or_path, list_gains(), _root(), "gains", "gains")
     return _build(doc, where, stem, packaged, drone, dt)
 
 
@@ -288,13 +270,7 @@ def _build(
     if kind not in _SPECS:
         raise fail("controller", f"must be one of {sorted(_SPECS)}; got {kind!r}")
     spec = {**_COMMON, **_SPECS[kind]}
-    allowed = [*_TEXT, *spec]
-    for key in doc:
-        if key not in allowed:
-            raise fail(key, f"unknown key for controller {kind!r}; allowed: {allowed}")
-    for key in _TEXT:
-        if not isinstance(doc.get(key, ""), str):
-            raise fail(key, f"must be a string; got {doc.get(key)!r}")
+    check_keys(doc, [*_TEXT, *spec], _TEXT, fail, f"unknown key for controller {kind!r}")
     v = {k: _value(doc, k, spec[k], packaged, fail) for k in spec}
 
     if drone is None:
@@ -372,12 +348,11 @@ def _ro(a: np.ndarray) -> np.ndarray:
 def _value(doc: dict, key: str, spec: tuple, packaged: bool, fail: Any) -> Any:
     """The value of ``key`` in canonical units, validated (or its default)."""
     units, shapes, default, positive = spec
-    if key not in doc:
-        if default is _REQ:
-            raise fail(key, "required key is missing")
-        return None if default is None else np.asarray(default, dtype=np.float64)
-    a, factor = read_entry(doc, key, units, packaged=packaged, packaged_name="packaged gains",
-                           normalize=_norm_unit, fail=fail)  # fmt: skip
+    a, factor = read_entry(doc, key, units, packaged=packaged,
+                           packaged_name="packaged gains", normalize=_norm_unit,
+                           fail=fail, default=default)  # fmt: skip
+    if factor is None:  # absent: its default
+        return a
     if a.shape not in shapes:
         raise fail(key, f"wrong shape {a.shape}; expected one of {list(shapes)}")
     if not np.all(np.isfinite(a)):

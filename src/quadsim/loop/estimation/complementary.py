@@ -105,6 +105,7 @@ from array_api_compat import is_array_api_obj
 from ...physics import rotation
 from ...physics._array import as_like, check_shape, namespace, stack, unstack
 from ...physics.rotation import kcross
+from ...physics.sensors._validate import finite_number
 
 __all__ = [
     "ComplementaryGains",
@@ -194,16 +195,7 @@ def check_complementary_gains(gains: ComplementaryGains) -> ComplementaryGains:
         raise ValueError(f"gains must be a ComplementaryGains; got {type(gains).__name__}")
     vals = {}
     for name in ComplementaryGains._fields:
-        v = getattr(gains, name)
-        try:
-            x = float(v)
-        except (TypeError, ValueError) as e:
-            raise ValueError(f"gains.{name} must be a finite number; got {v!r}") from e
-        if not math.isfinite(x):
-            raise ValueError(f"gains.{name} must be finite; got {v!r}")
-        if x < 0.0:
-            raise ValueError(f"gains.{name} must be >= 0; got {v!r}")
-        vals[name] = x
+        vals[name] = finite_number(getattr(gains, name), f"gains.{name}", nonneg=True)
     if vals["meas_period"] <= 0.0:
         raise ValueError(f"gains.meas_period must be > 0 s; got {gains.meas_period!r}")
     if vals["accel_comp"] > 1.0:

@@ -454,9 +454,4 @@ def _flag(xp: Any, fresh: Any, like: Any) -> Any:
 
 def _to(tree: Any, xp: Any) -> Any:
     """A tree of NumPy arrays as arrays of ``xp`` (float64)."""
-    if tree is None:
-        return None
-    if isinstance(tree, tuple):
-        items = [_to(v, xp) for v in tree]
-        return type(tree)(*items) if hasattr(tree, "_fields") else tuple(items)
-    return xp.asarray(np.asarray(tree, np.float64))
+    return sensing.tree_map(lambda a: xp.asarray(np.asarray(a, np.float64)), tree)

@@ -1,13 +1,8 @@
 """Flat-output reference type and helpers shared by the trajectories.
 
-A trajectory is an immutable callable ``traj(t) -> Reference`` giving the flat outputs of a
-quadrotor (position and its first four derivatives, yaw and yaw rate) at time ``t`` [s], a
-Python number or an array of shape ``(...)``; vector fields have shape ``(..., 3)`` [m, m/s,
-m/s², m/s³, m/s⁴] in the world frame (ENU), yaw fields shape ``(...)`` [rad, rad/s]. Every
-derivative field is the exact analytic derivative of the field above it. ``traj.duration`` [s]
-is the time after which the reference stays constant (``math.inf`` for periodic ones).
-All trajectories in :mod:`quadsim.loop.trajectories` accept NumPy, JAX, PyTorch or any array-API
-``t`` (one code path), so they can be jitted.
+What a trajectory is (an immutable callable ``traj(t) -> Reference``: the fields, their shapes
+and units, ``traj.duration``, the array backends of ``t``) is stated once, in the package
+docstring of :mod:`quadsim.loop.trajectories`.
 
 **Smoothstep** (shared by the step and the phase ramp): the C⁴ smoothstep on ``[0, 1]``,
 ``σ(τ) = 126τ⁵ - 420τ⁶ + 540τ⁷ - 315τ⁸ + 70τ⁹`` (``σ' = 630 τ⁴(1-τ)⁴``; zero 1st-4th

@@ -1,7 +1,8 @@
-"""Validation of sensor parameters: finite per-axis vectors, positive numbers, sample periods.
+"""Validation of sensor parameters: finite numbers and vectors, positive numbers, sample periods.
 
 A private module of :mod:`quadsim.physics.sensors`: its functions serve the sibling sensor
-modules only.
+modules, and :func:`finite_number` also the estimators' gain checks
+(:mod:`quadsim.loop.estimation.complementary`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,19 @@ def axis_vec3(value: Any, name: str, nonneg: bool = False) -> np.ndarray:
     out = np.broadcast_to(a, (3,)).copy()
     out.flags.writeable = False
     return out
+
+
+def finite_number(value: Any, name: str, nonneg: bool = False) -> float:
+    """``value`` as a finite float (``>= 0`` with ``nonneg``), else a ValueError naming ``name``."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name} must be a finite number; got {value!r}") from e
+    if not math.isfinite(v):
+        raise ValueError(f"{name} must be finite; got {value!r}")
+    if nonneg and v < 0.0:
+        raise ValueError(f"{name} must be >= 0; got {value!r}")
+    return v
 
 
 def positive_number(value: Any, name: str) -> float:

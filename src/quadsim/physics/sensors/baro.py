@@ -36,7 +36,7 @@ import numpy as np
 from .._array import as_like, check_shape, namespace
 from ..wind import normal_noise
 from ._noise import common_batch, is_float_array, standard_normals
-from ._validate import positive_number, sample_period
+from ._validate import finite_number, positive_number, sample_period
 
 BARO_NOISE_DIM = 2  # z[..., 0] white noise, z[..., 1] bias walk
 BARO_INIT_NOISE_DIM = 1  # z[..., 0] turn-on bias
@@ -72,18 +72,6 @@ class BaroState(NamedTuple):
     bias: Any
 
 
-def _finite(value: Any, name: str, nonneg: bool) -> float:
-    try:
-        v = float(value)
-    except (TypeError, ValueError) as e:
-        raise ValueError(f"{name} must be a finite number; got {value!r}") from e
-    if not math.isfinite(v):
-        raise ValueError(f"{name} must be finite; got {value!r}")
-    if nonneg and v < 0.0:
-        raise ValueError(f"{name} must be >= 0; got {value!r}")
-    return v
-
-
 def check_baro_params(params: BaroParams) -> BaroParams:
     """Validate ``params``; return a copy with every number a Python float.
 
@@ -94,11 +82,11 @@ def check_baro_params(params: BaroParams) -> BaroParams:
     if not isinstance(params, BaroParams):
         raise ValueError(f"params must be a BaroParams; got {type(params).__name__}")
     return BaroParams(
-        noise_std=_finite(params.noise_std, "noise_std", True),
-        bias_walk=_finite(params.bias_walk, "bias_walk", True),
+        noise_std=finite_number(params.noise_std, "noise_std", True),
+        bias_walk=finite_number(params.bias_walk, "bias_walk", True),
         rate=positive_number(params.rate, "rate"),
-        bias=_finite(params.bias, "bias", False),
-        bias_std=_finite(params.bias_std, "bias_std", True),
+        bias=finite_number(params.bias, "bias", False),
+        bias_std=finite_number(params.bias_std, "bias_std", True),
         name=str(params.name),
     )
 

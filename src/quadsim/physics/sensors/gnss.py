@@ -34,7 +34,7 @@ from array_api_compat import device as _device
 
 from .._array import as_like, check_shape, namespace
 from ._noise import common_batch, standard_normals
-from ._validate import positive_number, sample_period
+from ._validate import finite_number, positive_number, sample_period
 from .mocap import mocap_delay_steps
 
 GNSS_NOISE_DIM = 9  # z[..., 0:3] position white, 3:6 velocity white, 6:9 Gauss-Markov drive
@@ -118,15 +118,7 @@ def check_gnss_params(params: GnssParams) -> GnssParams:
         elif name == "name":
             fields[name] = str(v)
         else:
-            try:
-                x = float(v)
-            except (TypeError, ValueError) as e:
-                raise ValueError(f"{name} must be a finite number; got {v!r}") from e
-            if not math.isfinite(x):
-                raise ValueError(f"{name} must be finite; got {v!r}")
-            if x < 0.0 and (name in _NONNEG or name == "latency"):
-                raise ValueError(f"{name} must be >= 0; got {v!r}")
-            fields[name] = x
+            fields[name] = finite_number(v, name, nonneg=name in _NONNEG or name == "latency")
     return GnssParams(**fields)
 
 

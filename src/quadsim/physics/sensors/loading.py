@@ -18,12 +18,11 @@ import os
 import re
 import tomllib
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from .._toml import read_entry
+from .._toml import REQUIRED, check_keys, open_toml, read_entry
 from ._validate import axis_vec3
 from .imu import ImuParams, check_imu_params
 
@@ -46,17 +45,16 @@ _U_ACC_DENS = {
 }
 _U_ACC_WALK = {"m/s^3/sqrt(Hz)": 1.0, "ug/s/sqrt(Hz)": G_N * 1e-6, "m/s^2/sqrt(hr)": 1.0 / 60.0}
 _U_ACC = {"m/s^2": 1.0, "mg": G_N * 1e-3, "ug": G_N * 1e-6}
-_REQ = object()
 # key -> (accepted units {unit: factor to SI}, default)
 _IMU_KEYS: dict[str, tuple[dict[str, float], Any]] = {
-    "rate": ({"Hz": 1.0}, _REQ),
-    "gyro_noise_density": (_U_GYRO_DENS, _REQ),
+    "rate": ({"Hz": 1.0}, REQUIRED),
+    "gyro_noise_density": (_U_GYRO_DENS, REQUIRED),
     "gyro_bias_walk": (_U_GYRO_WALK, None),
     "gyro_bias_instability": (_U_GYRO, None),
     "gyro_bias": (_U_GYRO, 0.0),
     "gyro_bias_std": (_U_GYRO, 0.0),
     "gyro_scale": ({"1": 1.0}, 1.0),
-    "accel_noise_density": (_U_ACC_DENS, _REQ),
+    "accel_noise_density": (_U_ACC_DENS, REQUIRED),
     "accel_bias_walk": (_U_ACC_WALK, None),
     "accel_bias_instability": (_U_ACC, None),
     "accel_bias": (_U_ACC, 0.0),
@@ -171,41 +169,23 @@ def read_sensor_file(name_or_path: str | os.PathLike[str], what: str, names: lis
             a string (naming the file and the key).
         FileNotFoundError: A path that does not exist.
     """
-    is_path = not isinstance(name_or_path, str) or name_or_path.endswith(".toml")
-    if is_path or any(s in name_or_path for s in {os.sep, os.altsep or "/", "/"}):
-        path = Path(name_or_path)
-        where, stem, preset, raw = str(path), path.stem, False, path.read_bytes()
-    else:
-        if name_or_path not in names:
-            raise ValueError(f"unknown {what} preset {name_or_path!r}; available presets: {names}")
-        where, stem, preset = f"{what} preset {name_or_path!r}", name_or_path, True
-        raw = ((root or preset_root()) / f"{name_or_path}.toml").read_bytes()
-    try:
-        doc = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"{where}: malformed TOML: {e}") from e
+    doc, where, stem, preset = open_toml(name_or_path, names, root or preset_root(),
+                                         f"{what} preset", "presets")  # fmt: skip
 
     def fail(key: str, msg: str) -> ValueError:
         return ValueError(f"{where}: key {key!r}: {msg}")
 
-    for key in doc:
-        if key not in allowed:
-            raise fail(key, f"unknown key; allowed: {allowed}")
-    for key in text_keys:
-        if not isinstance(doc.get(key, ""), str):
-            raise fail(key, f"must be a string; got {doc.get(key)!r}")
+    check_keys(doc, allowed, text_keys, fail)
     return doc, stem, preset, fail
 
 
 def _entry(doc: dict[str, Any], key: str, preset: bool, fail: Any) -> Any:
     """The value of ``key`` in SI units (float64 array), its default, or None."""
     units, default = _IMU_KEYS[key]
-    if key not in doc:
-        if default is _REQ:
-            raise fail(key, "required key is missing")
-        return None if default is None else np.asarray(default, dtype=np.float64)
     a, factor = read_entry(doc, key, units, packaged=preset, packaged_name="presets",
-                           normalize=norm_unit, fail=fail)  # fmt: skip
+                           normalize=norm_unit, fail=fail, default=default)  # fmt: skip
+    if factor is None:  # absent: its default
+        return a
     shapes = ((),) if key == "rate" else ((), (3,))
     if a.shape not in shapes:
         raise fail(key, f"wrong shape {a.shape}; expected one of {list(shapes)}")

@@ -19,12 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from .._toml import read_entry
+from .._toml import REQUIRED, read_entry
 from .baro import M_PER_PA, BaroParams, check_baro_params
 from .gnss import GnssParams, check_gnss_params, gnss_delay_steps
 from .loading import norm_unit, preset_kind, preset_root, read_sensor_file
 
-_REQ = object()
 _U_ALT = {"m": 1.0, "cm": 0.01, "mm": 1e-3, "Pa": M_PER_PA, "hPa": 100.0 * M_PER_PA}
 _U_ALT_SIGNED = {"m": 1.0, "cm": 0.01, "mm": 1e-3, "Pa": -M_PER_PA, "hPa": -100.0 * M_PER_PA}
 _U_ALT_WALK = {
@@ -43,19 +42,19 @@ _U_RATE = {"Hz": 1.0}
 
 # key -> (accepted units {unit: factor to SI}, default)
 _BARO_KEYS: dict[str, tuple[dict[str, float], Any]] = {
-    "rate": (_U_RATE, _REQ),
-    "noise_std": (_U_ALT, _REQ),
+    "rate": (_U_RATE, REQUIRED),
+    "noise_std": (_U_ALT, REQUIRED),
     "bias_walk": (_U_ALT_WALK, 0.0),
     "bias": (_U_ALT_SIGNED, 0.0),
     "bias_std": (_U_ALT, 0.0),
 }
 _GNSS_KEYS: dict[str, tuple[dict[str, float], Any]] = {
-    "rate": (_U_RATE, _REQ),
+    "rate": (_U_RATE, REQUIRED),
     "latency": (_U_TIME, 0.0),
-    "pos_std_h": (_U_LEN, _REQ),
-    "pos_std_v": (_U_LEN, _REQ),
-    "vel_std_h": (_U_VEL, _REQ),
-    "vel_std_v": (_U_VEL, _REQ),
+    "pos_std_h": (_U_LEN, REQUIRED),
+    "pos_std_v": (_U_LEN, REQUIRED),
+    "vel_std_h": (_U_VEL, REQUIRED),
+    "vel_std_v": (_U_VEL, REQUIRED),
     "gm_std_h": (_U_LEN, 0.0),
     "gm_std_v": (_U_LEN, 0.0),
     "gm_tau": (_U_TIME, 0.0),
@@ -95,13 +94,11 @@ def _read(
         raise fail("kind", f"presets must declare kind = {kind!r}")
     values: dict[str, float] = {}
     for key, (units, default) in keys.items():
-        if key not in doc:
-            if default is _REQ:
-                raise fail(key, "required key is missing")
-            values[key] = float(default)
-            continue
         a, factor = read_entry(doc, key, units, packaged=preset, packaged_name="presets",
-                               normalize=norm_unit, fail=fail)  # fmt: skip
+                               normalize=norm_unit, fail=fail, default=default)  # fmt: skip
+        if factor is None:  # absent: its default
+            values[key] = float(a)
+            continue
         if a.shape != ():
             raise fail(key, f"must be a single number; got shape {a.shape}")
         if not np.isfinite(a):
