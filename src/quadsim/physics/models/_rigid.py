@@ -362,3 +362,24 @@ def angular_accel(
         torque = tuple(torque[i] + dt_b[i] for i in range(3))
     coriolis = kcross(ang_vel, matvec(p.J, ang_vel))
     return matvec(p.J_inv, tuple(torque[i] - coriolis[i] for i in range(3)))
+
+
+def rotor_accels(R: tuple[Comp, Comp, Comp], vel: Comp, ang_vel: Comp, cmd: Comp,
+                 rotor_vel: Comp | None, dist_f: Comp | None, dist_t: Comp | None, p: Any,
+                 ops: Any, wind: Comp | None) -> tuple[Comp, Comp, Comp | None]:  # fmt: skip
+    """``(vel_dot, ang_vel_dot, rotor_vel_dot)`` of a rotor-driven rigid body at attitude ``R``.
+
+    The rotors' speeds are ``rotor_vel`` [RPM] driven toward ``cmd`` (:func:`rotor_speed_dot`),
+    or ``cmd`` itself when ``rotor_vel`` is ``None`` (then ``rotor_vel_dot`` is ``None``); their
+    wrench (:func:`rotor_wrench`) with drag, wind and disturbances gives the accelerations
+    (:func:`linear_accel`, :func:`angular_accel`). The one body of every rotor-level model's
+    kernel; the models differ in their attitude and its rate.
+    """
+    if rotor_vel is None:
+        rotor, rotor_dot = cmd, None
+    else:
+        rotor, rotor_dot = rotor_vel, rotor_speed_dot(cmd, rotor_vel, p.rotor_dyn_coef, ops)
+    thrust, torque = rotor_wrench(rotor, rotor_dot, ang_vel, p)
+    vel_dot = linear_accel(R, vel, thrust, p, dist_f, wind, ops)
+    ang_vel_dot = angular_accel(R, ang_vel, rotational_drag(torque, ang_vel, p), p, dist_t)
+    return vel_dot, ang_vel_dot, rotor_dot

@@ -38,15 +38,11 @@ from .._array import CASADI_OPS, check_shape, namespace, stack
 from ._rigid import (
     DRAG_DEFAULTS,
     ROTOR_PARAMS,
-    angular_accel,
     casadi_assemble,
     casadi_state,
     check_state,
-    linear_accel,
     numeric_params,
-    rotational_drag,
-    rotor_speed_dot,
-    rotor_wrench,
+    rotor_accels,
     symbolic_params,
     takes_params,
     unstack_opt,
@@ -94,14 +90,9 @@ def kernel(rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t, p, ops, small_angl
     Returns:
         ``(rpy_dot, vel_dot, ang_vel_dot, rotor_vel_dot)`` as component tuples.
     """
-    if rotor_vel is None:
-        rotor, rotor_dot = cmd, None
-    else:
-        rotor, rotor_dot = rotor_vel, rotor_speed_dot(cmd, rotor_vel, p.rotor_dyn_coef, ops)
     R = rotation_matrix(rpy, ops)
-    thrust, torque = rotor_wrench(rotor, rotor_dot, ang_vel, p)
-    vel_dot = linear_accel(R, vel, thrust, p, dist_f, wind, ops)
-    ang_vel_dot = angular_accel(R, ang_vel, rotational_drag(torque, ang_vel, p), p, dist_t)
+    vel_dot, ang_vel_dot, rotor_dot = rotor_accels(R, vel, ang_vel, cmd, rotor_vel, dist_f,
+                                                   dist_t, p, ops, wind)  # fmt: skip
     rpy_dot = tuple(ang_vel) if small_angle else _euler_rates(rpy, ang_vel, ops, eps)
     return rpy_dot, vel_dot, ang_vel_dot, rotor_dot
 

@@ -52,15 +52,11 @@ from ..rotation import kmatrix, kquat_dot
 from ._rigid import (
     DRAG_DEFAULTS,
     ROTOR_PARAMS,
-    angular_accel,
     casadi_assemble,
     casadi_state,
     check_state,
-    linear_accel,
     numeric_params,
-    rotational_drag,
-    rotor_speed_dot,
-    rotor_wrench,
+    rotor_accels,
     symbolic_params,
     takes_params,
     unstack_opt,
@@ -94,14 +90,8 @@ def kernel(
         ``(quat_dot, vel_dot, ang_vel_dot, rotor_vel_dot)`` as component tuples;
         ``rotor_vel_dot`` is ``None`` when ``rotor_vel`` is.
     """
-    if rotor_vel is None:
-        rotor, rotor_dot = cmd, None
-    else:
-        rotor, rotor_dot = rotor_vel, rotor_speed_dot(cmd, rotor_vel, p.rotor_dyn_coef, ops)
-    R = kmatrix(quat)
-    thrust, torque = rotor_wrench(rotor, rotor_dot, ang_vel, p)
-    vel_dot = linear_accel(R, vel, thrust, p, dist_f, wind, ops)
-    ang_vel_dot = angular_accel(R, ang_vel, rotational_drag(torque, ang_vel, p), p, dist_t)
+    vel_dot, ang_vel_dot, rotor_dot = rotor_accels(kmatrix(quat), vel, ang_vel, cmd, rotor_vel,
+                                                   dist_f, dist_t, p, ops, wind)  # fmt: skip
     return kquat_dot(quat, ang_vel), vel_dot, ang_vel_dot, rotor_dot
 
 

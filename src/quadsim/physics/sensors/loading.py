@@ -13,6 +13,7 @@ assumption (the model has no flicker term); ``docs/sensors.md`` lists the result
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -106,10 +107,22 @@ def preset_kind(entry: Any) -> str:
         return "imu"  # load_imu reports the malformed file
 
 
+@functools.cache
+def _packaged_kinds() -> tuple[tuple[str, str], ...]:
+    """``(name, kind)`` of every packaged sensor preset, sorted (read once a process: the
+    package's files do not change under it)."""  # noqa: D205, D209
+    return tuple(sorted((p.name[:-5], preset_kind(p)) for p in preset_root().iterdir()
+                        if p.name.endswith(".toml")))  # fmt: skip
+
+
+def list_presets(kind: str) -> list[str]:
+    """Sorted names of the packaged sensor presets of ``kind`` (``"imu"``, ``"baro"``, ...)."""
+    return [name for name, k in _packaged_kinds() if k == kind]
+
+
 def list_imu_presets() -> list[str]:
     """Sorted names of the packaged IMU presets (``quadsim/physics/presets/sensors/*.toml``)."""
-    return sorted(p.name[:-5] for p in preset_root().iterdir()
-                  if p.name.endswith(".toml") and preset_kind(p) == "imu")  # fmt: skip
+    return list_presets("imu")
 
 
 def load_imu(name_or_path: str | os.PathLike[str]) -> ImuParams:

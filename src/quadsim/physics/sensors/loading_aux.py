@@ -22,7 +22,7 @@ import numpy as np
 from .._toml import REQUIRED, read_entry
 from .baro import M_PER_PA, BaroParams, check_baro_params
 from .gnss import GnssParams, check_gnss_params, gnss_delay_steps
-from .loading import norm_unit, preset_kind, preset_root, read_sensor_file
+from .loading import list_presets, norm_unit, read_sensor_file
 
 _U_ALT = {"m": 1.0, "cm": 0.01, "mm": 1e-3, "Pa": M_PER_PA, "hPa": 100.0 * M_PER_PA}
 _U_ALT_SIGNED = {"m": 1.0, "cm": 0.01, "mm": 1e-3, "Pa": -M_PER_PA, "hPa": -100.0 * M_PER_PA}
@@ -63,20 +63,14 @@ _TEXT_KEYS = ("kind", "name", "description")
 _WHAT = {"baro": "barometer", "gnss": "GNSS"}
 
 
-def _list(kind: str) -> list[str]:
-    root = preset_root()
-    return sorted(p.name[:-5] for p in root.iterdir()
-                  if p.name.endswith(".toml") and preset_kind(p) == kind)  # fmt: skip
-
-
 def list_baro_presets() -> list[str]:
     """Sorted names of the packaged barometer presets (``kind = "baro"``)."""
-    return _list("baro")
+    return list_presets("baro")
 
 
 def list_gnss_presets() -> list[str]:
     """Sorted names of the packaged GNSS presets (``kind = "gnss"``)."""
-    return _list("gnss")
+    return list_presets("gnss")
 
 
 _Keys = dict[str, tuple[dict[str, float], Any]]
@@ -86,7 +80,7 @@ def _read(
     name_or_path: str | os.PathLike[str], kind: str, keys: _Keys
 ) -> tuple[dict[str, float], str, Any]:
     """Parse a preset or file of ``kind``: (values in SI, name, fail)."""
-    doc, stem, preset, fail = read_sensor_file(name_or_path, _WHAT[kind], _list(kind),
+    doc, stem, preset, fail = read_sensor_file(name_or_path, _WHAT[kind], list_presets(kind),
                                                [*_TEXT_KEYS, *keys], _TEXT_KEYS)  # fmt: skip
     if doc.get("kind", kind) != kind:
         raise fail("kind", f"this is a {doc['kind']!r} file; expected kind = {kind!r}")
