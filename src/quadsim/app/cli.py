@@ -25,6 +25,12 @@ import sys
 from typing import Any
 
 from .. import __version__
+from ..engines.native import CompileError
+from ..physics.envelope import envelope, terminal_velocity
+from ..physics.params import list_presets, load_params
+from .io import format_summary_table
+from .io.files import describe
+from .signals import Interrupted, raising
 
 __all__ = ["main"]
 
@@ -273,9 +279,6 @@ def _domain_id(text: str) -> int:
 
 
 def _info(preset: str, plot: str | None) -> int:
-    from ..physics.envelope import envelope
-    from ..physics.params import load_params
-
     drone = load_params(preset)
     env = envelope(drone)
     rows = [
@@ -289,8 +292,6 @@ def _info(preset: str, plot: str | None) -> int:
         ("max sink acceleration", f"{env.accel_down_max:.2f} m/s^2"),
         ("max tilt (level flight)", f"{math.degrees(env.tilt_max):.2f} deg"),
     ]
-    from ..physics.envelope import terminal_velocity
-
     for deg in (10.0, 20.0, 30.0):
         if math.radians(deg) > env.tilt_max:
             continue
@@ -320,9 +321,6 @@ def _presets() -> int:
     import tomllib
     from importlib import resources
 
-    from ..physics.envelope import envelope
-    from ..physics.params import list_presets, load_params
-
     rows = []
     for name in list_presets():
         presets = resources.files("quadsim.physics") / "presets"
@@ -344,7 +342,6 @@ def _presets() -> int:
 
 
 def _fly(args: argparse.Namespace) -> int:
-    from .io import format_summary_table
     from .run import damaged_warning, exit_code, fly_scenario
 
     summary = fly_scenario(
@@ -382,7 +379,6 @@ def _fly(args: argparse.Namespace) -> int:
 
 
 def _recover(args: argparse.Namespace) -> int:
-    from .io import format_summary_table
     from .run import damaged_warning, recover
 
     summary = recover(args.dir, plots=args.plots)
@@ -401,8 +397,6 @@ def _recover(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``quadsim`` command (see the module docstring for exit codes)."""
-    from .signals import Interrupted, raising
-
     try:
         with raising():  # SIGTERM and SIGHUP stop a run as Ctrl-C does; put back on return
             args = _parser().parse_args(argv)
@@ -483,13 +477,9 @@ def _dispatch(args: argparse.Namespace) -> int:
               "make it smaller (fewer drones, runs or environments)", file=sys.stderr)  # fmt: skip
         return 2
     except OSError as e:  # a file or directory the user named, a full disk: the file named
-        from .io.files import describe
-
         print(f"quadsim: {describe(e)}", file=sys.stderr)
         return 2
     except RuntimeError as e:  # SimulationError and friends; a compiler that fails is set-up
-        from ..engines.native import CompileError
-
         print(f"quadsim: {e}", file=sys.stderr)
         return 2 if isinstance(e, CompileError) else 1
     except Exception as e:  # a bug: one line, not a traceback; exit 70 (EX_SOFTWARE)
