@@ -333,12 +333,13 @@ HEAVY = {"jax", "jaxlib", "torch", "casadi", "matplotlib", "pyarrow", "gymnasium
 """The heavy optional dependencies: imported where they are used, inside functions."""
 STARTUP = {
     "app/cli.py": {
-        "_fly": {"quadsim.app.run"},
-        "_recover": {"quadsim.app.run"},
+        "_fly": {"quadsim.app.run", "quadsim.app.io"},
+        "_recover": {"quadsim.app.run", "quadsim.app.io"},
         "_info": {"quadsim.app.plotting"},
         "_dispatch": {"quadsim.app.sweep.run", "quadsim.app.ros2.run", "quadsim.app.rl.train",
                       "quadsim.app.rl.evaluate", "quadsim.app.bench",
-                      "quadsim.app.bench_closed_loop"},
+                      "quadsim.app.bench_closed_loop", "quadsim.app.io.files",
+                      "quadsim.engines.native"},
     },
     "app/run.py": {"finish_run": {"quadsim.app.plotting"},
                    "_relative_error": {"quadsim.app.analysis"}},
@@ -349,8 +350,9 @@ STARTUP = {
 """The one exemption, start-up: ``{file: {function: modules}}`` that stay imported inside those
 functions though nothing heavy comes with them, because the ``quadsim`` command must not load
 what the command it runs does not use. The command's module (``cli``) imports a subcommand's
-implementation when that subcommand runs (``quadsim fly`` must not load the sweep, RL, ROS 2
-and bench code, nor ``quadsim presets`` the flight), and a flight imports the code of its
+implementation when that subcommand runs: ``quadsim fly`` must not load the sweep, RL, ROS 2
+and bench code, nor ``quadsim presets`` the flight's (the logs, ``io``; the compiler driver,
+``engines.native``, whose error a failed compilation raises). A flight imports the code of its
 optional outputs when it writes them (the figures, ``plotting``; the estimate's errors,
 ``analysis``; the mp4 check, ``plotting.animation``), so that ``quadsim fly --no-plots`` loads
 none of them."""

@@ -25,11 +25,8 @@ import sys
 from typing import Any
 
 from .. import __version__
-from ..engines.native import CompileError
 from ..physics.envelope import envelope, terminal_velocity
 from ..physics.params import list_presets, load_params
-from .io import format_summary_table
-from .io.files import describe
 from .signals import Interrupted, raising
 
 __all__ = ["main"]
@@ -342,6 +339,7 @@ def _presets() -> int:
 
 
 def _fly(args: argparse.Namespace) -> int:
+    from .io import format_summary_table
     from .run import damaged_warning, exit_code, fly_scenario
 
     summary = fly_scenario(
@@ -379,6 +377,7 @@ def _fly(args: argparse.Namespace) -> int:
 
 
 def _recover(args: argparse.Namespace) -> int:
+    from .io import format_summary_table
     from .run import damaged_warning, recover
 
     summary = recover(args.dir, plots=args.plots)
@@ -477,9 +476,13 @@ def _dispatch(args: argparse.Namespace) -> int:
               "make it smaller (fewer drones, runs or environments)", file=sys.stderr)  # fmt: skip
         return 2
     except OSError as e:  # a file or directory the user named, a full disk: the file named
+        from .io.files import describe
+
         print(f"quadsim: {describe(e)}", file=sys.stderr)
         return 2
     except RuntimeError as e:  # SimulationError and friends; a compiler that fails is set-up
+        from ..engines.native import CompileError
+
         print(f"quadsim: {e}", file=sys.stderr)
         return 2 if isinstance(e, CompileError) else 1
     except Exception as e:  # a bug: one line, not a traceback; exit 70 (EX_SOFTWARE)
