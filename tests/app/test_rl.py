@@ -323,7 +323,7 @@ def test_a_batch_too_large_for_the_memory_is_refused_with_the_estimate(tmp_path,
     need, per_env, secs = budget.estimate(16384, 22, 4)
     assert 1.1e9 < need < 1.5e9 and per_env == 64 * (600 + 8 * 26) and 10 < secs < 13
     monkeypatch.setattr(budget, "NOTICE_SECONDS", 0.0)
-    monkeypatch.setattr("quadsim.app.preflight.available_memory", lambda: 10**12)
+    monkeypatch.setattr(budget, "available_memory", lambda: 10**12)
     lines = []
     budget.check_resources(16384, 22, 4, 64, lines.append)
     assert lines == ["16384 environments: about 1.3 GB and 12 s per PPO iteration of 1048576 "

@@ -193,19 +193,18 @@ def test_a_run_too_big_for_memory_is_refused_at_once(tmp_path, capsys):
 
 
 def test_long_runs_and_odd_steps_are_announced_before_the_run(tmp_path):
-    from quadsim.app import preflight
-    from quadsim.app.scenario import load_scenario
+    from quadsim.app.scenario import check_run, load_scenario
 
     scen = tmp_path / "tiny_dt.toml"
     scen.write_text("duration = 0.01\n[sim]\ndt = 1e-7\n")
-    notes = preflight.check_run(load_scenario(scen))
+    notes = check_run(load_scenario(scen))
     assert any("100,000 steps of 1 drone" in s and "will take about" in s for s in notes), notes
     assert any("sim.dt (line 3)" in s and "rounding" in s for s in notes), notes
     scen.write_text("duration = 1.0\n[sim]\ndt = 0.02\n")  # the attitude loop is ~14 ms
-    notes = preflight.check_run(load_scenario(scen))
+    notes = check_run(load_scenario(scen))
     assert any("coarse for rk4" in s and "attitude loop" in s for s in notes), notes
     scen.write_text("duration = 1.0\n")  # the defaults are fine
-    assert preflight.check_run(load_scenario(scen)) == []
+    assert check_run(load_scenario(scen)) == []
 
 
 def test_mp4_without_ffmpeg_is_refused_before_flying(tmp_path, capsys, monkeypatch):

@@ -24,6 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from ..engines.native import available
+from ..engines.sim import Simulator
+
 __all__ = [
     "PEERS_NOTE",
     "QUICK_SIZES",
@@ -70,8 +73,6 @@ def rollout_rate(backend: str, dtype: str, n: int, seconds: float = 0.3, repeats
 
     The number of steps is chosen from a short probe so one timed run lasts about ``seconds``.
     """
-    from ..engines.sim import Simulator
-
     sim = Simulator(DRONE, n=n, dt=DT, backend=backend, dtype=dtype, world=None)
     cmd = np.full((n, 4), sim.hover_rpm * 1.001)
 
@@ -91,8 +92,6 @@ def rollout_rate(backend: str, dtype: str, n: int, seconds: float = 0.3, repeats
 
 def step_rate(backend: str, steps: int = 2000, repeats: int = 3) -> float:
     """``Simulator.step`` calls per second for one drone from a Python loop (float64)."""
-    from ..engines.sim import Simulator
-
     sim = Simulator(DRONE, n=1, dt=DT, backend=backend, dtype="float64", world=None)
     cmd = np.full((1, 4), sim.hover_rpm)
     sim.reset(pos=[0.0, 0.0, 1.0])
@@ -140,8 +139,6 @@ def memory_1e6(backend: str) -> tuple[float, float]:
 
 def _backends() -> list[str]:
     import importlib.util
-
-    from ..engines.native import available
 
     out = ["native"] if available() else []
     out += [b for b in ("jax", "numpy", "torch") if b == "numpy" or importlib.util.find_spec(b)]

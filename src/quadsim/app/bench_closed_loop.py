@@ -46,6 +46,13 @@ from typing import Any
 
 import numpy as np
 
+from ..engines.sim import Simulator
+from ..loop.closed_loop_native import compile_closed_loop
+from ..loop.control import control, load_gains
+from ..loop.flight import fly
+from ..loop.trajectories import Circle
+from ..physics.params import load_params
+
 __all__ = [
     "CLOSED_LOOP_TITLE",
     "ENV_TITLE",
@@ -91,10 +98,6 @@ PEERS_NOTE = ("peers: quadsim alone here; crazyflow is compared by python "
 
 def workload() -> tuple[Any, Any, Any]:
     """``(drone params, geometric gains, circle trajectory)`` of the benchmark."""
-    from ..loop.control import load_gains
-    from ..loop.trajectories import Circle
-    from ..physics.params import load_params
-
     drone = load_params(DRONE)
     gains = load_gains("cf2x_L250_geometric", drone=drone, dt=DT)
     return drone, gains, Circle(radius=1.0, speed=1.0, center=(0.0, 0.0, 1.0))
@@ -144,10 +147,6 @@ def fly_rate(gains: Any, traj: Any, n: int, *, python: bool, chunk: int,
     Returns:
         ``{"drone_steps_per_s", "runs", "steps", "loop"}`` (``loop``: the path ``fly`` reports).
     """
-    from ..engines.sim import Simulator
-    from ..loop.control import control
-    from ..loop.flight import fly
-
     sim = Simulator(DRONE, n=n, dt=DT, backend="native", dtype="float32")
     r0 = traj(0.0)
     sim.reset(pos=r0.pos, vel=r0.vel)
@@ -390,8 +389,6 @@ def run(closed_loop: bool = True, envs: bool = False, quick: bool = False, *,
 
 def _closed_loop(sizes: list[int], seconds: float, repeats: int, quick: bool, fly: bool,
                  echo: Callable[[str], None]) -> list[dict]:  # fmt: skip
-    from ..loop.closed_loop_native import compile_closed_loop
-
     drone, gains, traj = workload()
     t = time.perf_counter()
     loop = compile_closed_loop(drone, gains, traj, DT, np.float32)

@@ -25,6 +25,9 @@ import sys
 from typing import Any
 
 from .. import __version__
+from ..physics.envelope import envelope, terminal_velocity
+from ..physics.params import list_presets, load_params
+from .signals import Interrupted, raising
 
 __all__ = ["main"]
 
@@ -248,9 +251,6 @@ def _wind_args(parser: argparse.ArgumentParser, verb: str) -> None:
 
 
 def _info(preset: str, plot: str | None) -> int:
-    from ..physics.envelope import envelope
-    from ..physics.params import load_params
-
     drone = load_params(preset)
     env = envelope(drone)
     rows = [
@@ -264,8 +264,6 @@ def _info(preset: str, plot: str | None) -> int:
         ("max sink acceleration", f"{env.accel_down_max:.2f} m/s^2"),
         ("max tilt (level flight)", f"{math.degrees(env.tilt_max):.2f} deg"),
     ]
-    from ..physics.envelope import terminal_velocity
-
     for deg in (10.0, 20.0, 30.0):
         if math.radians(deg) > env.tilt_max:
             continue
@@ -294,9 +292,6 @@ def _info(preset: str, plot: str | None) -> int:
 def _presets() -> int:
     import tomllib
     from importlib import resources
-
-    from ..physics.envelope import envelope
-    from ..physics.params import list_presets, load_params
 
     rows = []
     for name in list_presets():
@@ -376,8 +371,6 @@ def _recover(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``quadsim`` command (see the module docstring for exit codes)."""
-    from .signals import Interrupted, raising
-
     try:
         with raising():  # SIGTERM and SIGHUP stop a run as Ctrl-C does; put back on return
             args = _parser().parse_args(argv)

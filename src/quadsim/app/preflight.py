@@ -30,7 +30,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_no_killed_run", "check_out_dir", "check_outputs", "check_run", "estimate_memory",
+from ..loop.driver import CHUNK_BYTES
+from ..physics.envelope import envelope
+from .io.parts import PARTS, part_files
+
+__all__ = ["check_no_killed_run", "check_out_dir", "check_outputs", "estimate_memory",
            "estimate_time"]  # fmt: skip
 
 BASE_BYTES = 500 * 2**20
@@ -121,8 +125,6 @@ def check_no_killed_run(out: Path) -> None:
     Raises:
         ValueError: Saying how to recover it.
     """
-    from .io.parts import PARTS, part_files
-
     if part_files(out / PARTS):
         raise ValueError(
             f"--out {out}: holds the log of a run that was killed ({PARTS}/); "
@@ -162,8 +164,6 @@ def check_outputs(*, plots: bool, animate: str | None, csv: bool, rosbag: bool =
 
 def fastest_time_constant(drone: Any, gains: Any) -> tuple[float, str]:
     """The fastest closed-loop time constant [s] and what it belongs to."""
-    from ..physics.envelope import envelope
-
     c = np.asarray(drone.rotor_dyn_coef, dtype=np.float64)
     w = envelope(drone).hover_rpm
     found = [
@@ -204,8 +204,6 @@ def dt_advice(dt: float, integrator: str, dtype: str, tau: float, what: str) -> 
 
 def memory_problem(n: int, backend: str) -> str | None:
     """Why ``n`` drones on ``backend`` would not fit in the memory available, or ``None``."""
-    from ..loop.driver import CHUNK_BYTES
-
     # the part of the process's own memory not yet resident is needed as well
     need = estimate_memory(n, backend, CHUNK_BYTES) - min(BASE_BYTES, _resident())
     avail = available_memory()
@@ -216,51 +214,6 @@ def memory_problem(n: int, backend: str) -> str | None:
             f"{format_bytes(avail)} is available"
         )
     return None
-
-
-def check_run(sc: Any) -> list[str]:
-    """Notices to print before a run: its estimated time when long, step-size advice.
-
-    Args:
-        sc: A validated :class:`~quadsim.app.scenario.Scenario`.
-
-    Returns:
-        Lines to show the user (estimated time of a long run, step-size advice). The memory
-        check (:func:`memory_problem`) runs earlier, in :func:`quadsim.app.scenario.load_scenario`,
-        before anything is allocated per drone.
-    """
-    from ..loop.control import load_gains
-    from ..physics.params import load_params
-    from .scenario.presets import gains_name  # not at the top: scenario.validate imports us
-
-    v = sc.values
-    n, sim = v[""]["n"], v["sim"]
-    steps = max(1, round(v[""]["duration"] / sim["dt"]))
-    notices = []
-    est = estimate_time(n, steps, sim["backend"])
-    if est > SAY_TIME_ABOVE:
-        notices.append(
-            f"quadsim: {steps:,} steps of {n} drone{'s' * (n != 1)}: this run will take about "
-            f"{format_duration(est)}"
-        )
-    if sc.prepared is not None:  # the drone with its overrides, and its gains, as validated
-        drone, gains = sc.prepared.drone, sc.prepared.gains
-    else:
-        drone = load_params(v["drone"]["preset"])
-        gains = load_gains(gains_name(v), drone=drone, dt=sim["dt"])
-    tau, what = fastest_time_constant(drone, gains)
-    advice = dt_advice(sim["dt"], sim["integrator"], sim["dtype"], tau, what)
-    if advice:
-        notices.append(f"quadsim: warning: {_where(sc, 'sim.dt')}: {advice}")
-    return notices
-
-
-def _where(sc: Any, path: str) -> str:
-    """``FILE: KEY (line N)`` for a scenario key (the line where the file sets it, if it does)."""
-    from .scenario.locations import failer  # not at the top: scenario.validate imports us
-
-    section, _, key = path.rpartition(".")
-    return str(failer(sc.source, sc.text)(section, key, "")).removesuffix(": ")
 
 
 def format_duration(s: float) -> str:

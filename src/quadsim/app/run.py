@@ -20,7 +20,21 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from ..loop.brain import Sensors, loop_periods, rates_hz
+from ..loop.parts import log_columns
+from ..loop.paths import flight_loop
+from . import io, preflight
 from .io import outdir
+from .io.parts import (
+    DAMAGED,
+    PARTS,
+    PartWriter,
+    merge_parts,
+    part_files,
+    read_part_meta,
+    remove_parts,
+)
+from .scenario import build, check_run, fly_assembly, load_scenario
 
 __all__ = ["OUTPUTS", "chunk_writer", "fly_scenario", "kept_on_failure", "recover"]
 
@@ -92,13 +106,6 @@ def fly_scenario(
         ValueError: Bad input: the scenario, the output directory, a missing prerequisite of a
             requested output, or a run that would not fit in memory.
     """
-    from ..loop.brain import Sensors, loop_periods, rates_hz
-    from ..loop.parts import log_columns
-    from ..loop.paths import flight_loop
-    from . import preflight
-    from .io.parts import PARTS, PartWriter
-    from .scenario import build, fly_assembly, load_scenario
-
     echo = echo or (lambda s: print(s, file=sys.stderr))
     with echo_warnings(echo):
         sc = load_scenario(scenario)
@@ -107,7 +114,7 @@ def fly_scenario(
     plots = o["plots"] if plots is None else plots
     out = Path(out_dir) if out_dir is not None else default_out(scenario)
     preflight.check_outputs(plots=plots, animate=animate, csv=csv, rosbag=rosbag)
-    for notice in preflight.check_run(sc):
+    for notice in check_run(sc):
         echo(notice)
     preflight.check_out_dir(out)
     with outdir.claim(out):
@@ -167,8 +174,6 @@ def kept_on_failure(out: Path) -> Any:
     """A run that fails after it has started (a full disk, a bug) puts the earlier results back
     where it wrote none of its own, and an ``OSError`` says what of the run is kept and how to
     recover it."""  # noqa: D205, D209
-    from .io.parts import PARTS, part_files
-
     try:
         yield
     except BaseException as e:
@@ -191,7 +196,6 @@ def kept_on_failure(out: Path) -> Any:
 
 def _write_rosbag(out: Path, summary: dict, objs: Any, periods: Any, progress: bool) -> dict:
     """``trajectory.mcap`` from ``trajectory.parquet``; the summary lists it."""
-    from . import io
     from .ros2.bag import write_bag
     from .ros2.encode import imu_variances
 
@@ -239,9 +243,6 @@ def finish_run(
     skipped, kept in ``trajectory.damaged/`` and listed in the summary's ``damaged_parts`` with the
     gap each leaves in the log.
     """
-    from . import io
-    from .io.parts import DAMAGED, PARTS, merge_parts, part_files, remove_parts
-
     outdir.set_aside(out, OUTPUTS)
     opts = meta.get("output", {})
     parquet = out / "trajectory.parquet"
@@ -351,8 +352,6 @@ def recover(out_dir: str | os.PathLike[str], plots: bool = True) -> dict | None:
         ValueError: If ``out_dir`` holds no quadsim run, is being written by a run that is
             still going (:class:`~quadsim.app.io.outdir.FolderBusyError`), or no part can be read.
     """
-    from .io.parts import PARTS, part_files, read_part_meta
-
     out = Path(out_dir)
     if not out.is_dir():
         raise ValueError(f"{out}: not a directory")
@@ -372,8 +371,6 @@ def recover(out_dir: str | os.PathLike[str], plots: bool = True) -> dict | None:
         with kept_on_failure(out):
             summary = finish_run(out, meta, float(record["wall_time_s"]), True, None)
             summary["recovered"] = True
-            from . import io
-
             io.write_summary(out / "summary.json", summary)
     return summary
 

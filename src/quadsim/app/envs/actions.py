@@ -34,8 +34,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ...physics._array import unstack
+from ...loop.brain import BrainState, make_brain
+from ...loop.control import pid
+from ...loop.control.gains import PidGains, list_gains, load_gains
+from ...physics import power as pw
+from ...physics._array import as_like, namespace, unstack
+from ...physics.envelope import envelope
 from ...physics.rotation import from_euler, multiply
+from ...physics.rotors import make_allocator
 
 __all__ = [
     "ACTION_LEVELS",
@@ -108,8 +114,6 @@ class Pwm(ActionLevel):
 
     def __init__(self, params: Any, n: int, dt: float, power: Any = "cf21_stock",
                  battery_charge: float = 1.0) -> None:  # fmt: skip
-        from ...physics import power as pw
-
         super().__init__(params, n, dt)
         self.dim = int(params.mixing_matrix.shape[1])
         self.power = pw.load_power(power) if isinstance(power, str) else \
@@ -123,23 +127,17 @@ class Pwm(ActionLevel):
 
     def reset(self, which: np.ndarray) -> None:
         """The selected environments' batteries back to the start charge."""
-        from ...physics import power as pw
-
         self.charge[which] = self.q0
         self.voltage = np.asarray(pw.battery_state(self.charge, 0.0 * self.charge,
                                                    self.power)[0], np.float64)  # fmt: skip
 
     def command(self, action: np.ndarray, state: Any = None) -> np.ndarray:
         """Rotor speeds [RPM] ``(n, N)`` of PWM ``(a + 1)/2 · 65535`` at the present voltage."""
-        from ...physics import power as pw
-
         pwm = 0.5 * (np.asarray(action, np.float64) + 1.0) * pw.PWM_FULL
         return pw.rpm_from_pwm(pwm, self.voltage[:, None], self.power)
 
     def advance(self, rotor_rpm: Any, dt: float) -> None:
         """Drain the batteries over ``dt`` [s] at the power of rotor speeds ``(n, N)`` [RPM]."""
-        from ...physics import power as pw
-
         p = pw.electrical_power(np.asarray(rotor_rpm, np.float64), self.power)
         self.charge = pw.discharge(self.charge, p, dt, self.power)
         self.voltage = np.asarray(pw.battery_state(self.charge, p, self.power)[0], np.float64)
@@ -148,8 +146,6 @@ class Pwm(ActionLevel):
 def default_gains(params: Any, dt: float) -> Any:
     """PID gains for ``params`` at period ``dt`` [s]: the packaged ``<drone>_pid`` gains if any,
     else the first packaged PID gains (normalised gains carry over between drones)."""  # noqa: D205, D209
-    from ...loop.control.gains import list_gains, load_gains
-
     names = [g for g in list_gains() if g.endswith("_pid")]
     if not names:
         raise ValueError("no packaged PID gains found (quadsim/physics/presets/gains/*_pid.toml)")
@@ -164,8 +160,6 @@ def rotor_time_constant(params: Any) -> float:
     spin-down), ``k_up = c_0 + 2 c_1 Ω_h`` and ``k_down = c_2 + 2 c_3 Ω_h`` [1/s] at the hover
     speed ``Ω_h``; 0 when the rotors have no dynamics.
     """
-    from ...physics.envelope import envelope
-
     c = np.asarray(params.rotor_dyn_coef, dtype=np.float64)
     hover = envelope(params).hover_rpm
     k = c[0] + 2.0 * c[1] * hover + c[2] + 2.0 * c[3] * hover
@@ -249,8 +243,6 @@ def inner_loop(
     Returns:
         ``(rpm (..., N), inner)``.
     """
-    from ...loop.brain import BrainState, make_brain
-
     brain = make_brain(None, inner_control, c, c.alloc, None, None, c.dt, "wrench")
     out, bs = brain(0.0, None, state.quat, None, state.ang_vel, None,
                     BrainState(0.0, inner, None, None, None, None), None, ref=action)  # fmt: skip
@@ -284,9 +276,6 @@ def inner_control(state: Any, action: Any, c: InnerConsts, inner: InnerState) ->
     Returns:
         ``(wrench (..., 4), inner)``.
     """
-    from ...loop.control import pid
-    from ...physics._array import as_like, namespace
-
     xp = namespace(action, state.quat, state.ang_vel)
     started = inner.started
     f = c.f_lo + 0.5 * (action[..., 0] + 1.0) * (c.f_hi - c.f_lo)
@@ -393,9 +382,6 @@ class ThrustRates(ActionLevel):
         self, params: Any, n: int, dt: float, gains: Any = None,
         rate_limit: Any = (5.0, 5.0, 2.5), motor_tau: float | None = None,
     ) -> None:  # fmt: skip
-        from ...loop.control.gains import PidGains, load_gains
-        from ...physics.rotors import make_allocator
-
         super().__init__(params, n, dt)
         if gains is None:
             gains = default_gains(params, dt)

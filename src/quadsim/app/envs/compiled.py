@@ -50,8 +50,14 @@ from typing import Any
 
 import numpy as np
 
+from ...engines.native import compile_rollout
+from ...engines.sim_native import kernel_params, varying_params
+from ...engines.state import check_unit_quat
+from ...engines.stepping import make_step
 from ...physics._array import CASADI_OPS
 from ...physics._symbolic import SymArray, SymbolicNamespace, symbolic
+from ...physics.systems import Env
+from ...physics.world import Status
 from .actions import Attitude, InnerState, inner_loop
 from .observation import observation
 from .observer import advance, integrate_error, normalized
@@ -191,8 +197,6 @@ class CompiledStep:
     """
 
     def __init__(self, core: Any, sim: Any, cache: CompiledStep | None = None) -> None:
-        from ...engines.sim_native import varying_params
-
         system = sim.system
         if core.level.name == "pwm":
             raise NotImplementedError("the pwm action level (a battery per environment) runs on "
@@ -234,8 +238,6 @@ class CompiledStep:
 
     # -- layout and tracing -----------------------------------------------------------------------
     def _layout(self) -> dict[str, slice]:
-        from ...physics.world import Status
-
         sizes = list(self.system.fields)
         if self.world is not None:
             sizes += [("status_" + name, 1) for name in Status._fields]  # not the outcome flags
@@ -259,8 +261,6 @@ class CompiledStep:
         trace (:class:`_Trace`) of an environment's column."""  # noqa: D205, D209
         import casadi as cs
 
-        from ...engines.native import compile_rollout
-
         tr = _Trace(self, len(varying))
         G = cs.Function("quadsim_env_observe", tr.inputs,
                         [_cse(cs.vertcat(*self._observe_column(tr)))])  # fmt: skip
@@ -282,9 +282,6 @@ class CompiledStep:
         """The column after the control step; an environment with ``fresh = 1`` (``NEXT_STEP``
         autoreset) starts anew instead: its start state, first observation, reward 0 and no
         flags."""  # noqa: D205, D209
-        from ...engines.sim_native import kernel_params
-        from ...engines.stepping import make_step
-
         system, dtype, U, ku = self.system, self.dtype, tr.U, self.k_act
         p = kernel_params(system, sim.model_params, varying, tr.P)
         step = make_step(system, p, sim.dt, sim.integrator, sim.world, xp=CASADI_OPS)
@@ -296,8 +293,6 @@ class CompiledStep:
         x = tuple(tr.keep(list(x), slice(0, tr.nx)))
         out = [*x]
         if st is not None:
-            from ...physics.world import Status
-
             first = self.rows["status_" + Status._fields[0]].start
             st = Status(*tr.keep(list(st), slice(first, first + len(Status._fields))))
             out += list(st)
@@ -320,9 +315,6 @@ class CompiledStep:
             loop) and rotor-speed estimate (``None`` unless observed).
         """
         import casadi as cs
-
-        from ...physics.systems import Env
-        from ...physics.world import Status
 
         xs, rows, dtype, U, level = tr.xs, self.rows, self.dtype, tr.U, self.core.level
         x = tuple(xs[: tr.nx])
@@ -447,8 +439,6 @@ class CompiledStep:
             ValueError: A checked value is not finite or a quaternion is not a unit one (as
                 :meth:`quadsim.engines.sim.Simulator.reset_drones`).
         """
-        from ...engines.state import check_unit_quat
-
         where = "reset" if full else "reset_drones"
         m, rows, n = idx.size, self.rows, self.n
         if full:
@@ -496,7 +486,6 @@ class CompiledStep:
         """Bring the simulator's state, flags and clock up to the compiled states."""
         if not self._dirty:
             return
-        from ...physics.world import Status
 
         X, rows, n = self._X, self.rows, self.n
         fields = {name: X[rows[name], :n].T.astype(np.float64) for name, _ in self.system.fields}

@@ -21,10 +21,17 @@ from typing import Any
 
 import numpy as np
 
+from ...engines.native import available
+from ...engines.sim import SimulationError, Simulator
 from ...loop.initial import Spread, sample_start
+from ...physics.envelope import envelope
+from ...physics.params import Params, load_params
 from ...physics.world import Ground, World
 from .actions import make_action_level
+from .compiled import CompiledStep
+from .disturbances import DisturbanceState, check_disturbances
 from .observation import observation, observation_size
+from .observer import advance, integrate_error, make_observer, normalized
 from .reward import RewardWeights, Termination, check_weights, outcome
 from .sensing import EnvSensors
 from .starts import InitRanges, check_init, start_state
@@ -39,7 +46,6 @@ def resolve_backend(backend: str, warn: bool) -> str:
     """``"auto"``: ``"native"`` when a C compiler and CasADi are there, else ``"numpy"``."""
     if backend != "auto":
         return backend
-    from ...engines.native import available
 
     if available():
         return "native"
@@ -109,8 +115,6 @@ class QuadCore:
         compiled: bool | None = None, disturbances: Any = None, observe_rotors: bool = False,
         observe_integral: bool = False, observe_body: bool = False, sensors: dict | None = None,
     ) -> None:  # fmt: skip
-        from ...physics.params import Params, load_params
-
         if not (isinstance(sim_steps_per_action, int) and sim_steps_per_action >= 1):
             raise ValueError(
                 f"sim_steps_per_action must be a positive integer; got {sim_steps_per_action!r}"
@@ -148,12 +152,9 @@ class QuadCore:
         self.level = make_action_level(action_level, self.params, n, self.dt,
                                        **(action_options or {}))  # fmt: skip
         self.act_dim = self.level.dim
-        from .disturbances import DisturbanceState, check_disturbances
 
         self.disturbances = check_disturbances(disturbances, self.control_dt)
         self.dist = DisturbanceState(self.disturbances, n, self.dt, sim_steps_per_action)
-        from ...physics.envelope import envelope
-        from .observer import make_observer
 
         self.observe_rotors = bool(observe_rotors)
         self.observer = make_observer(self.params, self.dt, envelope(self.params).hover_rpm)
@@ -181,8 +182,6 @@ class QuadCore:
     # -- simulator --------------------------------------------------------------------------------
     def build_sim(self, params: dict | None = None) -> None:
         """(Re)create the simulator, with per-environment parameter overrides ``params``."""
-        from ...engines.sim import Simulator
-
         self._sim = Simulator(self.params, n=self.n, dt=self.dt, backend=self.backend,
                               dtype=self.dtype, world=self.world, params=params)  # fmt: skip
         want = self._want_compiled
@@ -193,8 +192,6 @@ class QuadCore:
         elif self.sensing is not None:
             self.compiled_reason = "sensor parts are read on the reference path"
         else:
-            from .compiled import CompiledStep
-
             old = self.compiled
             try:
                 self.compiled = CompiledStep(self, self._sim, cache=old)
@@ -372,8 +369,6 @@ class QuadCore:
         ahead = self.task.ahead(t) if self.task.name == "track" else None
         rotors = None
         if self.observe_rotors:
-            from .observer import normalized
-
             rotors = normalized(self._rotor_est, self.observer)
         integral = self._err_int if self.observe_integral else None
         obs, e_p, e_v, R_zz = observation(pos, quat, vel, w, self._last_action, ref_pos, ref_vel,
@@ -403,8 +398,6 @@ class QuadCore:
         if self.compiled is not None:
             wind = self.dist.advance() if active else None
             return self.compiled.step(action, wind=wind, delay=self.dist.delay)
-        from ...engines.sim import SimulationError
-        from .observer import advance
 
         a = np.clip(np.asarray(action, dtype=np.float64).reshape(self.n, self.act_dim), -1, 1)
         sim, level, obs_ = self._sim, self.level, self.observer
@@ -437,8 +430,6 @@ class QuadCore:
             self._sensor_obs, self._readings = self.sensing.read(sim.state, self._steps)
         prev, self._last_action = self._last_action, a
         if self.observe_integral:
-            from .observer import integrate_error
-
             ref_pos, _ = self.task.reference(self._steps * self.control_dt)
             e_p = np.asarray(sim.state.pos, np.float64) - ref_pos
             self._err_int = integrate_error(self._err_int, e_p, self.control_dt)

@@ -29,6 +29,17 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...physics.rotation import exp, to_matrix
+from ...physics.sensors import load_imu
+from ...physics.wind import (
+    W20_KNOTS,
+    dryden_discretize,
+    dryden_init,
+    dryden_preset,
+    dryden_sequence,
+    gust_to_world,
+)
+
 __all__ = ["DisturbanceState", "Disturbances", "check_disturbances"]
 
 
@@ -84,7 +95,6 @@ def check_disturbances(d: Any, control_dt: float) -> Disturbances:
     wind = float(d.wind)
     if not (math.isfinite(wind) and wind >= 0.0):
         raise ValueError(f"disturbances.wind must be a speed >= 0 [m/s]; got {d.wind!r}")
-    from ...physics.wind import W20_KNOTS
 
     if d.turbulence is not None and d.turbulence not in W20_KNOTS:
         raise ValueError(f"disturbances.turbulence must be one of {sorted(W20_KNOTS)} or None; "
@@ -94,8 +104,6 @@ def check_disturbances(d: Any, control_dt: float) -> Disturbances:
         raise ValueError("disturbances.obs_noise must be 4 standard deviations >= 0 (position, "
                          f"velocity, attitude, body rates); got {d.obs_noise!r}")  # fmt: skip
     if d.gyro is not None:
-        from ...physics.sensors import load_imu
-
         load_imu(d.gyro)  # raises for an unknown preset
     return Disturbances((lo, hi), wind, d.turbulence, tuple(sig.tolist()), d.gyro)
 
@@ -119,15 +127,11 @@ class DisturbanceState:
         self.rng = np.random.default_rng(0)
         self._disc = None
         if d.turbulence is not None:
-            from ...physics.wind import dryden_discretize, dryden_preset
-
             self._disc = dryden_discretize(dryden_preset(d.turbulence, 10.0, 1.0),
                                            dt * substeps)  # fmt: skip
         self.gust = np.zeros((n, 5))
         sig = np.array(d.obs_noise, dtype=np.float64)
         if d.gyro is not None:
-            from ...physics.sensors import load_imu
-
             imu = load_imu(d.gyro)
             sig[3] = float(np.mean(imu.gyro_noise_density)) * math.sqrt(float(imu.rate))
         self.sigma = sig
@@ -150,16 +154,12 @@ class DisturbanceState:
             self.mean[idx] = np.stack([speed * np.cos(phi), speed * np.sin(phi), np.zeros(m)], 1)
             self.dir[idx] = np.stack([np.cos(phi), np.sin(phi)], 1)
         if self._disc is not None:
-            from ...physics.wind import dryden_init
-
             self.gust[idx] = dryden_init(self._disc, rng.standard_normal((m, 5)))
 
     def advance(self) -> np.ndarray:
         """The world wind ``(n, 3)`` [m/s] of the next control step (gusts advanced)."""
         w = self.mean.copy()
         if self._disc is not None:
-            from ...physics.wind import dryden_sequence, gust_to_world
-
             self.gust, g = dryden_sequence(self.gust, self.rng.standard_normal((1, self.n, 5)),
                                            self._disc)  # fmt: skip
             w += gust_to_world(g[0], self.dir)
@@ -171,7 +171,6 @@ class DisturbanceState:
         sp, sv, sr, sw = self.sigma
         if not (sp or sv or sr or sw):
             return obs
-        from ...physics.rotation import exp, to_matrix
 
         out = np.array(obs, dtype=np.float64)
         n = out.shape[0]

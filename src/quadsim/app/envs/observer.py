@@ -40,6 +40,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ...physics._array import namespace
+from ...physics.rotors import asymmetric_quadratic
 
 __all__ = [
     "ERROR_CLIP",
@@ -83,8 +84,6 @@ def make_observer(params: Any, h: float, hover: float) -> RotorObserver:
 
 def advance(est: Any, cmd: Any, obs: RotorObserver) -> Any:
     """The estimate ``(..., N)`` [RPM] one step ``h`` later, under the commands ``cmd`` [RPM]."""
-    from ...physics.rotors import asymmetric_quadratic
-
     xp = namespace(est, cmd)
     nxt = est + obs.h * asymmetric_quadratic(est, cmd, obs.coef)
     up = cmd > est

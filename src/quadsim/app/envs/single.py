@@ -12,6 +12,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from ...loop.initial import make_trajectory as make
 from .core import QuadCore
 from .tasks import HoverTask, TrackTask
 
@@ -42,7 +43,6 @@ def make_trajectory(trajectory: str | Callable) -> Callable:
     """
     if callable(trajectory):
         return trajectory
-    from ...loop.initial import make_trajectory as make
 
     if trajectory == "circle":
         return make("circle", radius=1.0, speed=1.0, center=(0.0, 0.0, 1.0))

@@ -35,6 +35,7 @@ from gymnasium.vector.utils import batch_space
 
 from .core import QuadCore
 from .single import CoreEnv, make_trajectory, spaces
+from .snapshot import core_state, set_core_state
 from .tasks import HoverTask, TrackTask
 
 __all__ = ["HoverVectorEnv", "QuadsimVectorEnv", "TrackVectorEnv"]
@@ -137,8 +138,6 @@ class QuadsimVectorEnv(CoreEnv, VectorEnv):
         (copies) and JSON values. :meth:`set_state` on an environment built with the same
         arguments puts it back; stepping both with the same actions then gives the same results.
         """
-        from .snapshot import core_state
-
         state = {"rng": self.np_random.bit_generator.state, "done": self._done.copy()}
         state.update({f"param.{k}": np.array(v) for k, v in self.param_values.items()})
         state.update({f"core.{k}": v for k, v in core_state(self.core).items()})
@@ -150,8 +149,6 @@ class QuadsimVectorEnv(CoreEnv, VectorEnv):
         Raises:
             ValueError: A state of other environments (another size, path or layout).
         """
-        from .snapshot import set_core_state
-
         params = {k[6:]: np.array(v) for k, v in state.items() if k.startswith("param.")}
         if params and set(params) != set(self.randomize_params):
             raise ValueError(f"environment state: parameters {sorted(params)} drawn; these "

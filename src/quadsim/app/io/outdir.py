@@ -30,6 +30,8 @@ import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from .parts import PARTS, part_files
+
 __all__ = ["LOCK", "PREVIOUS", "FolderBusyError", "claim", "discard", "holder", "restore",
            "set_aside"]  # fmt: skip
 
@@ -115,8 +117,6 @@ def claim(folder: str | os.PathLike[str], command: str | None = None) -> Iterato
         FolderBusyError: Another process holds the folder.
         OSError: The folder cannot be made or the lock file written.
     """
-    from .parts import PARTS, part_files
-
     out = Path(folder)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out}: exists and is not a directory")

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from ...physics.rotation import to_euler
+
 DPI = 100
 #: Figure sizes [inch] (pixels = inches × :data:`DPI`).
 FIGSIZE = {
@@ -175,8 +177,6 @@ def unwrap_finite(a: np.ndarray) -> np.ndarray:
 
 def euler_deg(quat: Any) -> np.ndarray:
     """Euler ZYX angles [deg] ``(T, ..., 3)`` of quaternions ``(T, ..., 4)``, yaw unwrapped."""
-    from ...physics.rotation import to_euler
-
     q = np.asarray(quat, dtype=np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         rpy = to_euler(q)

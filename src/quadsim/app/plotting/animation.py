@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...physics.rotation import to_matrix
 from ._common import cube_axes, cube_limits, figure_title, nan_masked, new_figure
 
 _ANIM_SIZE = (6.0, 6.0)
@@ -287,8 +288,6 @@ def animate(
         ValueError: Unknown suffix, bad ``drone``, empty log.
         RuntimeError: MP4 requested but no ffmpeg available.
     """
-    from ...physics.rotation import to_matrix
-
     p = Path(path)
     ffmpeg = _check_request(log, p, drone, fps, max_frames)
     time = np.asarray(log["time"], dtype=np.float64)

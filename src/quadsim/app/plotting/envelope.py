@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from ...physics.envelope import envelope, terminal_velocity
+from ...physics.params import Params, load_params
 from ._common import nan_masked, new_figure, save_figure
 
 
@@ -29,9 +31,6 @@ def plot_envelope(params: Any, path: str | os.PathLike[str], n: int = 200) -> Pa
     Returns:
         The path written.
     """
-    from ...physics.envelope import envelope, terminal_velocity
-    from ...physics.params import Params, load_params
-
     p = params if isinstance(params, Params) else load_params(params)
     env = envelope(p)
     th = np.linspace(0.0, env.tilt_max, n)

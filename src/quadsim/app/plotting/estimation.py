@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..analysis import attitude_error_vector, nees_band
 from ._common import (
     MAX_DRONES,
     drone_color,
@@ -72,15 +73,11 @@ class EstimationErrors(NamedTuple):
 
 
 def _nees_band_one_run() -> tuple[float, float]:
-    from ..analysis import nees_band
-
     return nees_band(NEES_DOF, 1, 0.95)
 
 
 def _attitude_error(q_est: np.ndarray, q_true: np.ndarray) -> np.ndarray:
     """``Log(q_est⁻¹ ⊗ q_true)`` [rad] (..., 3); NaN where either quaternion is unusable."""
-    from ..analysis import attitude_error_vector
-
     a = nan_masked(q_est)
     b = nan_masked(q_true)
     ok = (

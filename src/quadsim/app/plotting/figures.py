@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ..io.summary import summarize
 from ._common import (
     MAX_DRONES,
     cube_axes,
@@ -29,6 +30,7 @@ from ._common import (
     thin_indices,
     unwrap_finite,
 )
+from .estimation import plot_estimation
 
 
 def plot_path_3d(
@@ -284,8 +286,6 @@ def _tracking_stats(
     with ``time >= t_from``, before each drone's first crash, finite errors; RMS over all of
     them), so the figure's title and the summary agree whenever every drone is shown.
     """
-    from ..io.summary import summarize
-
     sub = {k: np.asarray(log[k])[:, sel] for k in ("pos", "ref_pos", "crashed") if k in log}
     sub["time"] = log["time"]
     if "quat" in log:
@@ -417,8 +417,6 @@ def plot_all(
             )
         )
     if "est_pos" in log:  # an estimator flew: its estimate against the truth
-        from .estimation import plot_estimation
-
         paths.append(plot_estimation(log, meta, out / "estimation.png", drones, max_drones,
                                      t_from=t_from))  # fmt: skip
     return paths

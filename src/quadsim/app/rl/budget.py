@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..preflight import available_memory
+
 __all__ = ["BASE_BYTES", "NOTICE_SECONDS", "SAMPLE_BYTES", "STEP_SECONDS", "check_resources",
            "estimate"]  # fmt: skip
 
@@ -51,8 +53,6 @@ def estimate(num_envs: int, obs_dim: int, act_dim: int,
 def check_resources(num_envs: int, obs_dim: int, act_dim: int, n_steps: int, log: Any) -> None:
     """Refuse a batch that does not fit in the available memory (before any of it is
     allocated); note one whose iterations take long."""  # noqa: D205, D209
-    from ..preflight import available_memory
-
     need, per_env, secs = estimate(num_envs, obs_dim, act_dim, n_steps)
     avail = available_memory()
     if avail is not None and need > avail:

@@ -26,6 +26,9 @@ from __future__ import annotations
 from typing import Any, ClassVar, NamedTuple
 
 from ...loop.parts import Controller
+from ...physics._array import namespace
+from ...physics.envelope import envelope
+from .policy import load_policy
 
 __all__ = ["Policy", "PolicyGains", "PolicyState", "policy_control", "policy_gains"]
 
@@ -83,7 +86,6 @@ def policy_gains(path: str, drone: Any, dt: float) -> PolicyGains:
             outputs).
     """
     from ..envs.observation import observation_size
-    from .policy import load_policy
 
     pol = load_policy(path)
     level = pol.meta.get("action_level", "rotor_speeds")
@@ -97,7 +99,6 @@ def policy_gains(path: str, drone: Any, dt: float) -> PolicyGains:
               f"{path}: for {getattr(drone, 'name', 'this drone')}")  # fmt: skip
     observer, steps = None, 1
     if rotors:
-        from ...physics.envelope import envelope
         from ..envs.observer import make_observer
 
         steps = max(1, round(float(dt) / float(pol.meta.get("physics_dt", 0.002))))
@@ -114,7 +115,6 @@ def _rpm(action: Any, gains: PolicyGains) -> Any:
 def policy_control(state: Any, ref: Any, gains: PolicyGains,
                    cstate: PolicyState) -> tuple[Any, PolicyState]:  # fmt: skip
     """``(rotor speeds [RPM] (..., N), new state)`` of the policy (module docstring)."""
-    from ...physics._array import namespace
     from ..envs.observation import observation
 
     xp = namespace(state.quat)

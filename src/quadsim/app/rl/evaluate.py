@@ -29,6 +29,10 @@ from typing import Any
 
 import numpy as np
 
+from ..io.files import atomic_write
+from ..io.strict_json import strict_dumps
+from .policy import OBSERVATION_OPTIONS, load_policy, observation_options
+
 __all__ = ["SUCCESS_RADIUS", "evaluate", "main", "make_vector_env", "success"]
 
 SUCCESS_RADIUS = 0.1
@@ -107,7 +111,6 @@ def policy_env(policy: Any, env_id: str, num_envs: int, action_level: str | None
         ValueError: ``POLICY: ...`` naming what differs (the options, the sizes, the level).
     """
     from ..envs.actions import ACTION_LEVELS
-    from .policy import OBSERVATION_OPTIONS, observation_options
 
     where = getattr(policy, "path", "") or "the policy"
     own = policy.meta.get("action_level", "rotor_speeds")
@@ -208,9 +211,6 @@ def main(args: Any) -> int:
     import sys
 
     from ..envs import ENV_IDS
-    from ..io.files import atomic_write
-    from ..io.strict_json import strict_dumps
-    from .policy import load_policy
 
     if isinstance(args.seed, int) and args.seed < 0:
         raise ValueError(f"--seed must be a non-negative integer; got {args.seed}")

@@ -25,6 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from ...engines.sim import Simulator
+from ...physics.models.first_principles import symbolic_dynamics
+from .evaluate import SUCCESS_RADIUS, make_vector_env
+from .policy import load_policy, observation_options
+
 __all__ = ["HORIZON", "KNOTS", "fly_policy", "make_solver", "replay"]
 
 HORIZON = 1.2
@@ -36,8 +41,6 @@ KNOTS = 60
 def make_solver(params: Any) -> Any:
     """``solve(x0, X_guess, U_guess) -> (status, lowest_height, commands)``."""
     import casadi as cs
-
-    from ...physics.models.first_principles import symbolic_dynamics
 
     keys = ("mass", "L", "prop_inertia", "gravity_vec", "J", "J_inv", "rpm2thrust", "rpm2torque",
             "mixing_matrix", "rotor_dyn_coef", "drag_matrix", "drag_coef", "rot_drag_coef")
@@ -84,8 +87,6 @@ def make_solver(params: Any) -> Any:
 
 def replay(params: Any, x0: np.ndarray, commands: np.ndarray) -> float:
     """The lowest height [m] of the simulator flying ``commands`` ``(4, KNOTS)`` from ``x0``."""
-    from ...engines.sim import Simulator
-
     sim = Simulator(params, n=1, dt=0.002, backend="numpy", world=None)
     sim.reset(pos=x0[None, :3], attitude=x0[None, 3:7], vel=x0[None, 7:10],
               ang_vel=x0[None, 10:13])  # fmt: skip
@@ -101,9 +102,6 @@ def replay(params: Any, x0: np.ndarray, commands: np.ndarray) -> float:
 def fly_policy(path: str, throws: int) -> tuple:
     """The policy's flights on the nominal drone: states every control step (first 1.2 s),
     commands, and the crashed, terminated and succeeded masks."""  # noqa: D205, D209
-    from .evaluate import SUCCESS_RADIUS, make_vector_env
-    from .policy import load_policy, observation_options
-
     pol = load_policy(path)
     opts = observation_options(pol.meta)
     env = make_vector_env("quadsim/Recover-v0", throws, autoreset="NextStep",

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from ..io.files import atomic_write
+
 __all__ = ["OBSERVATION_OPTIONS", "MlpPolicy", "load_policy", "observation_options", "save_policy"]
 
 OBSERVATION_OPTIONS = ("observe_rotors", "observe_integral", "observe_body")
@@ -81,7 +83,6 @@ def save_policy(path: str | os.PathLike[str], weights: list[tuple[Any, Any]], me
     for j, (w, b) in enumerate(weights):
         arrays[f"W{j}"] = np.asarray(w, dtype=np.float64)
         arrays[f"b{j}"] = np.asarray(b, dtype=np.float64)
-    from ..io.files import atomic_write
 
     def write(tmp: Path) -> None:
         with open(tmp, "wb") as fh:  # a file, not a name: np.savez would add ".npz" to a name

@@ -31,6 +31,9 @@ from typing import Any
 
 import numpy as np
 
+from ..io.files import atomic_write
+from ..io.strict_json import strict_dumps
+
 __all__ = ["PROGRESS_HEADER", "RESUME", "read_resume", "read_state", "reconcile_progress",
            "restore", "save_checkpoint", "write_state"]  # fmt: skip
 
@@ -99,9 +102,6 @@ def read_state(path: Path) -> dict:
 
 def write_state(path: Path, state: dict) -> None:
     """Write ``state.json`` whole or not at all, on disk before it replaces the old one."""
-    from ..io.files import atomic_write
-    from ..io.strict_json import strict_dumps
-
     text = strict_dumps(state, indent=2) + "\n"
     atomic_write(path, lambda p: p.write_text(text, encoding="utf-8"), durable=True)
 
@@ -117,8 +117,6 @@ def _split(prefix: str, state: dict, arrays: dict, plain: dict) -> None:
 def save_checkpoint(path: Path, model: Any, env: Any, state: dict, row: list) -> None:
     """Write ``checkpoint.zip`` (module docstring) whole or not at all, flushed to disk."""
     import torch
-
-    from ..io.files import atomic_write
 
     arrays: dict[str, np.ndarray] = {"torch_rng": torch.get_rng_state().numpy().copy()}
     np_state = np.random.get_state(legacy=False)  # noqa: NPY002 (SB3 shuffles with it)
@@ -197,8 +195,6 @@ def reconcile_progress(path: Path, steps: int, row: list | None) -> None:
     """Cut ``progress.csv`` to the rows up to ``steps`` (one per step count), adding ``row`` (the
     checkpoint's) if the file lacks it: after a run stopped between the checkpoint and the row,
     or one that failed to write its checkpoint after the row of an older quadsim."""  # noqa: D205, D209
-    from ..io.files import atomic_write
-
     rows: list[list[str]] = []
     seen: set[int] = set()
     kept: list[list[str]] | None = None

@@ -47,7 +47,21 @@ from typing import Any
 
 import numpy as np
 
+from ..io.files import atomic_write, naming
+from ..io.outdir import claim
 from ..signals import stop_flag
+from .budget import check_resources
+from .evaluate import cli_disturbances, make_vector_env, success
+from .policy import OBSERVATION_OPTIONS, load_policy, save_policy
+from .resume import (
+    PROGRESS_HEADER,
+    read_resume,
+    read_state,
+    reconcile_progress,
+    restore,
+    save_checkpoint,
+    write_state,
+)
 
 __all__ = ["ALGOS", "export_policy", "main", "make_sb3_env", "train"]
 
@@ -85,8 +99,6 @@ def make_sb3_env(venv: Any, seed: int) -> Any:
     """A quadsim vector environment (``SAME_STEP`` autoreset) as a Stable-Baselines3 ``VecEnv``:
     ``terminal_observation`` and ``TimeLimit.truncated`` in the infos, returns and lengths in
     ``info["episode"]``, and ``outcomes`` (the success of each finished episode)."""  # noqa: D205, D209
-    from .evaluate import success
-
     base = _vec_env_base()
 
     class _Env(base):  # type: ignore[misc, valid-type]
@@ -192,8 +204,6 @@ def export_policy(model: Any, path: Path, meta: dict) -> Path:
     """Write the PPO policy's deterministic MLP as a policy file (:mod:`quadsim.app.rl.policy`)."""
     import torch
 
-    from .policy import save_policy
-
     pol = model.policy
     layers = [m for m in pol.mlp_extractor.policy_net if isinstance(m, torch.nn.Linear)]
     acts = [m for m in pol.mlp_extractor.policy_net if not isinstance(m, torch.nn.Linear)]
@@ -237,8 +247,6 @@ def _check_args(algo: str, seconds: Any, steps: Any, seed: Any, num_envs: Any, t
 def _probe(env_id: str, action_level: str, episode_steps: int, env_options: dict) -> tuple:
     """``(obs_dim, act_dim)`` of the training environments, from one on the reference path: the
     id, the level and the options are checked before anything is written or allocated."""  # noqa: D205, D209
-    from .evaluate import make_vector_env
-
     opts = {**env_options, "backend": "numpy", "compiled": False}
     probe = make_vector_env(env_id, 1, max_episode_steps=episode_steps,
                             action_level=action_level, **opts)  # fmt: skip
@@ -269,8 +277,6 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
     """
     import contextlib
 
-    from ..io.outdir import claim
-
     _check_args(algo, seconds, steps, seed, num_envs, threads, episode_steps)
     if episode_steps is None:
         episode_steps = EPISODE_STEPS.get(env_id, 200)
@@ -297,8 +303,6 @@ def _previous(out_dir: Path) -> tuple[dict | None, dict | None, int | None]:
     """``(state, resume, steps in state.json)`` of the run in ``out_dir`` (``state`` ``None``:
     none to resume): the state from the checkpoint (the commit point, :mod:`quadsim.app.rl.resume`),
     ``state.json`` checked."""  # noqa: D205, D209
-    from .resume import read_resume, read_state
-
     state_path, ckpt = out_dir / "state.json", out_dir / "checkpoint.zip"
     if not ckpt.exists():
         return None, None, None
@@ -314,8 +318,6 @@ def _settle(out_dir: Path, model: Any, state: dict, meta: dict, resume: dict | N
             on_file: int | None) -> None:  # fmt: skip
     """Bring ``state.json``, ``policy.npz`` and ``progress.csv`` up to a resumed checkpoint (a
     run stopped between its writes), writing only what lags behind."""  # noqa: D205, D209
-    from .resume import reconcile_progress, write_state
-
     try:
         if on_file != state["steps"] or not (out_dir / "policy.npz").is_file():
             write_state(out_dir / "state.json", state)
@@ -330,8 +332,6 @@ def _settle(out_dir: Path, model: Any, state: dict, meta: dict, resume: dict | N
 def _check_same_run(out_dir: Path, old: dict, config: dict) -> None:
     old.setdefault("env_options", {})  # a run from before the option
     if "obs_dim" not in old:  # a run from before the observation options: its policy's
-        from .policy import load_policy
-
         try:
             old["obs_dim"] = load_policy(out_dir / "policy.npz").obs_dim
         except ValueError:
@@ -348,9 +348,6 @@ def _train_locked(out_dir: Path, run: dict, dims: tuple, seconds: float | None,
                   steps: int | None, threads: int, progress: bool, log: Any,
                   ppo: dict | None) -> dict:  # fmt: skip
     """:func:`train` in its claimed folder."""
-    from .budget import check_resources
-    from .evaluate import make_vector_env
-
     env_id = run["env_id"]
     old, resume, on_file = _previous(out_dir)
     if run["num_envs"] is None:  # a run being resumed keeps its batch size (the default may change)
@@ -364,7 +361,6 @@ def _train_locked(out_dir: Path, run: dict, dims: tuple, seconds: float | None,
     env = make_sb3_env(venv, run["seed"])
     try:
         model = _model(out_dir, env, state, resume, run, threads, ppo, log)
-        from .policy import OBSERVATION_OPTIONS
 
         meta = {"env_id": env_id, "action_level": run["action_level"], "obs_dim": dims[0],
                 "act_dim": dims[1], "algo": run["algo"], "seed": run["seed"],
@@ -373,8 +369,6 @@ def _train_locked(out_dir: Path, run: dict, dims: tuple, seconds: float | None,
         if state["steps"]:
             _settle(out_dir, model, state, meta, resume, on_file)
         if resume is not None:
-            from .resume import restore
-
             try:
                 restore(resume, env)  # last: loading the model reseeded the generators
             except ValueError as e:  # e.g. no C compiler now: the other path's state
@@ -441,9 +435,6 @@ def _commit(out_dir: Path, model: Any, env: Any, state: dict, row: list, meta: d
             fh: Any, done: int) -> None:  # fmt: skip
     """Write one iteration: the checkpoint (the commit point), then policy.npz, state.json and
     the progress row (:mod:`quadsim.app.rl.resume`); a disk error says what is kept."""  # noqa: D205, D209
-    from ..io.files import naming
-    from .resume import save_checkpoint, write_state
-
     try:
         save_checkpoint(out_dir / "checkpoint.zip", model, env, state, row)
     except OSError as e:
@@ -465,9 +456,6 @@ def _commit(out_dir: Path, model: Any, env: Any, state: dict, row: list, meta: d
 def _loop(model: Any, env: Any, out_dir: Path, state: dict, meta: dict, seconds: float | None,
           total: int | None, progress: bool) -> dict:  # fmt: skip
     """PPO iterations until the budget is spent or a stop signal came; the final state."""
-    from ..io.files import atomic_write
-    from .resume import PROGRESS_HEADER
-
     csv_path = out_dir / "progress.csv"
     if not state["steps"]:
 
@@ -520,8 +508,6 @@ def _loop(model: Any, env: Any, out_dir: Path, state: dict, meta: dict, seconds:
     return state
 
 def _env_options(args: Any) -> dict:
-    from .evaluate import cli_disturbances
-
     opts = cli_disturbances(args)
     if args.observe_integral:
         opts["observe_integral"] = True

@@ -18,6 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from ..io import read_log
+from ..io.files import atomic_write
+from . import dds, encode
+from . import msgs as m
+
 __all__ = ["write_bag"]
 
 
@@ -43,11 +48,6 @@ def write_bag(
         Messages written per topic.
     """
     from mcap.writer import CompressionType, Writer
-
-    from ..io import read_log
-    from ..io.files import atomic_write
-    from . import dds, encode
-    from . import msgs as m
 
     log, _ = read_log(log_path)
     t_all = np.asarray(log["time"], dtype=np.float64)  # (T,)

@@ -32,6 +32,7 @@ from ...loop.brain import Sensors, loop_periods
 from ...loop.records import numpy_state
 from ...loop.step_runner import StepLoop
 from ...physics import rotors
+from ...physics.rotation import to_euler
 from ...physics.sensors import ImuParams
 
 __all__ = ["LAND_SPEED", "MODES", "LiveLoop", "yaw_of"]
@@ -157,8 +158,6 @@ class LiveLoop:
             raise ValueError(f"mode must be one of {MODES}; got {mode!r}")
         idx = self._rows(drones)
         if mode in ("pose", "land"):
-            from ...physics.rotation import to_euler
-
             yaw = np.asarray(to_euler(self.state.quat[idx]))[..., 2]
             self._hold(idx, self.state.pos[idx], yaw)
             if mode == "land":

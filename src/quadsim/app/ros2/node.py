@@ -45,8 +45,12 @@ from typing import Any
 
 import numpy as np
 
+from ...loop.records import log_record, numpy_state
+from ...physics.rotation import rotate_inverse, to_euler
 from ..signals import stop_flag
+from . import dds
 from .commands import IGNORE_YAW_RATE, check_attitude, check_pose, check_rotor_speeds
+from .live import LiveLoop, yaw_of
 
 __all__ = ["ON_TIMEOUT", "Background", "Ros2Node"]
 
@@ -87,9 +91,6 @@ class Ros2Node:
         log: Any = None,
         jit: bool | None = None,
     ) -> None:
-        from . import dds
-        from .live import LiveLoop
-
         if rate not in ("real", "max"):
             raise ValueError(f"--rate must be 'real' or 'max'; got {rate!r}")
         if not (isinstance(timeout, int | float) and math.isfinite(timeout) and timeout > 0):
@@ -123,7 +124,6 @@ class Ros2Node:
         from cyclonedds.sub import DataReader
         from cyclonedds.topic import Topic
 
-        from . import dds
         from . import msgs as m
 
         dp = self.participant
@@ -208,8 +208,6 @@ class Ros2Node:
         return None
 
     def _pose(self, i: int, msg: Any) -> str | None:
-        from .live import yaw_of
-
         why = check_pose(msg)
         if why is None:
             p, q = msg.pose.position, msg.pose.orientation
@@ -217,8 +215,6 @@ class Ros2Node:
         return why
 
     def _attitude(self, i: int, msg: Any) -> str | None:
-        from ...physics.rotation import to_euler
-
         why = check_attitude(msg)
         if why is None:
             q = msg.orientation
@@ -292,7 +288,6 @@ class Ros2Node:
     def publish(self, t: float, state: Any, out: dict) -> None:
         """Publish the state ``x_k`` and the readings at ``t_k`` of every drone: the messages of
         :mod:`quadsim.app.ros2.encode`, rendered from templates (:mod:`quadsim.app.ros2.cdr`)."""  # noqa: D205, D209
-        from ...physics.rotation import rotate_inverse
         from .cdr import write
         from .encode import RPM_TO_RAD_S, stamp, yaw_quat
 
@@ -330,8 +325,6 @@ class Ros2Node:
 
     def tick(self) -> dict:
         """Commands, fallbacks, the loop's step, publishing; the log record of ``x_k``."""
-        from ...loop.records import log_record, numpy_state
-
         lp = self.loop
         self.poll()
         self._timeouts()

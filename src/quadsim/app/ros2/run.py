@@ -7,6 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import io, preflight
+from ..io import outdir
+from ..io.parts import PARTS, PartWriter
+from ..run import OUTPUTS, chunk_writer, echo_warnings, finish_run, kept_on_failure
+from ..scenario import build, load_scenario
+from . import dds
 from .node import Background, Ros2Node
 
 __all__ = ["main"]
@@ -14,11 +20,6 @@ __all__ = ["main"]
 
 def main(args: Any) -> int:
     """``quadsim ros2 SCENARIO ...`` (parsed by :mod:`quadsim.app.cli`); the exit code."""
-    from ..io.parts import PARTS, PartWriter
-    from ..run import echo_warnings, finish_run
-    from ..scenario import build, load_scenario
-    from . import dds
-
     def echo(s: str) -> None:
         print(s, file=sys.stderr)
 
@@ -29,9 +30,6 @@ def main(args: Any) -> int:
         sc = load_scenario(args.scenario)
         objs = build(sc)
     out = Path(args.out) if args.out else Path("runs") / f"{Path(args.scenario).stem}_ros2"
-    from .. import io, preflight
-    from ..io import outdir
-    from ..run import OUTPUTS, chunk_writer, kept_on_failure
 
     preflight.check_out_dir(out)
     with outdir.claim(out):

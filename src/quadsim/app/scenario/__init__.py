@@ -23,7 +23,8 @@ The package, one module per job (each imports only those above it here):
 - :mod:`.locations`: reading a file, the line of a key (:func:`line_of`), errors naming both.
 - :mod:`.presets`: preset names and files loaded into the drone, world, reference, gains.
 - :mod:`.initial`: the per-drone draws and the start check (floor, walls, boxes).
-- :mod:`.checks`: impossible combinations and ranges across keys.
+- :mod:`.checks`: impossible combinations and ranges across keys; :func:`check_run`, the
+  notices before a run.
 - :mod:`.validate`: :func:`load_scenario`, :func:`validate_doc`, :class:`Scenario`.
 - :mod:`.assemble`: :func:`build` into an :class:`Assembly`, :func:`fly_assembly`,
   :func:`resolved_files`.
@@ -32,6 +33,7 @@ The package, one module per job (each imports only those above it here):
 from __future__ import annotations
 
 from .assemble import Assembly, build, fly_assembly, resolved_files
+from .checks import check_run
 from .locations import line_of
 from .schema import REQUIRED, SCHEMA, Key, schema_markdown
 from .validate import Prepared, Scenario, default_backend, load_scenario, validate_doc
@@ -44,6 +46,7 @@ __all__ = [
     "Prepared",
     "Scenario",
     "build",
+    "check_run",
     "default_backend",
     "fly_assembly",
     "line_of",

@@ -2,7 +2,8 @@
 
 Run on values whose types and signs :func:`quadsim.app.scenario.validate.validate_doc` has
 already checked key by key; each error names the key to change (through ``fail``,
-:func:`quadsim.app.scenario.locations.failer`).
+:func:`quadsim.app.scenario.locations.failer`). :func:`check_run` gives the notices to print
+before a validated scenario flies (the estimates and advice of :mod:`quadsim.app.preflight`).
 """
 
 from __future__ import annotations
@@ -13,11 +14,21 @@ from typing import Any
 import numpy as np
 
 from ...loop.brain import Sensors, loop_periods
+from ...loop.control import load_gains
+from ...physics.params import load_params
 from ...physics.sensors import dropout_thresholds
-from .presets import mocap_params
+from ..preflight import (
+    SAY_TIME_ABOVE,
+    dt_advice,
+    estimate_time,
+    fastest_time_constant,
+    format_duration,
+)
+from .locations import failer
+from .presets import gains_name, mocap_params
 from .schema import type_ok
 
-__all__ = ["check_combinations", "check_ranges"]
+__all__ = ["check_combinations", "check_ranges", "check_run"]
 
 
 def check_combinations(v: dict, fail: Any) -> None:
@@ -151,3 +162,42 @@ def check_ranges(v: dict, fail: Any) -> None:
     e = v["world"]["restitution"]
     if e is not None and not 0.0 <= e <= 1.0:
         raise fail("world", "restitution", f"must lie in [0, 1]; got {e}")
+
+
+def check_run(sc: Any) -> list[str]:
+    """Notices to print before a run: its estimated time when long, step-size advice.
+
+    Args:
+        sc: A validated :class:`~quadsim.app.scenario.Scenario`.
+
+    Returns:
+        Lines to show the user (estimated time of a long run, step-size advice). The memory
+        check (:func:`quadsim.app.preflight.memory_problem`) runs earlier, in
+        :func:`quadsim.app.scenario.load_scenario`, before anything is allocated per drone.
+    """
+    v = sc.values
+    n, sim = v[""]["n"], v["sim"]
+    steps = max(1, round(v[""]["duration"] / sim["dt"]))
+    notices = []
+    est = estimate_time(n, steps, sim["backend"])
+    if est > SAY_TIME_ABOVE:
+        notices.append(
+            f"quadsim: {steps:,} steps of {n} drone{'s' * (n != 1)}: this run will take about "
+            f"{format_duration(est)}"
+        )
+    if sc.prepared is not None:  # the drone with its overrides, and its gains, as validated
+        drone, gains = sc.prepared.drone, sc.prepared.gains
+    else:
+        drone = load_params(v["drone"]["preset"])
+        gains = load_gains(gains_name(v), drone=drone, dt=sim["dt"])
+    tau, what = fastest_time_constant(drone, gains)
+    advice = dt_advice(sim["dt"], sim["integrator"], sim["dtype"], tau, what)
+    if advice:
+        notices.append(f"quadsim: warning: {_where(sc, 'sim.dt')}: {advice}")
+    return notices
+
+
+def _where(sc: Any, path: str) -> str:
+    """``FILE: KEY (line N)`` for a scenario key (the line where the file sets it, if it does)."""
+    section, _, key = path.rpartition(".")
+    return str(failer(sc.source, sc.text)(section, key, "")).removesuffix(": ")

@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from .tasks import run_task
+
 __all__ = ["MAX_RETRIES", "LocalExecutor", "RayExecutor"]
 
 MAX_RETRIES = 2
@@ -42,8 +44,6 @@ PARENT_POLL_S = 0.5
 
 
 def _run(task: dict) -> dict:
-    from .tasks import run_task
-
     return run_task(task)
 
 

@@ -29,6 +29,9 @@ import math
 import os
 from typing import Any
 
+from ..preflight import SAY_TIME_ABOVE, available_memory, format_bytes, format_duration
+from ..preflight import STEP_COST as FLY
+from ..scenario import SCHEMA, line_of
 from .spec import Sweep, count_runs
 
 __all__ = ["BYTES_PER_RUN", "MAX_HOURS", "MAX_RUNS", "STEP_COST", "check_size", "check_time",
@@ -89,8 +92,6 @@ def threads_per_worker(workers: int) -> int:
 
 def task_cost(n: int, steps: float, backend: str) -> float:
     """Seconds of one task: ``n`` runs of ``steps`` steps on ``backend`` (rough)."""
-    from ..preflight import STEP_COST as FLY
-
     a, b = STEP_COST.get(backend) or FLY.get(backend, FLY["numpy"])
     return T_TASK + steps * (a + n * b)
 
@@ -101,16 +102,8 @@ def estimate(costs: list[float], workers: int) -> float:
     return T_START + max(sum(costs) / w, max(costs, default=0.0))
 
 
-def format_bytes(b: float) -> str:
-    from ..preflight import format_bytes
-
-    return format_bytes(b)
-
-
 def _about(s: float) -> str:
     """``about 3 min``, ``about 1.6 years``; ``without end`` past what a float counts."""
-    from ..preflight import format_duration
-
     if not math.isfinite(s):
         return "without end"
     years = f"{s / (365.25 * 86400):.3g} years"
@@ -125,8 +118,6 @@ def _count(x: float) -> str:
 
 def _base_steps(sw: Sweep) -> tuple[int, str] | None:
     """Steps of a run as the base scenario sets them, and its backend (``None``: unreadable)."""
-    from ..scenario import SCHEMA
-
     doc = sw.base_doc
     sim = doc.get("sim") if isinstance(doc.get("sim"), dict) else {}
     duration = doc.get("duration", SCHEMA[""]["duration"].default)
@@ -146,8 +137,6 @@ def check_size(sw: Sweep, workers: int, limit: int = MAX_RUNS) -> int:
     Raises:
         ValueError: The count, how it arises, the estimates and the limit.
     """  # noqa: D205
-    from ..preflight import available_memory
-
     n = count_runs(sw)
     need, avail = n * BYTES_PER_RUN, available_memory()
     if n <= limit and (avail is None or need <= avail):
@@ -182,9 +171,6 @@ def check_time(sw: Sweep, runs: list, tasks: list[dict], facts: list[dict], work
     Raises:
         ValueError: The estimate, the longest task and the axis responsible (file and line).
     """  # noqa: D205
-    from ..preflight import SAY_TIME_ABOVE
-    from ..scenario import line_of
-
     if not facts:
         return 0.0
     total = estimate([f["cost"] for f in facts], workers)

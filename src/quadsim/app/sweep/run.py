@@ -42,12 +42,26 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ... import __version__
 from ...engines.signals import interrupt_after
 from ..io.files import atomic_write
+from ..io.outdir import LOCK, claim
+from ..scenario import line_of, resolved_files
 from ..signals import Interrupted, raising
-from .limits import MAX_HOURS, MAX_RUNS
+from .executors import LocalExecutor, RayExecutor
+from .limits import (
+    MAX_HOURS,
+    MAX_RUNS,
+    check_size,
+    check_time,
+    cores,
+    task_cost,
+    threads_per_worker,
+    workers_for,
+)
+from .plots import plot_metrics
 from .spec import Sweep, load_sweep, make_runs
-from .tasks import plan, prepare, write_rows
+from .tasks import plan, prepare, rows_ipc, task_rows, write_parquet_atomic, write_rows
 
 __all__ = ["collect", "inputs", "run_sweep"]
 
@@ -55,9 +69,6 @@ __all__ = ["collect", "inputs", "run_sweep"]
 def _check_tasks(sw: Sweep, runs: list, tasks: list[dict]) -> list[dict]:
     """Check every task's values (before anything flies); returns per task its ``cost`` [s],
     ``steps`` and ``files`` (what :func:`quadsim.app.scenario.resolved_files` lists, resolved)."""  # noqa: D205, D209
-    from ..scenario import resolved_files
-    from .limits import task_cost
-
     facts = []
     for t in tasks:
         try:
@@ -76,8 +87,6 @@ def _at_axis(e: ValueError, sw: Sweep, runs: list) -> ValueError:
     """A run's bad value (``FILE: run R: KEY ...``) with the line of its axis; for a key that is
     not an axis (a check of several keys), the run's axis values and their lines."""  # noqa: D205, D209
     import re
-
-    from ..scenario import line_of
 
     msg = str(e)
     m = re.match(re.escape(f"{sw.path}: ") + r"(run (\d+): ([^\s:=]+).*)", msg, re.S)
@@ -121,8 +130,6 @@ def inputs(facts: list[dict]) -> dict[str, dict]:
 
 
 def _doc(sw: Sweep, files: dict[str, dict], n_runs: int, n_tasks: int) -> dict:
-    from ... import __version__
-
     def sha(text: str) -> str:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -173,8 +180,6 @@ def _check_out(out: Path, sw: Sweep, doc: dict, trajectories: int) -> None:
         ValueError: Another sweep, inputs changed since its tasks flew, a non-empty folder that
             holds no sweep, or trajectories kept at another ``EVERY``.
     """
-    from ..io.outdir import LOCK
-
     meta = out / "sweep.json"
     if meta.exists():
         try:
@@ -244,10 +249,6 @@ def run_sweep(
         Interrupted: SIGINT, SIGTERM or SIGHUP (:class:`quadsim.app.signals.Interrupted`,
             ``signum``); finished tasks stay.
     """
-    from ..io.outdir import claim
-    from .executors import LocalExecutor, RayExecutor
-    from .limits import check_size, check_time, cores, threads_per_worker, workers_for
-
     echo = echo or (lambda s: print(s, file=sys.stderr))
     sw = load_sweep(path)
     if trajectories < 0:
@@ -346,8 +347,6 @@ def _run(sw: Sweep, runs: list, tasks: list[dict], out_dir: Path, ex: Any, progr
             bar.close()
     if hasattr(ex, "release"):  # Ray stops while the results are merged and plotted
         ex.release()
-    from .plots import plot_metrics
-    from .tasks import rows_ipc, task_rows
 
     for t in lost:  # their workers kept dying: recorded as failed
         write_rows(rows_ipc(task_rows(t, [], "the worker died (retried)")), Path(t["out"]))
@@ -374,8 +373,6 @@ def _collect(sw: Sweep, runs: list, tasks: list[dict], out: Path) -> Any:
     """:func:`collect`, returning the ``pyarrow.Table``."""
     import pyarrow as pa
     import pyarrow.parquet as pq
-
-    from .tasks import write_parquet_atomic
 
     parts = [pq.read_table(t["out"]) for t in tasks]
     merged = pa.concat_tables(parts).sort_by("run")

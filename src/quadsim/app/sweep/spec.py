@@ -38,6 +38,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ... import __version__
+from ..scenario.locations import failer, line_of, read_text
+from ..scenario.schema import EXPECT, SCHEMA, type_ok
+
 __all__ = ["METHODS", "PER_DRONE", "Run", "Sweep", "count_runs", "load_sweep", "make_runs",
            "set_key", "value_label"]  # fmt: skip
 
@@ -94,8 +98,6 @@ class Sweep(NamedTuple):
         """A hash of what the results depend on: the sweep and base scenario texts, quadsim's
         version and ``inputs`` (``{path: sha256}`` of every file the scenarios read,
         :func:`quadsim.app.sweep.run.inputs`): a resumed sweep must be the same sweep."""  # noqa: D205, D209
-        from ... import __version__
-
         h = hashlib.sha256()
         parts = [self.text, self.base_text, __version__]
         parts += [f"{k}={v}" for k, v in sorted((inputs or {}).items())]
@@ -120,8 +122,6 @@ def load_sweep(path: str | Path) -> Sweep:
     Raises:
         ValueError: ``FILE: KEY (line N): what is wrong`` (the scenario's line finder).
     """
-    from ..scenario.locations import failer, line_of, read_text
-
     p = Path(path)
     text = read_text(p)
     where = str(p)
@@ -176,8 +176,6 @@ def load_sweep(path: str | Path) -> Sweep:
 
 def _axis(key: str, spec: Any, method: str, fail: Any) -> tuple[str, Any]:
     """One axis of ``[axes]``: ``("values", [...])`` or ``("range", (low, high))``."""
-    from ..scenario.schema import SCHEMA, type_ok
-
     section, _, k = key.rpartition(".")
     if section not in SCHEMA or k not in SCHEMA[section] or key in ("n", "seed"):
         valid = sorted(
@@ -251,15 +249,11 @@ def _finite(v: Any) -> bool:
 
 def _kind(key: str) -> str:
     """The scenario type of an axis key (``SCHEMA``)."""
-    from ..scenario import SCHEMA
-
     section, _, k = key.rpartition(".")
     return SCHEMA[section][k].type
 
 
 def _expect(kind: str) -> str:
-    from ..scenario.schema import EXPECT
-
     return EXPECT.get(kind, kind)
 
 

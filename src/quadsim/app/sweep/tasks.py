@@ -32,6 +32,13 @@ from typing import Any
 
 import numpy as np
 
+from ...physics.params import PhysicalError, check_physical
+from ..io import SummaryAccumulator
+from ..io.files import atomic_write
+from ..scenario import build, fly_assembly, validate_doc
+from ..scenario.initial import check_start
+from ..scenario.locations import failer
+from ..scenario.schema import SCHEMA, type_ok
 from .spec import PER_DRONE, Run, Sweep, set_key, value_label
 
 __all__ = ["METRICS", "plan", "prepare", "run_task", "task_seed"]
@@ -121,8 +128,6 @@ def _check_path(path: Path, sw: Sweep, run: int) -> None:
 
 def _check_per_drone(task: dict) -> None:
     """Type and range of the per-drone values, as the scenario checks them (run and value)."""
-    from ..scenario.schema import SCHEMA, type_ok
-
     for key, vals in task["per_drone"].items():
         section, _, k = key.rpartition(".")
         spec = SCHEMA[section][k]
@@ -146,11 +151,6 @@ def prepare(task: dict) -> Any:
     Raises:
         ValueError: A value the scenario rejects, naming the sweep file, the run and the value.
     """
-    from ...physics.params import PhysicalError, check_physical
-    from ..scenario import validate_doc
-    from ..scenario.initial import check_start
-    from ..scenario.locations import failer
-
     cwd = os.getcwd()
     os.chdir(task["base_dir"])  # the base scenario's relative paths
     try:
@@ -208,9 +208,6 @@ def run_task(task: dict) -> dict:
 
     Never raises for a failing simulation: the error is recorded on the task's runs.
     """
-    from ..io import SummaryAccumulator
-    from ..scenario import build, fly_assembly
-
     error = None
     per: list[dict] = []
     traj: list[dict] = []
@@ -283,8 +280,6 @@ def task_rows(task: dict, per: list[dict], error: str | None) -> dict[str, list]
 def write_parquet_atomic(table: Any, path: Path) -> None:
     """Write a pyarrow ``table`` to the Parquet file ``path`` atomically and durably."""
     import pyarrow.parquet as pq
-
-    from ..io.files import atomic_write
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, lambda tmp: pq.write_table(table, tmp), durable=True)

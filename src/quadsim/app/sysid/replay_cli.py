@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ...physics.params import load_params
 from ..io import outdir
 from ..io.files import atomic_write, report_bad_input
 from ..io.strict_json import strict_dumps
@@ -128,8 +129,6 @@ def _check_json(path: Path | None) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ...physics.params import load_params
-
     load_params(args.preset)  # an unknown preset is refused before the logs are read
     flights = [rp.load_log(p, args.format) for p in args.logs]
     motor = rp.fit_motor()

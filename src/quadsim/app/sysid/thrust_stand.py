@@ -42,6 +42,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.signal import lfilter
 
+from ...physics.params import load_params
+
 __all__ = [
     "PWM_FULL",
     "PWM_MIN",
@@ -372,8 +374,6 @@ def evaluate(files: Sequence[str | Path], preset: str = "cf2x_L250") -> dict[str
         ``preset_rmse``, ``quad``, ``pure`` raw and ``*_aligned`` [N or :class:`ThrustFit`]) and
         ``cross`` (``(train, test, volt, kind) -> cross_run dict`` over ordered pairs of runs).
     """
-    from ...physics.params import load_params
-
     params = load_params(preset)
     stands = [load_stand(f) for f in files]
     runs = []
