@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -340,6 +341,34 @@ def test_parts_close_by_wall_time_and_bytes_not_by_chunk(tmp_path, rng, monkeypa
     assert merged.parts == 3 and merged.wall_time == 1.5
     with pytest.raises(ValueError, match="flush_bytes must be > 0"):
         parts.PartWriter(tmp_path / "other", META, flush_bytes=0)
+
+
+def test_the_parts_still_in_hand_are_merged_without_reading_them_back(tmp_path, rng,
+                                                                       monkeypatch):  # fmt: skip
+    """The writer keeps the tables it wrote while they total ``flush_bytes``; merging with them
+    reads only the other files, and the merged file is bitwise the one merged from disk."""
+    from quadsim.app.io import parts
+
+    chunks = [synthetic_chunk(rng, 0.07 * i) for i in range(3)]
+    size = sum(np.asarray(v).nbytes for v in chunks[0].values())
+    w = parts.PartWriter(tmp_path / parts.PARTS, META, durable=False, flush_seconds=0,
+                         flush_bytes=2 * size)  # fmt: skip
+    for i, c in enumerate(chunks):
+        w.write(c, 0.5 * i)
+    assert sorted(w.written) == ["part-000000.parquet"]  # the second would pass flush_bytes
+    disk = parts.merge_parts(tmp_path / parts.PARTS, tmp_path / "disk.parquet", keep_drones=2)
+    import pyarrow.parquet as pq
+
+    read, real = [], pq.ParquetFile
+    monkeypatch.setattr(pq, "ParquetFile", lambda f, *a, **k: read.append(Path(f).name) or real(
+        f, *a, **k))  # fmt: skip
+    hand = parts.merge_parts(tmp_path / parts.PARTS, tmp_path / "hand.parquet", keep_drones=2,
+                             written=w.written)  # fmt: skip
+    assert read == ["part-000001.parquet", "part-000002.parquet"]
+    assert (tmp_path / "hand.parquet").read_bytes() == (tmp_path / "disk.parquet").read_bytes()
+    assert_bitwise(hand.head, disk.head)
+    same = [json.dumps(m.summary.result(1.0, False), sort_keys=True) for m in (hand, disk)]
+    assert same[0] == same[1]  # (NaN-safe)
 
 
 @pytest.mark.parametrize("keep", [0, 2, 5])

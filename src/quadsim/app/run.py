@@ -151,7 +151,7 @@ def fly_scenario(
                     bar.close()
                 parts.flush()  # what the loop handed over is on disk before anything else
             summary = finish_run(out, result.meta, result.wall_time, result.interrupted,
-                              result.signal)  # fmt: skip
+                                 result.signal, parts.written)  # fmt: skip
             if rosbag and (out / "trajectory.parquet").exists():
                 summary = _write_rosbag(out, summary, objs, periods, progress)
     return summary
@@ -233,7 +233,8 @@ def echo_warnings(echo: Any) -> Any:
 
 
 def finish_run(
-    out: Path, meta: dict, wall_time: float, interrupted: bool, signum: int | None
+    out: Path, meta: dict, wall_time: float, interrupted: bool, signum: int | None,
+    written: dict | None = None,
 ) -> dict:
     """Merge the parts, write the summary, then the figures (shared by fly, ros2 and recover).
 
@@ -241,7 +242,8 @@ def finish_run(
     (:mod:`quadsim.app.io.outdir`); the parts folder is removed once the summary is written, so a
     kill at any point leaves something ``quadsim recover`` finishes. Parts that cannot be read are
     skipped, kept in ``trajectory.damaged/`` and listed in the summary's ``damaged_parts`` with the
-    gap each leaves in the log.
+    gap each leaves in the log. ``written``: the tables this process wrote to the parts
+    (:attr:`~quadsim.app.io.parts.PartWriter.written`), merged without reading them back.
     """
     outdir.set_aside(out, OUTPUTS)
     opts = meta.get("output", {})
@@ -255,7 +257,7 @@ def finish_run(
     damaged: tuple = ()
     if part_files(out / PARTS):
         merged = merge_parts(out / PARTS, parquet, csv, t_from=float(opts.get("settle", 0.0)),
-                             keep_drones=keep)  # fmt: skip
+                             keep_drones=keep, written=written)  # fmt: skip
         summary = merged.summary.result(wall_time, interrupted)
         head, damaged = merged.head, merged.damaged
         files += [parquet] + ([csv] if csv else [])

@@ -100,6 +100,10 @@ class PartWriter:
         self.before_first_part = before_first_part
         self.count = 0
         self.chunks = 0
+        self.written: dict[str, Any] = {}
+        """The tables of the parts written, by file name, while they total at most
+        ``flush_bytes`` (:func:`merge_parts` takes them instead of reading the files back)."""
+        self._kept_bytes = 0
         self._schema: Any = None
         self._held: list[Mapping[str, Any]] = []
         self._held_bytes = 0
@@ -152,6 +156,9 @@ class PartWriter:
         atomic_write(path, write)
         if self.durable:
             _fsync_dir(self.folder)
+        if self._kept_bytes + table.nbytes <= self.flush_bytes:  # durable on disk, and in hand
+            self.written[path.name] = table
+            self._kept_bytes += table.nbytes
         self.count += 1
         self._held, self._held_bytes = [], 0
         self._since = time.monotonic()
@@ -207,8 +214,11 @@ class _UnreadableError(Exception):
     """A part file that is not a readable quadsim part (the message says why)."""
 
 
-def _read_part(f: Path) -> tuple[Any, dict, dict]:
+def _read_part(f: Path, table: Any = None) -> tuple[Any, dict, dict]:
     """``(table, log document, part record)`` of a part file.
+
+    ``table``: the one this process wrote to it (:attr:`PartWriter.written`), taken instead of
+    reading the file back.
 
     Raises:
         _UnreadableError: Saying why the file is not a readable quadsim part.
@@ -216,6 +226,8 @@ def _read_part(f: Path) -> tuple[Any, dict, dict]:
     import pyarrow as pa
     import pyarrow.parquet as pq  # ParquetFile, not read_table: no pyarrow.dataset import
 
+    if table is not None:
+        return (table, *_part_meta(table))
     try:
         if f.stat().st_size == 0:
             raise _UnreadableError("empty file")
@@ -225,6 +237,11 @@ def _read_part(f: Path) -> tuple[Any, dict, dict]:
         if isinstance(e, FileNotFoundError):
             raise
         raise _UnreadableError(str(e).splitlines()[0] if str(e) else type(e).__name__) from None
+    return (table, *_part_meta(table))
+
+
+def _part_meta(table: Any) -> tuple[dict, dict]:
+    """``(log document, part record)`` of a part's table (:class:`_UnreadableError` if none)."""
     md = table.schema.metadata or {}
     if META_KEY not in md or _PART_KEY not in md:
         raise _UnreadableError("not a quadsim log part (no quadsim metadata)")
@@ -233,7 +250,7 @@ def _read_part(f: Path) -> tuple[Any, dict, dict]:
         float(record["wall_time_s"]), int(doc["n"]), int(doc["n_rotors"])
     except (ValueError, TypeError, KeyError) as e:
         raise _UnreadableError(f"damaged quadsim metadata ({type(e).__name__}: {e})") from None
-    return table, doc, record
+    return doc, record
 
 
 def read_part_meta(folder: str | os.PathLike[str]) -> tuple[dict, dict]:
@@ -260,6 +277,7 @@ def merge_parts(
     *,
     t_from: float = 0.0,
     keep_drones: int = 0,
+    written: Mapping[str, Any] | None = None,
 ) -> Merged:
     """Merge the part files of ``folder`` into one Parquet log (and CSV), summarising on the way.
 
@@ -276,18 +294,22 @@ def merge_parts(
         t_from: Tracking errors in the summary count samples with ``time >= t_from`` [s].
         keep_drones: Keep the samples of drones ``0 .. keep_drones - 1`` in memory
             (:attr:`Merged.head`).
+        written: Tables this process wrote to part files, by file name
+            (:attr:`PartWriter.written`): merged from memory, not read back (the files are
+            durable before they are listed there, and a recovery still reads them).
 
     Raises:
         ValueError: If the folder holds no readable part (naming each file and why).
     """
     folder = Path(folder)
     files = part_files(folder)
+    written = written or {}
     if not files:
         raise ValueError(f"{folder}: no complete log chunk to recover")
     bad: list[str] = []
     for f in files:  # the run's metadata and columns: the first readable part's
         try:
-            first, doc, _ = _read_part(f)
+            first, doc, _ = _read_part(f, written.get(f.name))
             break
         except _UnreadableError as e:
             bad.append(f"{f.name}: {e}")
@@ -306,7 +328,7 @@ def merge_parts(
         nonlocal record, last_t
         for f in files:
             try:
-                table, doc, rec = _read_part(f)
+                table, doc, rec = _read_part(f, written.get(f.name))
                 if doc.get("meta", {}) != meta or table.schema.names != columns:
                     raise _UnreadableError("from another run (its metadata or columns differ)")
                 try:
