@@ -5,7 +5,8 @@ the cache (:mod:`quadsim.engines.native`) takes a millisecond. A run whose input
 earlier run can skip the trace: :func:`key` digests
 
 * quadsim's own sources (each ``.py`` file's path, size and modification time: any edit is a new
-  key) and CasADi's modules (the same, so a reinstall or an upgrade is one too);
+  key), CasADi's modules (the same, so a reinstall or an upgrade is one too), and the versions
+  of Python and NumPy;
 * the build's identity (:func:`quadsim.engines.native.build_identity`: compiler, flags, target,
   vector width, vector maths);
 * a canonical encoding of every input of the trace: numbers, strings, arrays (dtype, shape and
@@ -30,6 +31,7 @@ import hashlib
 import importlib.util
 import os
 import pickle
+import sys
 import types
 from pathlib import Path
 from typing import Any
@@ -49,7 +51,10 @@ class _UnknownError(Exception):
 
 @functools.cache
 def _sources() -> str:
-    """Digest of quadsim's sources and CasADi's modules (path, size, modification time)."""
+    """Digest of quadsim's sources and CasADi's modules (path, size, modification time).
+
+    Python's and NumPy's versions are in it too.
+    """
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     files = sorted(os.path.join(d, f) for d, _, names in os.walk(root)
                    for f in names if f.endswith(".py"))  # fmt: skip
@@ -57,7 +62,7 @@ def _sources() -> str:
     if spec is not None and spec.origin:  # its Python module and its extension (not its plugins)
         here = os.path.dirname(os.path.realpath(spec.origin))
         files += [os.path.join(here, f) for f in ("__init__.py", "casadi.py", "_casadi.so")]
-    h = hashlib.sha256()
+    h = hashlib.sha256(f"python {sys.version}\0numpy {np.__version__}\0".encode())
     for p in files:
         with contextlib.suppress(OSError):
             st = os.stat(p)
