@@ -223,9 +223,11 @@ def test_state_and_status_assignment_continue_from_them():
 
 
 @pytest.mark.skipif(not native.available(), reason="no C compiler or casadi")
-def test_native_engine_evaluates_make_step(monkeypatch):
+def test_native_engine_evaluates_make_step(monkeypatch, tmp_path):
     """The compiled step is :func:`quadsim.engines.stepping.make_step` on CasADi symbols, traced
-    on the first step (a run the compiled closed loop flies never pays for it)."""
+    on the first step (a run the compiled closed loop flies never pays for it), and once: a
+    second simulator with the same inputs loads it (:mod:`quadsim.engines.native_memo`)."""
+    monkeypatch.setenv("QUADSIM_CACHE_DIR", str(tmp_path))
     import quadsim.engines.sim_native as sim_native
     from quadsim.engines import stepping
     from quadsim.physics._array import CASADI_OPS
@@ -241,8 +243,12 @@ def test_native_engine_evaluates_make_step(monkeypatch):
     monkeypatch.setattr(sim_native, "make_step", spy)
     sim = Simulator("cf2x_L250", n=2, backend="native", world=WORLD)
     assert calls == []
-    sim.step(np.full((2, 4), sim.hover_rpm))
-    sim.step(np.full((2, 4), sim.hover_rpm))
+    u = np.full((2, 4), sim.hover_rpm * 1.1)
+    first = np.asarray(sim.step(u).pos)
+    sim.step(u)
+    assert calls == [CASADI_OPS]
+    again = Simulator("cf2x_L250", n=2, backend="native", world=WORLD)
+    np.testing.assert_array_equal(np.asarray(again.step(u).pos), first)
     assert calls == [CASADI_OPS]
     assert isinstance(make_engine("numpy", *_engine_args()), ArrayEngine)
 

@@ -11,6 +11,7 @@ import pytest
 import quadsim.loop.closed_loop_native as cln
 from quadsim.engines import native, native_memo
 from quadsim.engines.sim import Simulator, Wind
+from quadsim.engines.sim_native import traced_params
 from quadsim.loop.control import control, load_gains
 from quadsim.loop.flight import fly
 from quadsim.loop.trajectories import Circle, Lemniscate
@@ -102,3 +103,39 @@ def test_a_hit_skips_the_trace_and_flies_bitwise_alike(tmp_path, monkeypatch):
         lib.unlink()
     _flight()
     assert traced == [1, 1, 1]
+
+
+def _masses(masses, **kw):
+    return Simulator("cf2x_L250", n=len(masses), dt=0.002, backend="numpy", dtype="float64",
+                     params={"mass": masses}, **kw)  # fmt: skip
+
+
+def test_the_drones_own_values_are_inputs_not_part_of_the_key():
+    """Per-drone values that differ are the trace's inputs: other values, the same key; values
+    all drones share are constants of the trace: another shared value, another key."""
+    view = lambda sim: traced_params(sim.system, sim.model_params)  # noqa: E731
+    enc = native_memo.encode
+    spread, other = view(_masses([0.030, 0.031])), view(_masses([0.029, 0.033]))
+    assert enc(spread) == enc(other)
+    same, heavier = view(_masses([0.030, 0.030])), view(_masses([0.031, 0.031]))
+    assert len({enc(spread), enc(same), enc(heavier)}) == 3
+
+
+@needs_native
+def test_a_hit_with_other_per_drone_values_flies_as_a_fresh_trace(tmp_path, monkeypatch):
+    monkeypatch.setenv("QUADSIM_CACHE_DIR", str(tmp_path))
+
+    def flight(masses):
+        sim = Simulator("cf2x_L250", n=2, dt=0.002, backend="native", dtype="float64",
+                        params={"mass": masses})  # fmt: skip
+        sim.reset(pos=[[0.0, 0.0, 1.0], [0.0, 1.0, 1.0]])
+        return fly(sim, TRAJ, control, GAINS, duration=0.4, compiled=True, log_every=5).log
+
+    flight([0.030, 0.031])
+    assert len(list(tmp_path.glob("trace_*.pkl"))) == 1
+    hit = flight([0.028, 0.034])
+    assert len(list(tmp_path.glob("trace_*.pkl"))) == 1  # the same entry served it
+    monkeypatch.setenv("QUADSIM_NO_TRACE_MEMO", "1")
+    fresh = flight([0.028, 0.034])
+    for key in fresh:
+        np.testing.assert_array_equal(hit[key], fresh[key], err_msg=key)

@@ -12,7 +12,10 @@ earlier run can skip the trace: :func:`key` digests
 * a canonical encoding of every input of the trace: numbers, strings, arrays (dtype, shape and
   bytes), tuples, lists and dicts of them, and the functions, classes and objects of quadsim's
   own modules (a function by its module, name and first line, with its defaults and closure; an
-  object by its class and its attributes, recursively).
+  object by its class and its attributes, recursively). Model parameters are given as the trace
+  sees them (:func:`quadsim.engines.sim_native.traced_params`): the values the drones share,
+  and which entries differ (those are the compiled step's inputs, so a randomised drone's own
+  values do not change the key).
 
 Anything else (a function or an object of another package, such as a user's controller part, a
 generator, a cycle) has no encoding: :func:`key` returns ``None`` and the caller traces as

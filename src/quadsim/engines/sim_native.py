@@ -28,6 +28,7 @@ import numpy as np
 from ..physics._array import CASADI_OPS
 from ..physics.systems import Env, System
 from ..physics.world import Status, World
+from . import native_memo
 from .native import compile_rollout
 from .state import as_cmd
 from .stepping import make_step
@@ -51,6 +52,27 @@ def varying_params(system: System, params: dict, per_drone: tuple[str, ...]) -> 
                 col = value[(slice(None), *idx)]
                 if not np.all(col == col[0]):
                     out.append((name, idx, col))
+    return out
+
+
+def traced_params(system: System, params: dict) -> dict:
+    """What a trace of ``params`` sees (:func:`kernel_params`), for keying it
+    (:mod:`quadsim.engines.native_memo`): ``{name: (value, varies)}``, the value every drone
+    shares (float64, 0 where the drones differ) and the mask of the entries that differ (the
+    trace's inputs, whose values it never sees)."""  # noqa: D205, D209
+    per_drone = tuple(k for k in system.param_spec
+                      if np.ndim(params[k]) > len(system.param_spec[k]))  # fmt: skip
+    varies = {(name, idx) for name, idx, _ in varying_params(system, params, per_drone)}
+    out = {}
+    for name in system.param_spec:
+        value = np.array(params[name], dtype=np.float64)
+        if name in per_drone:
+            value = np.array(value[0])
+        mask = np.zeros(value.shape, dtype=bool)
+        for idx in np.ndindex(value.shape):
+            if (name, idx) in varies:
+                mask[idx], value[idx] = True, 0.0
+        out[name] = (value, mask)
     return out
 
 
@@ -108,9 +130,14 @@ class NativeEngine:
 
         A run that the compiled closed loop flies never steps the engine and skips the trace.
         """
+        params, varying, dt, integrator, world = self._build
+        memo = native_memo.key("native_engine", self.system, traced_params(self.system, params),
+                               dt, integrator, world, self.dtype)  # fmt: skip
+        hit = native_memo.load(memo)
+        if hit is not None:  # traced before with these inputs: its library
+            return hit[0]
         import casadi as cs
 
-        params, varying, dt, integrator, world = self._build
         system, nx, nc = self.system, self.system.size, self.system.n_cmd
         X, U = cs.SX.sym("x", self.n_ext), cs.SX.sym("u", self.n_in)
         P = cs.SX.sym("p", len(varying))
@@ -125,7 +152,9 @@ class NativeEngine:
         x1, st = step(x, tuple(u[:nc]), st, k, env)
         out = cs.vertcat(*x1, *st, k + 1)
         inputs = [X, U, P] if varying else [X, U]
-        return compile_rollout(cs.Function("quadsim_step", inputs, [out]), self.dtype)
+        rollout = compile_rollout(cs.Function("quadsim_step", inputs, [out]), self.dtype)
+        native_memo.save(memo, rollout, None)
+        return rollout
 
     def pack(self, state: Any, status: Status | None, k: int) -> np.ndarray:
         """Extended SoA state ``(n_ext, n)`` from a :class:`~quadsim.engines.state.State`, flags."""

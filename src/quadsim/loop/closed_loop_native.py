@@ -19,6 +19,7 @@ import numpy as np
 
 from ..engines import native_memo
 from ..engines.native import compile_rollout
+from ..engines.sim_native import traced_params
 from ..physics._array import to_numpy
 from ..physics.envelope import envelope
 from ..physics.integrators import INTEGRATORS
@@ -281,7 +282,8 @@ def compile_for_simulator(
     """
     system = sim.system
     params = {k: sim.model_params[k] for k in system.param_spec}
-    args = (system, params, control, gains, trajectory, sim.drone, float(sim.dt), sim.integrator,
+    args = (system, traced_params(system, params), control, gains, trajectory, sim.drone,
+            float(sim.dt), sim.integrator,
             np.dtype(sim.dtype), sim.world, sample, sens,
             "default" if ctrl_state is DEFAULT_CTRL else ctrl_state, brain_state, command,
             periods, sim.dryden, estimator)  # fmt: skip
