@@ -11,6 +11,8 @@ import pytest
 from quadsim.app.envs.single import HoverEnv
 from quadsim.app.envs.vector import HoverVectorEnv
 from quadsim.engines import native
+from quadsim.loop.parts import SENSORS as SENSOR_KINDS
+from quadsim.loop.parts import Output, Sensor
 
 PLUGINS = Path(__file__).resolve().parents[2] / "examples" / "plugins"
 SENSORS = {"tof": {"kind": "rangefinder"},
@@ -33,6 +35,7 @@ def test_a_rangefinder_and_a_users_sonar_in_the_env(plugins):
     env = HoverEnv(target=(0.0, 0.0, 1.0), sensors=SENSORS, backend="numpy")
     base = HoverEnv(target=(0.0, 0.0, 1.0), backend="numpy").observation_space.shape[0]
     assert env.observation_space.shape == (base + 4,)
+    assert env.core.sensing.names() == ["tof_range", "tof_valid", "sonar_height", "sonar_valid"]
     obs, _ = env.reset(seed=3)
     fresh = {"tof": [], "sonar": []}
     checked = 0
@@ -99,3 +102,29 @@ def test_compiled_env_with_sensor_parts_says_why_not():
     assert env.core.compiled_reason == "sensor parts are read on the reference path"
     with pytest.raises(ValueError, match="sensor parts are read on the reference path"):
         HoverEnv(sensors={"tof": {"kind": "rangefinder"}}, backend="native", compiled=True)
+
+
+class Counter(Sensor):
+    """A stateful part: how many readings it has taken since its drone's episode began."""
+
+    outputs = (Output("count", 1, "1", "readings since the episode began"),)
+
+    def init(self, n, truth, ctx):
+        return ctx.xp.zeros((n,))
+
+    def measure(self, k, truth, state, z, ctx):
+        return {"count": state + 1.0}, state + 1.0
+
+
+def test_a_stateful_part_restarts_with_its_environment_only(monkeypatch):
+    monkeypatch.setitem(SENSOR_KINDS, "counter", f"{__name__}:Counter")
+    env = HoverVectorEnv(3, target=(0.0, 0.0, 1.0), sensors={"c": {"kind": "counter"}},
+                         backend="numpy")  # fmt: skip
+    env.reset(seed=1)
+    for _ in range(5):
+        obs, *_ = env.step(np.zeros((3, 4)))
+    np.testing.assert_array_equal(obs[:, -1], [6.0, 6.0, 6.0])  # the reset's reading, then 5
+    env.core.reset(np.array([False, True, False]), np.random.default_rng(0))
+    np.testing.assert_array_equal(env.core.observe()[:, -1], [6.0, 1.0, 6.0])
+    obs, *_ = env.step(np.zeros((3, 4)))
+    np.testing.assert_array_equal(obs[:, -1], [7.0, 2.0, 7.0])

@@ -25,7 +25,7 @@ import numpy as np
 from ...engines.state import State
 from ...loop.brain import BrainState, Periods, Sensors, loop_periods, noise_groups
 from ...loop.parts import Context, part_outputs
-from ...loop.sensing import make_sense
+from ...loop.sensing import make_sense, pick
 from ...physics.noise import normals
 from ..scenario.parts import load_parts
 
@@ -104,7 +104,8 @@ class EnvSensors:
         if not self._state:
             self._state = fresh
         else:
-            self._state = tuple(_where_rows(which, f, s)
+            mask = np.asarray(which, bool)
+            self._state = tuple(pick(mask, f, s, np)
                                 for f, s in zip(fresh, self._state, strict=True))  # fmt: skip
 
     def read(self, truth: State, control_steps: np.ndarray,
@@ -136,8 +137,8 @@ class EnvSensors:
         readings = {key: np.asarray(v) for key, v in readings.items()}
         if which is not None:
             keep = ~np.asarray(which, bool)
-            state = tuple(_where_rows(~keep, s, o) for s, o in zip(state, self._state,
-                                                                    strict=True))  # fmt: skip
+            state = tuple(pick(~keep, s, o, np) for s, o in zip(state, self._state,
+                                                               strict=True))  # fmt: skip
             held[keep] = self._held[keep]
             readings = self.named(held) | {
                 k: np.where(keep, self._fresh.get(k, False), np.broadcast_to(v, keep.shape))
@@ -171,16 +172,3 @@ class EnvSensors:
     def advance(self) -> None:
         """Count one control step of physics (the normals' step index moves on)."""
         self.k += self.substeps
-
-
-def _where_rows(which: np.ndarray, new: Any, old: Any) -> Any:
-    """``new``'s rows where ``which``, else ``old``'s, leaf by leaf (``None`` stays ``None``)."""
-    if new is None or old is None:
-        return new
-    if isinstance(new, tuple):
-        return type(new)(*(_where_rows(which, a, b) for a, b in zip(new, old, strict=True))) \
-            if hasattr(new, "_fields") else tuple(
-                _where_rows(which, a, b) for a, b in zip(new, old, strict=True))  # fmt: skip
-    a, b = np.asarray(new), np.asarray(old)
-    mask = np.reshape(np.asarray(which, bool), (-1,) + (1,) * (a.ndim - 1))
-    return np.where(mask, a, b)
