@@ -18,3 +18,23 @@ def default_signals() -> None:
     """``preexec_fn`` of a child that will be sent stop signals: their default dispositions."""
     for s in STOP:
         signal.signal(s, signal.SIG_DFL)
+
+
+LONG_FLIGHT = """
+name = "long"
+duration = 600.0
+n = 2
+[drone]
+preset = "cf2x_L250"
+[sim]
+backend = "native"
+[trajectory]
+kind = "circle"
+radius = 0.5
+speed = 0.5
+[output]
+chunk_steps = 50
+log_every = 2
+part_seconds = 0  # a part per hand-over (the default closes one a second)
+"""
+"""A ten-minute flight that writes a log part every 50 steps: what a signal test stops."""

@@ -11,30 +11,12 @@ import time
 
 import numpy as np
 import pytest
-from signal_helpers import default_signals
+from signal_helpers import LONG_FLIGHT, default_signals
 
 from quadsim.app import cli, io
 
-LONG = """
-name = "long"
-duration = 600.0
-n = 2
-[drone]
-preset = "cf2x_L250"
-[sim]
-backend = "native"
-[trajectory]
-kind = "circle"
-radius = 0.5
-speed = 0.5
-[output]
-chunk_steps = 50
-log_every = 2
-part_seconds = 0  # a part per hand-over (the default closes one a second)
-"""
 
-
-def _start(tmp_path, text=LONG, *extra):
+def _start(tmp_path, text=LONG_FLIGHT, *extra):
     scen = tmp_path / "long.toml"
     scen.write_text(text)
     out = tmp_path / "out"
@@ -101,7 +83,7 @@ def test_sigkill_loses_at_most_the_chunk_in_flight_and_recover_rebuilds(tmp_path
 def test_ctrl_c_during_start_up_is_one_line(tmp_path):
     # jax backend: seconds of imports and compilation between the output directory appearing
     # (the checks before the run) and the first step; the signal lands in them
-    proc, out = _start(tmp_path, LONG.replace('backend = "native"', 'backend = "jax"'))
+    proc, out = _start(tmp_path, LONG_FLIGHT.replace('backend = "native"', 'backend = "jax"'))
     deadline = time.monotonic() + 60
     while not out.exists() and time.monotonic() < deadline:
         time.sleep(0.01)

@@ -11,26 +11,10 @@ import sys
 import time
 
 import pytest
-from signal_helpers import default_signals
+from signal_helpers import LONG_FLIGHT, default_signals
 
 from quadsim.app.signals import Interrupted, raising, stop_flag
 from quadsim.engines.signals import catchable, interrupt_after
-
-LONG = """
-name = "long"
-duration = 600.0
-[drone]
-preset = "cf2x_L250"
-[sim]
-backend = "native"
-[trajectory]
-kind = "circle"
-radius = 0.5
-speed = 0.5
-[output]
-chunk_steps = 50
-part_seconds = 0  # a part per hand-over
-"""
 
 
 @pytest.fixture
@@ -72,7 +56,7 @@ def test_quadsim_fly_started_with_a_signal_ignored_flies_on_through_it(tmp_path,
     """``nohup quadsim fly`` (SIGHUP ignored) or ``quadsim fly &`` in a script (SIGINT ignored):
     that signal does not stop the flight; SIGTERM still does, keeping what was flown (143)."""
     scen = tmp_path / "long.toml"
-    scen.write_text(LONG)
+    scen.write_text(LONG_FLIGHT)
     out = tmp_path / "out"
     proc = subprocess.Popen(
         [sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out", str(out), "--quiet",

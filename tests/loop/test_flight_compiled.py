@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from log_helpers import assert_logs_equal
 
 from quadsim.engines import native
 from quadsim.engines.sim import Simulator, Wind
@@ -51,24 +52,6 @@ def _fly(compiled, traj, gains, n, steps, wind=None, **kw):
     return result, chunks, sim
 
 
-def _assert_logs_equal(a, b):
-    """Same keys in the same order, shapes and dtypes; floats to TOL relative; flags equal."""
-    assert list(a) == list(b)
-    worst = 0.0
-    for key in b:
-        x, y = a[key], b[key]
-        assert x.shape == y.shape and x.dtype == y.dtype, (key, x.shape, y.shape, x.dtype, y.dtype)
-        if x.dtype == bool:
-            np.testing.assert_array_equal(x, y, err_msg=key)
-            continue
-        ref = b["cmd_wrench"] if key == "lost_wrench" else y
-        scale = max(float(np.abs(ref).max()), np.finfo(float).tiny)
-        err = float(np.abs(x - y).max()) / scale
-        worst = max(worst, err)
-        assert err <= TOL, (key, err)
-    return worst
-
-
 CASES = [  # (n, log_every, chunk_steps, steps): chunk ends fall between samples or on them
     (1, 1, 7, 150),
     (8, 3, 10, 100),  # chunks of 9 steps, a last chunk of 1
@@ -89,8 +72,8 @@ def test_compiled_fly_equals_python_fly(traj, gains, case):
     assert comp.steps == py.steps == steps and not comp.interrupted
     assert len(comp_chunks) == len(py_chunks)
     for c, p in zip(comp_chunks, py_chunks, strict=True):
-        _assert_logs_equal(c, p)
-    worst = _assert_logs_equal(comp.log, py.log)
+        assert_logs_equal(c, p)
+    worst = assert_logs_equal(comp.log, py.log)
     print(f"\n{traj} {gains} {case}: worst relative difference {worst:.1e}")
     # samples at t_k, k = 0, every, 2 every, ..., and the end sample at t = duration
     k = np.r_[np.arange(0, steps, every), steps]
@@ -110,7 +93,7 @@ def test_constant_wind_and_jax_python_loop_agree():
     comp, _, _ = _fly(None, "circle", "geometric", 4, 200, wind=wind, log_every=2)
     py, _, _ = _fly(False, "circle", "geometric", 4, 200, wind=wind, log_every=2)  # on JAX
     assert comp.meta["loop"] == "compiled" and py.meta["loop"] == "python"
-    _assert_logs_equal(comp.log, py.log)
+    assert_logs_equal(comp.log, py.log)
     calm, _, _ = _fly(None, "circle", "geometric", 4, 200, log_every=2)
     assert np.abs(calm.log["pos"] - comp.log["pos"]).max() > 1e-4  # the wind did something
 
@@ -141,7 +124,7 @@ def test_interrupted_flight_keeps_the_same_chunks(compiled):
         ref = fly(sim_p, TRAJS["circle"], control, GAINS["geometric"], duration=0.2,
                   ref_offset=offset, log_every=3, chunk_steps=20, on_chunk=on_chunk,
                   compiled=False, jit=False)  # fmt: skip
-        _assert_logs_equal(res.log, ref.log)
+        assert_logs_equal(res.log, ref.log)
         np.testing.assert_allclose(sim.state.pos, sim_p.state.pos, rtol=0, atol=1e-12)
 
 
@@ -283,8 +266,8 @@ def test_each_feature_compiled_equals_python(name):
     assert py.meta["loop"] == "python"
     assert comp.steps == py.steps == 103 and len(cc) == len(pc) == 6
     for c, p in zip(cc, pc, strict=True):
-        _assert_logs_equal(c, p)
-    worst = _assert_logs_equal(comp.log, py.log)
+        assert_logs_equal(c, p)
+    worst = assert_logs_equal(comp.log, py.log)
     print(f"\n{name}: worst relative difference {worst:.1e}")
     _assert_sims_alike(sim_c, sim_p, rng_c, rng_p)
     sensors = {"gyro", "accel", "mocap_pos"} & set(py.log)
@@ -321,7 +304,7 @@ def test_pid_with_per_drone_mass_and_imu():
     (comp, _, sim_c, _), (py, _, sim_p, _) = _fly_pair("all_own_seed", gains="pid",
                                                        traj="circle")  # fmt: skip
     assert comp.meta["loop"] == "compiled"
-    _assert_logs_equal(comp.log, py.log)
+    assert_logs_equal(comp.log, py.log)
     _assert_sims_alike(sim_c, sim_p)
 
 
@@ -331,7 +314,7 @@ def test_chunk_size_does_not_change_the_compiled_log(chunk_steps):
     (comp, cc, *_), (py, *_) = _fly_pair("imu_mocap_dryden_sim_seed", steps=150,
                                          chunk_steps=chunk_steps)  # fmt: skip
     assert len(cc) == -(-150 // chunk_steps)
-    _assert_logs_equal(comp.log, py.log)
+    assert_logs_equal(comp.log, py.log)
 
 
 def test_turbulence_and_sensors_run_in_the_step_one_call_per_chunk(monkeypatch):
@@ -354,7 +337,7 @@ def test_turbulence_and_sensors_run_in_the_step_one_call_per_chunk(monkeypatch):
     assert [c[0] for c in calls] == [1, 20, 20, 20] and {c[1] for c in calls} == {(4, 3)}
     assert len(cc) == len(pc) == 3
     for c, p in zip(cc, pc, strict=True):
-        _assert_logs_equal(c, p)
+        assert_logs_equal(c, p)
     _assert_sims_alike(sim_c, sim_p)
 
 
@@ -385,7 +368,7 @@ def test_sigint_keeps_the_completed_chunks_with_sensors_and_gusts(where):
     sim_p.reset(pos=np.asarray((0.0, 0.0, 1.0)) + offset)
     ref = fly(sim_p, TRAJS["circle"], control, GAINS["geometric"], duration=0.2, compiled=False,
               jit=False, **kw)  # fmt: skip
-    _assert_logs_equal(res.log, {key: v[:8] for key, v in ref.log.items()})
+    assert_logs_equal(res.log, {key: v[:8] for key, v in ref.log.items()})
 
 
 def test_a_second_flight_continues_alike():
@@ -402,8 +385,8 @@ def test_a_second_flight_continues_alike():
         logs.append((first, second, sim))
     (c1, c2, sim_c), (p1, p2, sim_p) = logs
     assert c2.meta["loop"] == "compiled" and p2.meta["loop"] == "python"
-    _assert_logs_equal(c1.log, p1.log)
-    _assert_logs_equal(c2.log, p2.log)
+    assert_logs_equal(c1.log, p1.log)
+    assert_logs_equal(c2.log, p2.log)
     np.testing.assert_allclose(c2.log["time"][0], 50 * DT, rtol=1e-12)
     _assert_sims_alike(sim_c, sim_p)
 
@@ -431,7 +414,7 @@ def test_showcase_compiled_equals_python(chunk_steps):
     assert a.imu is not None and comp.meta["loop"] == "compiled"
     py, _ = _showcase(False, 1.0, chunk_steps)
     assert py.meta["loop"] == "python"
-    worst = _assert_logs_equal(comp.log, py.log)
+    worst = assert_logs_equal(comp.log, py.log)
     print(f"\nshowcase, 1 s, chunk_steps {chunk_steps}: worst relative difference {worst:.1e}")
 
 

@@ -13,6 +13,7 @@ import signal
 
 import numpy as np
 import pytest
+from log_helpers import assert_logs_equal
 
 from quadsim.engines.sim import Simulator, Wind
 from quadsim.loop.control import control, load_gains
@@ -30,24 +31,6 @@ TRAJS = {
     "lemniscate": Lemniscate(size=1.0, period=8.0, center=(0.0, 0.0, 1.0)),
 }
 GAINS = {kind: load_gains(f"cf2x_L250_{kind}", dt=DT) for kind in ("geometric", "pid")}
-
-
-def _assert_logs_equal(a, b, tol=TOL):
-    """Same keys in the same order, shapes and dtypes; floats to ``tol`` relative; flags equal."""
-    assert list(a) == list(b)
-    worst = 0.0
-    for key in b:
-        x, y = a[key], b[key]
-        assert x.shape == y.shape and x.dtype == y.dtype, (key, x.shape, y.shape, x.dtype, y.dtype)
-        if x.dtype == bool:
-            np.testing.assert_array_equal(x, y, err_msg=key)
-            continue
-        ref = b["cmd_wrench"] if key == "lost_wrench" else y
-        scale = max(float(np.abs(ref).max()), np.finfo(float).tiny)
-        err = float(np.abs(x - y).max()) / scale
-        worst = max(worst, err)
-        assert err <= tol, (key, err)
-    return worst
 
 
 def _features(name, n):
@@ -119,8 +102,8 @@ def test_scan_equals_the_jax_per_step_loop_with_every_feature():
     assert step.meta["loop"] == "python" and step.meta["loop_reason"] == "compiled=False"
     assert scan.steps == step.steps == 103 and len(sc) == len(pc) == 6
     for c, p in zip(sc, pc, strict=True):
-        _assert_logs_equal(c, p)
-    worst = _assert_logs_equal(scan.log, step.log)
+        assert_logs_equal(c, p)
+    worst = assert_logs_equal(scan.log, step.log)
     print(f"\nscan vs per-step JAX loop, every feature: worst relative difference {worst:.1e}")
     assert {"gyro", "accel", "mocap_pos"} <= set(scan.log)
     _assert_sims_alike(sim_s, sim_p, rng_s, rng_p)
@@ -133,8 +116,8 @@ def test_scan_equals_the_numpy_reference(name):
     ref, rc, sim_r, _ = _fly("numpy", name, jit=False)
     assert scan.meta["loop"] == "scan"
     for c, r in zip(sc, rc, strict=True):
-        _assert_logs_equal(c, r)
-    worst = _assert_logs_equal(scan.log, ref.log)
+        assert_logs_equal(c, r)
+    worst = assert_logs_equal(scan.log, ref.log)
     print(f"\n{name}: worst relative difference {worst:.1e}")
     _assert_sims_alike(sim_s, sim_r)
 
@@ -144,7 +127,7 @@ def test_pid_on_the_scan():
     ref, *_ = _fly("numpy", "all_own_seed", gains="pid", traj="circle", log_every=1,
                    jit=False)  # fmt: skip
     assert scan.meta["loop"] == "scan"
-    _assert_logs_equal(scan.log, ref.log)
+    assert_logs_equal(scan.log, ref.log)
 
 
 @pytest.mark.parametrize("chunk_steps", [5, 35, 1000])
@@ -152,7 +135,7 @@ def test_chunk_size_does_not_change_the_scan_log(chunk_steps):
     scan, sc, *_ = _fly("jax", "imu_mocap_dryden_sim_seed", steps=150, chunk_steps=chunk_steps)
     ref, *_ = _fly("numpy", "imu_mocap_dryden_sim_seed", steps=150, jit=False)
     assert len(sc) == -(-150 // chunk_steps)
-    _assert_logs_equal(scan.log, ref.log)
+    assert_logs_equal(scan.log, ref.log)
 
 
 def test_calls_split_under_the_memory_cap(monkeypatch):
@@ -175,7 +158,7 @@ def test_calls_split_under_the_memory_cap(monkeypatch):
     # chunks of 15 steps (the log's own cap), calls of 2 periods of 5: 10 + 5, then the end
     assert calls == [10, 5] * 4 + [1] and len(sc) == len(rc) == 4
     for c, r in zip(sc, rc, strict=True):
-        _assert_logs_equal(c, r)
+        assert_logs_equal(c, r)
     _assert_sims_alike(sim_s, sim_r)
 
 
@@ -194,7 +177,7 @@ def test_sigint_keeps_the_completed_chunks(where):
     assert res.meta["loop"] == "scan" and res.interrupted and res.signal == signal.SIGINT, SEEN
     assert res.steps == 40 and res.log["time"].shape == (8,) and sim.k == 40
     ref, *_ = _fly("numpy", "imu_mocap_dryden_sim_seed", steps=100, jit=False)
-    _assert_logs_equal(res.log, {key: v[:8] for key, v in ref.log.items()})
+    assert_logs_equal(res.log, {key: v[:8] for key, v in ref.log.items()})
     np.testing.assert_allclose(np.asarray(sim.state.pos), ref.log["pos"][8], rtol=0, atol=1e-12)
 
 
@@ -209,8 +192,8 @@ def test_a_second_flight_continues_alike():
         out.append((fly(*args, **kw), fly(*args, **kw), sim))
     (s1, s2, sim_s), (p1, p2, sim_p) = out
     assert s2.meta["loop"] == "scan"
-    _assert_logs_equal(s1.log, p1.log)
-    _assert_logs_equal(s2.log, p2.log)
+    assert_logs_equal(s1.log, p1.log)
+    assert_logs_equal(s2.log, p2.log)
     np.testing.assert_allclose(s2.log["time"][0], 50 * DT, rtol=1e-12)
     _assert_sims_alike(sim_s, sim_p)
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from log_helpers import assert_logs_equal
 
 from quadsim.engines import native
 from quadsim.engines.sim import Simulator
@@ -38,24 +39,6 @@ GAINS = oc.pd_gains(DRONE, DT)
 TRAJ = Circle(radius=1.0, speed=1.0, center=(0.0, 0.0, 1.0))
 needs_native = pytest.mark.skipif(not native.available(), reason="needs CasADi and a C compiler")
 jax = pytest.importorskip("jax")
-
-
-def _assert_logs_equal(a, b, tol=TOL):
-    """Same keys, shapes and dtypes; floats to ``tol`` relative (of each key's scale)."""
-    assert list(a) == list(b)
-    worst = 0.0
-    for key in b:
-        x, y = a[key], b[key]
-        assert x.shape == y.shape and x.dtype == y.dtype, (key, x.shape, y.shape)
-        if x.dtype == bool:
-            np.testing.assert_array_equal(x, y, err_msg=key)
-            continue
-        ref = b["cmd_wrench"] if key == "lost_wrench" else y
-        scale = max(float(np.abs(ref).max()), 1e-300)
-        err = float(np.abs(x - y).max()) / scale
-        worst = max(worst, err)
-        assert err <= tol, (key, err)
-    return worst
 
 
 def _fly(backend, control=oc.pd_control, n=4, steps=400, seed=0, sim_kw=None, **kw):
@@ -86,8 +69,8 @@ def test_native_traces_the_own_controller():
     assert ref.meta["loop"] == "python" and ref.meta["loop_reason"] == "compiled=False"
     assert len(cc) == len(rc)
     for c, r in zip(cc, rc, strict=True):
-        _assert_logs_equal(c, r)
-    worst = _assert_logs_equal(comp.log, ref.log)
+        assert_logs_equal(c, r)
+    worst = assert_logs_equal(comp.log, ref.log)
     print(f"\nnative own controller: worst relative difference {worst:.1e}")
     np.testing.assert_allclose(sim_c.state.pos, sim_r.state.pos, rtol=0, atol=1e-12)
     assert _tracking(comp.log) < 0.04  # from about 5 cm off and at rest: 4 cm after 0.7 s
@@ -99,8 +82,8 @@ def test_jax_scans_the_own_controller():
     assert scan.meta["loop"] == "scan" and scan.meta["loop_reason"] is None
     assert step.meta["loop"] == "python"
     for c, r in zip(sc, pc, strict=True):
-        _assert_logs_equal(c, r)
-    worst = _assert_logs_equal(scan.log, step.log)
+        assert_logs_equal(c, r)
+    worst = assert_logs_equal(scan.log, step.log)
     print(f"\njax own controller: worst relative difference {worst:.1e}")
     assert sim_s.k == sim_p.k == 400
     np.testing.assert_allclose(np.asarray(sim_s.state.pos), np.asarray(sim_p.state.pos),
@@ -113,7 +96,7 @@ def test_example_runs():
     assert results["jax"].meta["loop"] == "scan"
     if native.available():
         assert results["native"].meta["loop"] == "compiled"
-        _assert_logs_equal(results["native"].log, results["jax"].log, 1e-9)
+        assert_logs_equal(results["native"].log, results["jax"].log, 1e-9)
 
 
 # -- rotor-speed commands, initial state, stateless and changing controllers ------------------
@@ -137,7 +120,7 @@ def test_rotor_speed_commands(backend):
     fast, *_ = _fly(backend, rpm_control, steps=200, log_every=2)
     ref, *_ = _fly("numpy", rpm_control, steps=200, log_every=2, jit=False)
     assert fast.meta["loop"] == ("compiled" if backend == "native" else "scan")
-    _assert_logs_equal(fast.log, ref.log)
+    assert_logs_equal(fast.log, ref.log)
     log = fast.log
     assert np.all(log["cmd_rpm"] <= DRONE.rpm_max) and np.all(log["cmd_rpm"] >= DRONE.rpm_min)
     assert np.all(log["lost_wrench"] == 0.0)
@@ -176,7 +159,7 @@ def test_initial_controller_state_per_drone(backend):
     ref, *_ = _fly("numpy", steps=100, ctrl_state=start, jit=False)
     zero, *_ = _fly("numpy", steps=100, jit=False)
     assert fast.meta["loop"] == ("compiled" if backend == "native" else "scan")
-    _assert_logs_equal(fast.log, ref.log)
+    assert_logs_equal(fast.log, ref.log)
     assert np.abs(ref.log["cmd_wrench"][0] - zero.log["cmd_wrench"][0]).max() > 1e-4
 
 
@@ -194,7 +177,7 @@ def test_stateless_controller(backend):
     fast, *_ = _fly(backend, stateless, steps=100)
     ref, *_ = _fly("numpy", stateless, steps=100, jit=False)
     assert fast.meta["loop"] in ("compiled", "scan")
-    _assert_logs_equal(fast.log, ref.log)
+    assert_logs_equal(fast.log, ref.log)
 
 
 # -- controllers that cannot be traced fall back, and say so ------------------------------------
@@ -228,7 +211,7 @@ def test_untraceable_controller_falls_back_with_a_warning(backend):
         assert reason.startswith("the closed loop could not be traced by JAX: Tracer")
         assert reason.endswith("; nor per step")
     ref, *_ = _fly("numpy", steps=60, jit=False)  # the same law, traced: the same flight
-    _assert_logs_equal(res.log, ref.log)
+    assert_logs_equal(res.log, ref.log)
 
 
 def test_fast_loop_required_raises_for_untraceable():
@@ -295,7 +278,7 @@ def test_hexacopter_rotor_speeds_are_told_by_their_size(backend):
         logs.append(res)
     assert logs[0].meta["loop"] == ("compiled" if backend == "native" else "scan")
     assert logs[0].log["cmd_rpm"].shape == (251, 2, 6)
-    _assert_logs_equal(logs[0].log, logs[1].log)
+    assert_logs_equal(logs[0].log, logs[1].log)
     assert np.abs(logs[0].log["pos"][-1] - logs[0].log["ref_pos"][-1]).max() < 0.05
 
 
@@ -323,4 +306,4 @@ def test_matmul_and_linalg_trace(backend):
     fast, *_ = _fly(backend, linalg_control, steps=100)
     ref, *_ = _fly("numpy", oc.pd_control, steps=100, jit=False)
     assert fast.meta["loop"] in ("compiled", "scan") and fast.meta["loop_reason"] is None
-    _assert_logs_equal(fast.log, ref.log)
+    assert_logs_equal(fast.log, ref.log)
