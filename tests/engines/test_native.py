@@ -529,6 +529,8 @@ def test_the_compilers_answers_are_remembered_for_its_file_and_the_cpu(fresh_too
                                                                         monkeypatch):  # fmt: skip
     """A second process (the in-process cache cleared) on the same compiler file and CPU asks
     the compiler nothing; another CPU (its flags), or an unreadable entry, asks again."""
+    if native._cpu() is None:
+        pytest.skip("no /proc/cpuinfo here: the compiler is asked every time (by design)")
     first = native._toolchain()
     assert len(list(fresh_toolchain.glob("ask_*.json"))) == 1
     native._toolchain.cache_clear()
