@@ -345,17 +345,21 @@ def test_parts_close_by_wall_time_and_bytes_not_by_chunk(tmp_path, rng, monkeypa
 
 def test_the_parts_still_in_hand_are_merged_without_reading_them_back(tmp_path, rng,
                                                                        monkeypatch):  # fmt: skip
-    """The writer keeps the tables it wrote while they total ``flush_bytes``; merging with them
-    reads only the other files, and the merged file is bitwise the one merged from disk."""
+    """The writer keeps the tables it wrote while all of them total ``flush_bytes`` (then
+    none); merging with them reads no file, and the merged file is bitwise the one merged from
+    disk."""
     from quadsim.app.io import parts
 
     chunks = [synthetic_chunk(rng, 0.07 * i) for i in range(3)]
     size = sum(np.asarray(v).nbytes for v in chunks[0].values())
     w = parts.PartWriter(tmp_path / parts.PARTS, META, durable=False, flush_seconds=0,
-                         flush_bytes=2 * size)  # fmt: skip
-    for i, c in enumerate(chunks):
+                         flush_bytes=int(2.5 * size))  # fmt: skip
+    for i, c in enumerate(chunks[:2]):
         w.write(c, 0.5 * i)
-    assert sorted(w.written) == ["part-000000.parquet"]  # the second would pass flush_bytes
+    assert sorted(w.written) == ["part-000000.parquet", "part-000001.parquet"]
+    held = dict(w.written)
+    w.write(chunks[2], 1.0)
+    assert w.written is None  # three parts pass flush_bytes: nothing is held any more
     disk = parts.merge_parts(tmp_path / parts.PARTS, tmp_path / "disk.parquet", keep_drones=2)
     import pyarrow.parquet as pq
 
@@ -363,8 +367,8 @@ def test_the_parts_still_in_hand_are_merged_without_reading_them_back(tmp_path, 
     monkeypatch.setattr(pq, "ParquetFile", lambda f, *a, **k: read.append(Path(f).name) or real(
         f, *a, **k))  # fmt: skip
     hand = parts.merge_parts(tmp_path / parts.PARTS, tmp_path / "hand.parquet", keep_drones=2,
-                             written=w.written)  # fmt: skip
-    assert read == ["part-000001.parquet", "part-000002.parquet"]
+                             written=held)  # fmt: skip
+    assert read == ["part-000002.parquet"]
     assert (tmp_path / "hand.parquet").read_bytes() == (tmp_path / "disk.parquet").read_bytes()
     assert_bitwise(hand.head, disk.head)
     same = [json.dumps(m.summary.result(1.0, False), sort_keys=True) for m in (hand, disk)]

@@ -100,9 +100,10 @@ class PartWriter:
         self.before_first_part = before_first_part
         self.count = 0
         self.chunks = 0
-        self.written: dict[str, Any] = {}
-        """The tables of the parts written, by file name, while they total at most
-        ``flush_bytes`` (:func:`merge_parts` takes them instead of reading the files back)."""
+        self.written: dict[str, Any] | None = {}
+        """The tables of the parts written, by file name, while all of them total at most
+        ``flush_bytes`` (:func:`merge_parts` takes them instead of reading the files back);
+        ``None`` once a run has written more (a long run holds none of its log in memory)."""
         self._kept_bytes = 0
         self._schema: Any = None
         self._held: list[Mapping[str, Any]] = []
@@ -156,9 +157,11 @@ class PartWriter:
         atomic_write(path, write)
         if self.durable:
             _fsync_dir(self.folder)
-        if self._kept_bytes + table.nbytes <= self.flush_bytes:  # durable on disk, and in hand
-            self.written[path.name] = table
-            self._kept_bytes += table.nbytes
+        self._kept_bytes += table.nbytes
+        if self.written is not None and self._kept_bytes <= self.flush_bytes:
+            self.written[path.name] = table  # durable on disk, and still in hand
+        else:
+            self.written = None
         self.count += 1
         self._held, self._held_bytes = [], 0
         self._since = time.monotonic()
