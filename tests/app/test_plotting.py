@@ -13,6 +13,7 @@ pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")
 
 from quadsim.app import plotting  # noqa: E402
+from quadsim.app.plotting import forked  # noqa: E402
 from quadsim.physics.rotation import from_euler  # noqa: E402
 
 META = {
@@ -169,7 +170,9 @@ def test_no_import_side_effects_and_no_pyplot():
 
 
 def _capture_figures(monkeypatch, module):
-    """Keep every figure ``module`` saves (its ``save_figure``), to read titles and artists back."""
+    """Keep every figure ``module`` saves (its ``save_figure``), to read titles and artists back
+    (drawn in this process: no forked child draws them)."""
+    monkeypatch.setattr(forked, "cores", lambda n: 1)
     figs = []
     save = module.save_figure
 

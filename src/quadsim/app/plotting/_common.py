@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -43,14 +43,18 @@ def new_figure(kind: str, figsize: tuple[float, float] | None = None, dpi: int =
 PNG_COMPRESS_LEVEL = 3
 
 
-def save_figure(fig: Any, path: str | os.PathLike[str]) -> Path:
+def save_figure(fig: Any, path: str | os.PathLike[str] | BinaryIO) -> Path | BinaryIO:
     """Render ``fig`` (Agg, at its dpi) and write it; a ``.png`` goes straight through Pillow.
 
     An opaque figure (every one here) is written as RGB rather than RGBA: the same pixels,
     a fifth less to compress. The PNG carries what ``savefig`` writes: the dpi and the
     ``Software`` tag. A name without a suffix gets ``.png`` (as ``savefig`` would add it), and
-    the path returned is the file written.
+    the path returned is the file written. ``path`` may also be a binary file (a PNG is written
+    to it, and it is returned).
     """
+    if hasattr(path, "write"):
+        _write_png(fig, path)
+        return path
     p = Path(path)
     if not p.suffix:
         p = p.with_name(p.name + ".png")
@@ -58,6 +62,12 @@ def save_figure(fig: Any, path: str | os.PathLike[str]) -> Path:
     if p.suffix.lower() != ".png":
         fig.savefig(p, dpi=fig.dpi)
         return p
+    _write_png(fig, p)
+    return p
+
+
+def _write_png(fig: Any, target: Path | BinaryIO) -> None:
+    """Draw ``fig`` and write it as a PNG (RGB where opaque) to ``target``."""
     import matplotlib
     from PIL import Image, PngImagePlugin
 
@@ -67,9 +77,8 @@ def save_figure(fig: Any, path: str | os.PathLike[str]) -> Path:
     img = Image.fromarray(np.ascontiguousarray(rgba[..., :3]) if opaque else rgba)
     info = PngImagePlugin.PngInfo()
     info.add_text("Software", f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/")
-    img.save(p, format="png", pnginfo=info, dpi=(fig.dpi, fig.dpi),
+    img.save(target, format="png", pnginfo=info, dpi=(fig.dpi, fig.dpi),
              compress_level=PNG_COMPRESS_LEVEL)  # fmt: skip
-    return p
 
 
 def thin_indices(y: np.ndarray, columns: int) -> np.ndarray | slice:

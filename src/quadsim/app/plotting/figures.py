@@ -31,6 +31,7 @@ from ._common import (
     unwrap_finite,
 )
 from .estimation import plot_estimation
+from .forked import Job, draw_all
 
 
 def plot_path_3d(
@@ -404,19 +405,14 @@ def plot_all(
         The paths written.
     """
     out = Path(out_dir)
-    paths = [
-        plot_path_3d(log, meta, out / "path_3d.png", drones, max_drones),
-        plot_states(log, meta, out / "states.png", drones, max_drones),
-    ]
+    pick = {"drones": drones, "max_drones": max_drones}
+    settle = pick | {"t_from": t_from}
+    jobs = [Job(plot_path_3d, (log, meta), pick, out / "path_3d.png"),
+            Job(plot_states, (log, meta), pick, out / "states.png", cost=3.0)]  # fmt: skip
     if "rotor_rpm" in log or "cmd_rpm" in log:
-        paths.append(plot_rotors(log, meta, out / "rotors.png", drones, max_drones))
+        jobs.append(Job(plot_rotors, (log, meta), pick, out / "rotors.png", cost=1.5))
     if "ref_pos" in log:
-        paths.append(
-            plot_tracking_error(
-                log, meta, out / "tracking_error.png", drones, max_drones, t_from=t_from
-            )
-        )
+        jobs.append(Job(plot_tracking_error, (log, meta), settle, out / "tracking_error.png"))
     if "est_pos" in log:  # an estimator flew: its estimate against the truth
-        paths.append(plot_estimation(log, meta, out / "estimation.png", drones, max_drones,
-                                     t_from=t_from))  # fmt: skip
-    return paths
+        jobs.append(Job(plot_estimation, (log, meta), settle, out / "estimation.png", cost=3.0))
+    return draw_all(jobs)
