@@ -17,7 +17,7 @@ their results do not change. Nothing here imports CasADi at import time.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -119,6 +119,22 @@ def _raw(x: Any) -> Any:
     return x
 
 
+def _operators(op: Any) -> tuple[Callable[[Any, Any], Any], Callable[[Any, Any], Any]]:
+    """The methods ``(self op o, o op self)`` of :class:`SymArray` for the NumPy ufunc ``op``.
+
+    Both apply ``op`` element by element to the object arrays (:meth:`SymArray._bin`), so one
+    pair serves each arithmetic operator and its reflected form.
+    """
+
+    def forward(self: SymArray, o: Any) -> SymArray:
+        return self._bin(o, op)
+
+    def reflected(self: SymArray, o: Any) -> SymArray:
+        return self._bin(o, op, True)
+
+    return forward, reflected
+
+
 class SymArray:
     """A NumPy object array of CasADi ``SX`` scalars posing as an array-API array.
 
@@ -170,41 +186,12 @@ class SymArray:
         o = _raw(other)
         return self._new(_obj(op(o, self.a) if reflected else op(self.a, o)))
 
-    def __add__(self, o: Any) -> SymArray:
-        return self._bin(o, np.add)
-
-    def __radd__(self, o: Any) -> SymArray:
-        return self._bin(o, np.add, True)
-
-    def __sub__(self, o: Any) -> SymArray:
-        return self._bin(o, np.subtract)
-
-    def __rsub__(self, o: Any) -> SymArray:
-        return self._bin(o, np.subtract, True)
-
-    def __mul__(self, o: Any) -> SymArray:
-        return self._bin(o, np.multiply)
-
-    def __rmul__(self, o: Any) -> SymArray:
-        return self._bin(o, np.multiply, True)
-
-    def __truediv__(self, o: Any) -> SymArray:
-        return self._bin(o, np.true_divide)
-
-    def __rtruediv__(self, o: Any) -> SymArray:
-        return self._bin(o, np.true_divide, True)
-
-    def __pow__(self, o: Any) -> SymArray:
-        return self._bin(o, np.power)
-
-    def __rpow__(self, o: Any) -> SymArray:
-        return self._bin(o, np.power, True)
-
-    def __matmul__(self, o: Any) -> SymArray:
-        return self._bin(o, np.matmul)
-
-    def __rmatmul__(self, o: Any) -> SymArray:
-        return self._bin(o, np.matmul, True)
+    __add__, __radd__ = _operators(np.add)
+    __sub__, __rsub__ = _operators(np.subtract)
+    __mul__, __rmul__ = _operators(np.multiply)
+    __truediv__, __rtruediv__ = _operators(np.true_divide)
+    __pow__, __rpow__ = _operators(np.power)
+    __matmul__, __rmatmul__ = _operators(np.matmul)
 
     def __neg__(self) -> SymArray:
         return self._new(_obj(np.negative(self.a)))

@@ -112,6 +112,17 @@ def thin_indices(y: np.ndarray, columns: int) -> np.ndarray | slice:
     return idx[idx < T]
 
 
+def plot_thinned(ax: Any, t: np.ndarray, y: np.ndarray, columns: int, **style: Any) -> Any:
+    """``ax.plot(t, y, **style)`` of one series ``y`` (T,) against ``t`` (T,) [s], drawn from the
+    samples :func:`thin_indices` keeps for ``columns`` pixel columns (the same line).
+
+    Returns:
+        What ``ax.plot`` returns.
+    """  # noqa: D205
+    idx = thin_indices(y, columns)
+    return ax.plot(t[idx], y[idx], **style)
+
+
 def run_indices(mask: np.ndarray, columns: int) -> np.ndarray | slice:
     """Indices of a boolean series that shade the same intervals (``fill_between(where=)``).
 

@@ -36,6 +36,7 @@ from ._common import (
     mark_settle,
     nan_masked,
     new_figure,
+    plot_thinned,
     save_figure,
     select_drones,
     thin_columns,
@@ -206,12 +207,12 @@ def _error_lines(
     """The components of ``y`` (T, n, 3): bold for the first drone (labelled), light for others."""
     for k in range(n - 1, -1, -1):  # the first drone on top
         for j in range(3):
-            idx = thin_indices(y[:, k, j], cols)
             if k == 0:
-                ax.plot(t[idx], y[idx, 0, j], color=drone_color(j), lw=1.2,
-                        label=f"{comps[j]}", zorder=3)  # fmt: skip
+                plot_thinned(ax, t, y[:, 0, j], cols, color=drone_color(j), lw=1.2,
+                             label=f"{comps[j]}", zorder=3)  # fmt: skip
             else:
-                ax.plot(t[idx], y[idx, k, j], color=drone_color(j), lw=0.6, alpha=0.3, zorder=2)
+                plot_thinned(ax, t, y[:, k, j], cols, color=drone_color(j), lw=0.6, alpha=0.3,
+                             zorder=2)  # fmt: skip
 
 
 def _sigma_bands(ax: Any, t: np.ndarray, s: np.ndarray, cols: int) -> None:
@@ -273,13 +274,10 @@ def _nees_row(
                label=f"95 % band, one run [{lo:.3g}, {hi:.3g}]")  # fmt: skip
     ax.axhline(NEES_DOF, color="green", ls=":", lw=1.0, label=f"mean {NEES_DOF} (χ² dof)")
     for k in range(len(sel) - 1, 0, -1):
-        idx = thin_indices(nees[:, k], cols)
-        ax.plot(t[idx], nees[idx, k], color="0.4", lw=0.6, alpha=0.3)
-    idx = thin_indices(nees[:, 0], cols)
-    ax.plot(t[idx], nees[idx, 0], color="C0", lw=0.9, label=f"NEES, drone {sel[0]}")
+        plot_thinned(ax, t, nees[:, k], cols, color="0.4", lw=0.6, alpha=0.3)
+    plot_thinned(ax, t, nees[:, 0], cols, color="C0", lw=0.9, label=f"NEES, drone {sel[0]}")
     run = _running_mean(nees[:, 0], err.counted[:, 0])
-    idx = thin_indices(run, cols)
-    ax.plot(t[idx], run[idx], color="C3", lw=1.6, label="running mean" + _window(t_from))
+    plot_thinned(ax, t, run, cols, color="C3", lw=1.6, label="running mean" + _window(t_from))
     pos_vals = nees[np.isfinite(nees) & (nees > 0)]
     if pos_vals.size:
         ax.set_yscale("log")

@@ -23,6 +23,7 @@ from ._common import (
     mark_settle,
     nan_masked,
     new_figure,
+    plot_thinned,
     run_indices,
     save_figure,
     select_drones,
@@ -154,17 +155,11 @@ def plot_states(
             if ref is not None:
                 rv = nan_masked(ref) if r >= 2 else nan_masked(np.asarray(ref)[:, sel])
             for k in range(len(sel)):
-                idx = thin_indices(v[:, k, j], cols)
-                ax.plot(
-                    t[idx],
-                    v[idx, k, j],
-                    color=drone_color(k),
-                    lw=1.2,
-                    label=f"drone {sel[k]}" if (r, j) == (0, 0) else None,
-                )
+                plot_thinned(ax, t, v[:, k, j], cols, color=drone_color(k), lw=1.2,
+                             label=f"drone {sel[k]}" if (r, j) == (0, 0) else None)  # fmt: skip
                 if rv is not None and np.isfinite(rv[:, k, j]).any():
-                    idx = thin_indices(rv[:, k, j], cols)
-                    ax.plot(t[idx], rv[idx, k, j], color=drone_color(k), lw=1.0, ls="--", alpha=0.8)
+                    plot_thinned(ax, t, rv[:, k, j], cols, color=drone_color(k), lw=1.0, ls="--",
+                                 alpha=0.8)  # fmt: skip
     for ax in axes[-1]:
         ax.set_xlabel("time [s]")
     if len(sel) > 1:
@@ -236,25 +231,12 @@ def plot_rotors(
             )
         for k in range(len(sel)):
             if act is not None:
-                idx = thin_indices(act[:, k, r], cols)
-                ax.plot(
-                    t[idx],
-                    act[idx, k, r],
-                    color=drone_color(k),
-                    lw=1.2,
-                    label=f"drone {sel[k]}" if r == 0 else None,
-                )
+                plot_thinned(ax, t, act[:, k, r], cols, color=drone_color(k), lw=1.2,
+                             label=f"drone {sel[k]}" if r == 0 else None)  # fmt: skip
             if cmd is not None:
-                idx = thin_indices(cmd[:, k, r], cols)
-                ax.plot(
-                    t[idx],
-                    cmd[idx, k, r],
-                    color=drone_color(k),
-                    lw=0.9,
-                    ls="--",
-                    alpha=0.8,
-                    label="commanded" if r == 0 and k == 0 else None,
-                )
+                plot_thinned(ax, t, cmd[:, k, r], cols, color=drone_color(k), lw=0.9, ls="--",
+                             alpha=0.8,
+                             label="commanded" if r == 0 and k == 0 else None)  # fmt: skip
         for lim in ("rpm_min", "rpm_max"):
             if meta.get(lim) is not None:
                 ax.axhline(
@@ -340,10 +322,8 @@ def plot_tracking_error(
     labels = ("e_x [m]", "e_y [m]", "e_z [m]", "|e| [m]")
     for j, ax in enumerate(axes):
         for k in range(len(sel)):
-            y = e[:, k, j] if j < 3 else en[:, k]
-            idx = thin_indices(y, cols)
-            ax.plot(t[idx], y[idx], color=drone_color(k), lw=1.2,
-                    label=f"drone {sel[k]}" if j == 0 else None)  # fmt: skip
+            plot_thinned(ax, t, e[:, k, j] if j < 3 else en[:, k], cols, color=drone_color(k),
+                         lw=1.2, label=f"drone {sel[k]}" if j == 0 else None)  # fmt: skip
         ax.set_ylabel(labels[j])
         ax.grid(True, alpha=0.3)
     for k, j in first_crashes(log, sel).items():

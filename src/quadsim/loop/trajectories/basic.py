@@ -14,15 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from .reference import (
-    SMOOTH,
     Reference,
     as_time,
     finite_number,
     finite_vec3,
     full_like,
     nonneg_number,
-    poly_derivs,
     set_frozen,
+    smoothstep,
     vec_like,
 )
 
@@ -118,7 +117,7 @@ class Step:
         else:
             tr = self.rise_time
             tau = xp.clip((t - self.t_step) / tr, 0.0, 1.0)
-            sig = [d / tr**k for k, d in enumerate(poly_derivs(SMOOTH, tau, 4))]
+            sig = smoothstep(tau, tr, 4)
         a, b = self.start, self.end
         fields = [vec_like(xp, [a[i] + (b[i] - a[i]) * sig[0] for i in range(3)], t)]
         fields += [vec_like(xp, [(b[i] - a[i]) * sig[k] for i in range(3)], t) for k in range(1, 5)]

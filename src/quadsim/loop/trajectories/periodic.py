@@ -36,7 +36,6 @@ from typing import Any
 import numpy as np
 
 from .reference import (
-    SMOOTH,
     SMOOTH_INT,
     Reference,
     as_time,
@@ -47,6 +46,7 @@ from .reference import (
     nonneg_number,
     poly_derivs,
     set_frozen,
+    smoothstep,
     vec_like,
 )
 
@@ -56,9 +56,8 @@ def _warped_time(xp: Any, t: Any, ramp: float) -> list[Any]:
     if ramp == 0.0:
         return [t, 1.0, 0.0, 0.0, 0.0]
     tau = xp.clip(t / ramp, 0.0, 1.0)
-    s = poly_derivs(SMOOTH, tau, 3)
     phi = ramp * poly_derivs(SMOOTH_INT, tau, 0)[0] + xp.clip(t - ramp, min=0.0)
-    return [phi, s[0], s[1] / ramp, s[2] / ramp**2, s[3] / ramp**3]
+    return [phi, *smoothstep(tau, ramp, 3)]
 
 
 def _expi_derivs(xp: Any, th: Sequence[Any]) -> tuple[list[Any], list[Any]]:

@@ -149,3 +149,14 @@ def poly_derivs(coefs: Sequence[float], x: Any, n: int) -> list[Any]:
         out.append(acc)
         c = [j * c[j] for j in range(1, len(c))]
     return out
+
+
+def smoothstep(tau: Any, width: float, n: int) -> list[Any]:
+    """The smoothstep over a transition of ``width`` [s] and its first ``n`` time derivatives.
+
+    ``tau`` is the transition's clipped normalised time ``clip((t - t₀)/width, 0, 1)``, shape
+    ``(...)``; returns ``[σ(τ), σ'(τ)/width, ..., σ⁽ⁿ⁾(τ)/widthⁿ]`` [1, 1/s, ..., 1/sⁿ], the
+    derivatives of ``σ((t - t₀)/width)`` in ``t`` (the step and the phase ramp both use it).
+    """
+    s = poly_derivs(SMOOTH, tau, n)
+    return [s[0], *(d / width**k for k, d in enumerate(s[1:], 1))]

@@ -1,4 +1,4 @@
-"""Validation of sensor parameters: finite numbers and vectors, positive numbers, sample periods.
+"""Validation of sensor parameters: records, finite numbers and vectors, positive numbers, periods.
 
 A private module of :mod:`quadsim.physics.sensors`: its functions serve the sibling sensor
 modules, and :func:`finite_number` also the estimators' gain checks
@@ -8,6 +8,7 @@ modules, and :func:`finite_number` also the estimators' gain checks
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -57,3 +58,27 @@ def positive_number(value: Any, name: str) -> float:
 def sample_period(dt: Any, rate: float) -> float:
     """Sample period [s]: ``dt`` if given (checked ``> 0``), else ``1 / rate`` (``rate`` [Hz])."""
     return 1.0 / rate if dt is None else positive_number(dt, "dt")
+
+
+def checked_record(params: Any, cls: type, check: Callable[[Any, str], Any]) -> Any:
+    """A new ``cls`` (a sensor's parameter NamedTuple) of ``params``, every field validated.
+
+    ``rate`` becomes a finite float ``> 0`` [Hz], ``name`` a ``str``, every other field
+    ``check(value, field_name)`` (which raises a ``ValueError`` naming the field), in field order.
+
+    Raises:
+        ValueError: If ``params`` is not a ``cls``, or a field is invalid (naming it).
+    """
+    if not isinstance(params, cls):
+        article = "an" if cls.__name__[0] in "AEIOU" else "a"
+        raise ValueError(f"params must be {article} {cls.__name__}; got {type(params).__name__}")
+    fields: dict[str, Any] = {}
+    for name in cls._fields:  # type: ignore[attr-defined]
+        v = getattr(params, name)
+        if name == "rate":
+            fields[name] = positive_number(v, "rate")
+        elif name == "name":
+            fields[name] = str(v)
+        else:
+            fields[name] = check(v, name)
+    return cls(**fields)

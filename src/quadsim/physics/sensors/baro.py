@@ -36,7 +36,7 @@ import numpy as np
 from .._array import as_like, check_shape, namespace
 from ..wind import normal_noise
 from ._noise import common_batch, is_float_array, standard_normals
-from ._validate import finite_number, positive_number, sample_period
+from ._validate import checked_record, finite_number, sample_period
 
 BARO_NOISE_DIM = 2  # z[..., 0] white noise, z[..., 1] bias walk
 BARO_INIT_NOISE_DIM = 1  # z[..., 0] turn-on bias
@@ -79,16 +79,8 @@ def check_baro_params(params: BaroParams) -> BaroParams:
         ValueError: Naming the field: ``noise_std``, ``bias_walk`` or ``bias_std`` < 0, a
             non-finite value, or ``rate`` not > 0.
     """
-    if not isinstance(params, BaroParams):
-        raise ValueError(f"params must be a BaroParams; got {type(params).__name__}")
-    return BaroParams(
-        noise_std=finite_number(params.noise_std, "noise_std", True),
-        bias_walk=finite_number(params.bias_walk, "bias_walk", True),
-        rate=positive_number(params.rate, "rate"),
-        bias=finite_number(params.bias, "bias", False),
-        bias_std=finite_number(params.bias_std, "bias_std", True),
-        name=str(params.name),
-    )
+    return checked_record(params, BaroParams,
+                          lambda v, name: finite_number(v, name, nonneg=name != "bias"))
 
 
 def baro_init(

@@ -33,8 +33,9 @@ import numpy as np
 from array_api_compat import device as _device
 
 from .._array import as_like, check_shape, namespace
+from ._delay import delay_count, delay_length, delay_lines, delay_push
 from ._noise import common_batch, standard_normals
-from ._validate import finite_number, positive_number, sample_period
+from ._validate import checked_record, finite_number, sample_period
 from .mocap import mocap_delay_steps
 
 GNSS_NOISE_DIM = 9  # z[..., 0:3] position white, 3:6 velocity white, 6:9 Gauss-Markov drive
@@ -108,18 +109,8 @@ def check_gnss_params(params: GnssParams) -> GnssParams:
         ValueError: Naming the field: a std or ``gm_tau`` < 0, a non-finite value, ``rate`` not
             > 0, or ``latency`` < 0.
     """
-    if not isinstance(params, GnssParams):
-        raise ValueError(f"params must be a GnssParams; got {type(params).__name__}")
-    fields: dict[str, Any] = {}
-    for name in GnssParams._fields:
-        v = getattr(params, name)
-        if name == "rate":
-            fields[name] = positive_number(v, "rate")
-        elif name == "name":
-            fields[name] = str(v)
-        else:
-            fields[name] = finite_number(v, name, nonneg=name in _NONNEG or name == "latency")
-    return GnssParams(**fields)
+    return checked_record(params, GnssParams, lambda v, name: finite_number(
+        v, name, nonneg=name in _NONNEG or name == "latency"))
 
 
 def gnss_delay_steps(params: GnssParams, dt: float | None = None) -> int:
@@ -166,14 +157,7 @@ def gnss_init(
     m = gnss_delay_steps(p, dt)
     xp = namespace(pos, vel)
     batch = common_batch(pos, vel)
-    v_like = as_like(xp, vel, pos)
-    pp = xp.broadcast_to(pos, (*batch, 3))[..., None, :]
-    vv = xp.broadcast_to(v_like, (*batch, 3))[..., None, :]
-    if m:
-        pbuf, vbuf = xp.concat([pp] * m, axis=-2), xp.concat([vv] * m, axis=-2)
-    else:
-        pbuf = xp.zeros((*batch, 0, 3), dtype=pos.dtype, device=_device(pos))
-        vbuf = xp.zeros((*batch, 0, 3), dtype=pos.dtype, device=_device(pos))
+    pbuf, vbuf = delay_lines(xp, (pos, as_like(xp, vel, pos)), m, batch, pos)
     gm_std = _vec(p.gm_std_h, p.gm_std_v)
     if noise is None:
         if np.any(gm_std > 0.0):
@@ -220,9 +204,7 @@ def gnss_measure(
     a = gnss_gm_coefficient(p, dt)
     xp = namespace(pos, vel)
     pbuf, vbuf = gnss_state.pos_buf, gnss_state.vel_buf
-    if pbuf.ndim < 2:
-        raise ValueError(f"gnss_state.pos_buf must have shape (..., m, 3); got {pbuf.shape}")
-    m = pbuf.shape[-2]
+    m = delay_length(pbuf, "gnss_state.pos_buf", "m")
     batch = common_batch(pos, vel)
     if tuple(pbuf.shape) != (*batch, m, 3) or tuple(vbuf.shape) != (*batch, m, 3):
         raise ValueError(
@@ -232,14 +214,7 @@ def gnss_measure(
     err = as_like(xp, gnss_state.gm_error, pos)
     check_shape(err, (3,), "gnss_state.gm_error")
     v = as_like(xp, vel, pos)
-    if m:
-        p_old, v_old = pbuf[..., 0, :], vbuf[..., 0, :]
-        p_new = xp.broadcast_to(pos, (*batch, 3))[..., None, :]
-        v_new = xp.broadcast_to(v, (*batch, 3))[..., None, :]
-        pbuf = xp.concat((pbuf[..., 1:, :], p_new), axis=-2)
-        vbuf = xp.concat((vbuf[..., 1:, :], v_new), axis=-2)
-    else:
-        p_old, v_old = pos, v
+    (p_old, v_old), (pbuf, vbuf) = delay_push(xp, (pbuf, vbuf), (pos, v), batch)
     z = standard_normals(noise, batch, GNSS_NOISE_DIM, xp, pos)
     gm_std = _vec(p.gm_std_h, p.gm_std_v)
     k = as_like(xp, np.stack((_vec(p.pos_std_h, p.pos_std_v), _vec(p.vel_std_h, p.vel_std_v),
@@ -248,7 +223,5 @@ def gnss_measure(
     p_m = p_old + err + sp * z[..., 0:3]
     v_m = v_old + sv * z[..., 3:6]
     err_next = a * err + sw * z[..., 6:9]
-    count = gnss_state.count
-    valid = xp.broadcast_to(count >= m, batch)
-    count = xp.where(count < m, count + 1, count)
+    valid, count = delay_count(xp, gnss_state.count, m, batch)
     return GnssReading(p_m, v_m, valid), GnssState(pbuf, vbuf, err_next, count)

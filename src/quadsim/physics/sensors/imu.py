@@ -38,7 +38,7 @@ from .. import rotation
 from .._array import as_like, check_shape, namespace
 from ..wind import normal_noise
 from ._noise import common_batch, is_float_array, standard_normals
-from ._validate import axis_vec3, positive_number, sample_period
+from ._validate import axis_vec3, checked_record, sample_period
 
 IMU_NOISE_DIM = 12  # z[..., 0:3] gyro white, 3:6 accel white, 6:9 gyro walk, 9:12 accel walk
 IMU_INIT_NOISE_DIM = 6  # z[..., 0:3] gyro turn-on bias, 3:6 accel turn-on bias
@@ -117,18 +117,8 @@ def check_imu_params(params: ImuParams) -> ImuParams:
     for done in _CHECKED:
         if done is params:  # already validated (its arrays are read-only copies)
             return params
-    if not isinstance(params, ImuParams):
-        raise ValueError(f"params must be an ImuParams; got {type(params).__name__}")
-    fields = {}
-    for name in ImuParams._fields:
-        v = getattr(params, name)
-        if name == "rate":
-            fields[name] = positive_number(v, "rate")
-        elif name == "name":
-            fields[name] = str(v)
-        else:
-            fields[name] = axis_vec3(v, name, nonneg=name in _NONNEG)
-    out = ImuParams(**fields)
+    out = checked_record(params, ImuParams,
+                         lambda v, name: axis_vec3(v, name, nonneg=name in _NONNEG))
     _CHECKED.insert(0, out)  # identity cache: repeated calls with ``out`` skip the checks
     del _CHECKED[8:]
     return out

@@ -46,22 +46,26 @@ _U_ACC_DENS = {
 }
 _U_ACC_WALK = {"m/s^3/sqrt(Hz)": 1.0, "ug/s/sqrt(Hz)": G_N * 1e-6, "m/s^2/sqrt(hr)": 1.0 / 60.0}
 _U_ACC = {"m/s^2": 1.0, "mg": G_N * 1e-3, "ug": G_N * 1e-6}
-# key -> (accepted units {unit: factor to SI}, default)
-_IMU_KEYS: dict[str, tuple[dict[str, float], Any]] = {
-    "rate": ({"Hz": 1.0}, REQUIRED),
-    "gyro_noise_density": (_U_GYRO_DENS, REQUIRED),
-    "gyro_bias_walk": (_U_GYRO_WALK, None),
-    "gyro_bias_instability": (_U_GYRO, None),
-    "gyro_bias": (_U_GYRO, 0.0),
-    "gyro_bias_std": (_U_GYRO, 0.0),
-    "gyro_scale": ({"1": 1.0}, 1.0),
-    "accel_noise_density": (_U_ACC_DENS, REQUIRED),
-    "accel_bias_walk": (_U_ACC_WALK, None),
-    "accel_bias_instability": (_U_ACC, None),
-    "accel_bias": (_U_ACC, 0.0),
-    "accel_bias_std": (_U_ACC, 0.0),
-    "accel_scale": ({"1": 1.0}, 1.0),
-}
+
+
+def _imu_keys() -> dict[str, tuple[dict[str, float], Any]]:
+    """Keys of an IMU file -> (accepted units {unit: factor to SI}, default): ``rate``, then
+    the same six keys for the gyro and the accelerometer, each in its own units."""  # noqa: D205, D209
+    keys: dict[str, tuple[dict[str, float], Any]] = {"rate": ({"Hz": 1.0}, REQUIRED)}
+    for s, dens, walk, bias in (("gyro", _U_GYRO_DENS, _U_GYRO_WALK, _U_GYRO),
+                                ("accel", _U_ACC_DENS, _U_ACC_WALK, _U_ACC)):  # fmt: skip
+        keys |= {
+            f"{s}_noise_density": (dens, REQUIRED),
+            f"{s}_bias_walk": (walk, None),
+            f"{s}_bias_instability": (bias, None),
+            f"{s}_bias": (bias, 0.0),
+            f"{s}_bias_std": (bias, 0.0),
+            f"{s}_scale": ({"1": 1.0}, 1.0),
+        }
+    return keys
+
+
+_IMU_KEYS = _imu_keys()
 _TEXT_KEYS = ("name", "description")
 
 

@@ -28,6 +28,7 @@ from array_api_compat import device as _device
 
 from .. import rotation
 from .._array import as_like, check_shape, namespace
+from ._delay import delay_count, delay_length, delay_lines, delay_push
 from ._noise import common_batch, standard_normals
 from ._validate import axis_vec3, positive_number, sample_period
 
@@ -147,13 +148,7 @@ def mocap_init(pos: Any, quat: Any, params: MocapParams, dt: float | None = None
     k = mocap_delay_steps(params, dt)
     xp = namespace(pos, quat)
     batch = common_batch(pos, quat)
-    p = xp.broadcast_to(pos, (*batch, 3))[..., None, :]
-    q = xp.broadcast_to(as_like(xp, quat, pos), (*batch, 4))[..., None, :]
-    if k:
-        pbuf, qbuf = xp.concat([p] * k, axis=-2), xp.concat([q] * k, axis=-2)
-    else:
-        pbuf = xp.zeros((*batch, 0, 3), dtype=pos.dtype, device=_device(pos))
-        qbuf = xp.zeros((*batch, 0, 4), dtype=pos.dtype, device=_device(pos))
+    pbuf, qbuf = delay_lines(xp, (pos, as_like(xp, quat, pos)), k, batch, pos)
     return MocapState(pbuf, qbuf, xp.zeros((), dtype=xp.int32, device=_device(pos)))
 
 
@@ -179,9 +174,7 @@ def mocap_measure(
     pos_std, att_std = _check_mocap(params)
     xp = namespace(pos, quat)
     pbuf, qbuf = mocap_state.pos_buf, mocap_state.quat_buf
-    if pbuf.ndim < 2:
-        raise ValueError(f"mocap_state.pos_buf must have shape (..., k, 3); got {pbuf.shape}")
-    k = pbuf.shape[-2]
+    k = delay_length(pbuf, "mocap_state.pos_buf", "k")
     batch = common_batch(pos, quat)
     if tuple(pbuf.shape[:-2]) != batch or tuple(qbuf.shape) != (*batch, k, 4):
         raise ValueError(
@@ -189,19 +182,10 @@ def mocap_measure(
             f"pos/quat batch shape {batch}; got {tuple(pbuf.shape)} and {tuple(qbuf.shape)}"
         )
     q = as_like(xp, quat, pos)
-    if k:
-        p_old, q_old = pbuf[..., 0, :], qbuf[..., 0, :]
-        p_new = xp.broadcast_to(pos, (*batch, 3))[..., None, :]
-        q_new = xp.broadcast_to(q, (*batch, 4))[..., None, :]
-        pbuf = xp.concat((pbuf[..., 1:, :], p_new), axis=-2)
-        qbuf = xp.concat((qbuf[..., 1:, :], q_new), axis=-2)
-    else:
-        p_old, q_old = pos, q
+    (p_old, q_old), (pbuf, qbuf) = delay_push(xp, (pbuf, qbuf), (pos, q), batch)
     z = standard_normals(noise, batch, MOCAP_NOISE_DIM, xp, pos)
     p_m = p_old + as_like(xp, pos_std, pos) * z[..., 0:3]
     q_m = rotation.multiply(rotation.normalize(q_old),
                             rotation.exp(as_like(xp, att_std, pos) * z[..., 3:6]))
-    count = mocap_state.count
-    valid = xp.broadcast_to(count >= k, batch)
-    count = xp.where(count < k, count + 1, count)
+    valid, count = delay_count(xp, mocap_state.count, k, batch)
     return MocapReading(p_m, q_m, valid), MocapState(pbuf, qbuf, count)
