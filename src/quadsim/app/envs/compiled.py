@@ -24,7 +24,7 @@ Compiled state of one environment (structure of arrays, environment index last, 
 :attr:`CompiledStep.rows`)::
 
     x = [plant state | world flags (5, with a world) | clock k | inner-loop memory (thrust
-         levels: rate_int 3, prev_ang_vel 3, prev_tau 2, yaw_sp 2, started) | steps |
+         levels: the leaves of INNER, inner_rate_int 3 ... inner_started 1) | steps |
          last_action (k) | rotor_est (N, with observe_rotors) | err_int (3, with
          observe_integral) | obs (d) | reward | terminated, truncated, crashed, fault,
          out_of_bounds, tilted | pos_error]
@@ -54,11 +54,12 @@ from ...engines.native import compile_rollout
 from ...engines.sim_native import kernel_params, varying_params
 from ...engines.state import check_unit_quat
 from ...engines.stepping import make_step
+from ...loop.brain import ctrl_leaves, tree_rebuild
 from ...physics._array import CASADI_OPS
 from ...physics._symbolic import SymArray, SymbolicNamespace, symbolic
 from ...physics.systems import Env
 from ...physics.world import Status
-from .actions import Attitude, InnerState, inner_loop
+from .actions import Attitude, init_inner, inner_loop
 from .observation import observation
 from .observer import advance, integrate_error, normalized
 from .reward import outcome
@@ -66,7 +67,10 @@ from .starts import start_state
 
 __all__ = ["CompiledStep"]
 
-_INNER = (("rate_int", 3), ("prev_ang_vel", 3), ("prev_tau", 2), ("yaw_sp", 2), ("started", 1))
+INNER = init_inner()
+"""One environment's inner-loop memory at a fresh episode (zeros; the thrust levels'
+:class:`~quadsim.app.envs.actions.InnerState`): its leaves (:func:`quadsim.loop.brain.ctrl_leaves`,
+prefix ``inner``) are the rows ``inner_<field>`` of the compiled state, spanned by ``inner``."""
 FLAGS = ("terminated", "truncated", "crashed", "fault", "out_of_bounds", "tilted")
 """Boolean output rows, in this order (contiguous)."""
 START = ("pos", "vel", "rpy", "ang_vel")
@@ -93,6 +97,17 @@ def _flat(a: Any, dtype: Any) -> list[Any]:
     if not isinstance(a, SymArray):
         a = SymArray(np.asarray(a, dtype=np.float64), dtype)
     return a.entries()
+
+
+def tree_rows(tree: Any, prefix: str) -> list[tuple[str, int]]:
+    """``(row name, size)`` of the leaves of a state tree (:func:`quadsim.loop.brain.ctrl_leaves`:
+    ``<prefix>_<field>``, depth first), as the compiled state stores them."""  # noqa: D205, D209
+    return [(name, int(np.size(leaf))) for name, leaf in ctrl_leaves(tree, prefix)]
+
+
+def tree_entries(tree: Any, prefix: str, dtype: Any) -> list[Any]:
+    """The CasADi scalars of a traced state tree, in the order of :func:`tree_rows`."""
+    return [e for _, leaf in ctrl_leaves(tree, prefix) for e in _flat(leaf, dtype)]
 
 
 def _reference(task: Any, t: SymArray, xp: Any) -> tuple[Any, Any, Any]:
@@ -147,6 +162,13 @@ class _Trace:
     def sym(self, name: str) -> SymArray:
         """The rows ``name`` of the state column."""
         return symbolic(self.xs[self.rows[name]], self.dtype)
+
+    def tree(self, template: Any, prefix: str) -> Any:
+        """The tree of ``template``'s structure whose leaves are its rows
+        (:func:`tree_rows`)."""  # noqa: D205, D209
+        leaves = [SymArray(self.sym(name).a.reshape(np.shape(leaf)), self.dtype)
+                  for name, leaf in ctrl_leaves(template, prefix)]  # fmt: skip
+        return tree_rebuild(template, iter(leaves))
 
     def rotor_est(self) -> SymArray | None:
         """The observer's rotor-speed estimate in the column (``None`` unless observed)."""
@@ -243,7 +265,7 @@ class CompiledStep:
             sizes += [("status_" + name, 1) for name in Status._fields]  # not the outcome flags
         sizes.append(("clock", 1))
         if self.core.level.inner_loop:
-            sizes += list(_INNER)
+            sizes += tree_rows(INNER, "inner")
         sizes += [("steps", 1), ("last_action", self.k_act)]
         if self.core.observe_rotors:
             sizes.append(("rotor_est", self.core.n_rotors))
@@ -254,6 +276,9 @@ class CompiledStep:
         rows, at = {}, 0
         for name, size in sizes:
             rows[name], at = slice(at, at + size), at + size
+        if self.core.level.inner_loop:  # the span of the memory's leaves
+            leaves = tree_rows(INNER, "inner")
+            rows["inner"] = slice(rows[leaves[0][0]].start, rows[leaves[-1][0]].stop)
         return rows
 
     def _compile(self, sim: Any, varying: list) -> tuple[Any, Any]:
@@ -298,8 +323,7 @@ class CompiledStep:
             out += list(st)
         out.append(k)
         if inner is not None:
-            flat = [e for f in inner for e in _flat(f, dtype)]
-            out += tr.keep(flat, slice(self.rows[_INNER[0][0]].start, self.rows["started"].stop))
+            out += tr.keep(tree_entries(inner, "inner", dtype), self.rows["inner"])
         return out + self._episode_rows(tr, a, x, st, est)
 
     def _substeps(self, tr: _Trace, step: Any, a: SymArray) -> tuple:
@@ -323,8 +347,7 @@ class CompiledStep:
         k, inner = xs[rows["clock"].start], None
         if level.inner_loop:
             consts = level.consts
-            inner = InnerState(*[symbolic(xs[rows[f]], dtype) if size > 1 else tr.sym(f)[0]
-                                 for f, size in _INNER])  # fmt: skip
+            inner = tr.tree(INNER, "inner")
         else:
             held = tuple(_flat(level.command(a, None), dtype))
         # the disturbances: the control step's wind, and the previous action until the latency
