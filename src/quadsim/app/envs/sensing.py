@@ -52,6 +52,12 @@ def reset_stream(stream: str) -> str:
     return f"{stream}:reset"
 
 
+def _at_rest(n: int) -> State:
+    """``n`` drones at rest, level, at the origin (a state for the parts' ``init`` templates)."""
+    return State(np.zeros((n, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (n, 1)), np.zeros((n, 3)),
+                 np.zeros((n, 3)))  # fmt: skip
+
+
 def _fail(section: str, key: str, why: str) -> ValueError:
     return ValueError(f"sensors: {section}.{key}: {why}")
 
@@ -190,10 +196,8 @@ class EnvSensors:
     def template(self) -> tuple:
         """One environment's part states at a start (a template of their structure and shapes,
         :func:`quadsim.loop.brain.first_drone`)."""  # noqa: D205, D209
-        truth = State(np.zeros((1, 3)), np.array([[0.0, 0.0, 0.0, 1.0]]), np.zeros((1, 3)),
-                      np.zeros((1, 3)))  # fmt: skip
         ctx = Context(self.dt, np, self.seed, self.k, self.world, self.gravity)
-        return tuple(first_drone(part.init(1, truth, ctx)) for part in self.parts)
+        return tuple(first_drone(part.init(1, _at_rest(1), ctx)) for part in self.parts)
 
     def named(self, held: np.ndarray) -> dict:
         """``{<name>_<output>: (n,) or (n, size)}`` of readings ``(n, size)``."""
@@ -236,9 +240,7 @@ class EnvSensors:
         self._held = np.array(snap["held"], np.float64)
         self._fresh = {k[6:]: np.array(v, bool) for k, v in snap.items() if k.startswith("fresh.")}
         if not self._state:  # the structure of the parts' states: their init
-            truth = State(np.zeros((self.n, 3)), np.tile([0.0, 0.0, 0.0, 1.0], (self.n, 1)),
-                          np.zeros((self.n, 3)), np.zeros((self.n, 3)))  # fmt: skip
-            self.reset(np.ones(self.n, bool), truth)
+            self.reset(np.ones(self.n, bool), _at_rest(self.n))
         self._state = tree_rebuild(self._state, iter([np.array(snap[f"state.{name}"]) for name, _
                                                       in ctrl_leaves(self._state, "state")]))
 
