@@ -13,6 +13,7 @@ from quadsim.app.envs.vector import HoverVectorEnv
 from quadsim.engines import native
 from quadsim.loop.parts import SENSORS as SENSOR_KINDS
 from quadsim.loop.parts import Output, Sensor
+from quadsim.physics.noise import normals
 
 PLUGINS = Path(__file__).resolve().parents[2] / "examples" / "plugins"
 SENSORS = {"tof": {"kind": "rangefinder"},
@@ -95,15 +96,6 @@ def test_a_bad_sensor_table_is_refused_with_its_key(sensors, message):
         HoverEnv(sensors=sensors, backend="numpy")
 
 
-@pytest.mark.skipif(not native.available(), reason="needs CasADi and a C compiler")
-def test_compiled_env_with_sensor_parts_says_why_not():
-    env = HoverEnv(sensors={"tof": {"kind": "rangefinder"}}, backend="native")
-    assert env.core.compiled is None
-    assert env.core.compiled_reason == "sensor parts are read on the reference path"
-    with pytest.raises(ValueError, match="sensor parts are read on the reference path"):
-        HoverEnv(sensors={"tof": {"kind": "rangefinder"}}, backend="native", compiled=True)
-
-
 class Counter(Sensor):
     """A stateful part: how many readings it has taken since its drone's episode began."""
 
@@ -116,10 +108,16 @@ class Counter(Sensor):
         return {"count": state + 1.0}, state + 1.0
 
 
-def test_a_stateful_part_restarts_with_its_environment_only(monkeypatch):
+NATIVE = pytest.mark.skipif(not native.available(), reason="needs CasADi and a C compiler")
+PATHS = [pytest.param(False, id="reference"), pytest.param(True, id="compiled", marks=NATIVE)]
+
+
+@pytest.mark.parametrize("compiled", PATHS)
+def test_a_stateful_part_restarts_with_its_environment_only(monkeypatch, compiled):
     monkeypatch.setitem(SENSOR_KINDS, "counter", f"{__name__}:Counter")
     env = HoverVectorEnv(3, target=(0.0, 0.0, 1.0), sensors={"c": {"kind": "counter"}},
-                         backend="numpy")  # fmt: skip
+                         backend="native" if compiled else "numpy", compiled=compiled or None)
+    assert (env.core.compiled is not None) == compiled
     env.reset(seed=1)
     for _ in range(5):
         obs, *_ = env.step(np.zeros((3, 4)))
@@ -128,3 +126,99 @@ def test_a_stateful_part_restarts_with_its_environment_only(monkeypatch):
     np.testing.assert_array_equal(env.core.observe()[:, -1], [6.0, 1.0, 6.0])
     obs, *_ = env.step(np.zeros((3, 4)))
     np.testing.assert_array_equal(obs[:, -1], [7.0, 2.0, 7.0])
+
+
+def _compare(a: tuple, b: tuple, obs_tol: float, tol: float) -> None:
+    """Two steps' results agree: observations within ``obs_tol``, the rest within ``tol``."""
+    np.testing.assert_allclose(a[0], b[0], rtol=0, atol=obs_tol)
+    np.testing.assert_allclose(a[1], b[1], rtol=0, atol=tol)
+    for x, y in zip(a[2:4], b[2:4], strict=True):
+        np.testing.assert_array_equal(x, y)
+    sa, sb = a[4]["sensors"], b[4]["sensors"]
+    assert sa.keys() == sb.keys()
+    for key in sa:
+        if key.endswith("_fresh") or key.startswith("_"):
+            np.testing.assert_array_equal(sa[key], sb[key], err_msg=key)
+        else:  # ranges of about 1 m; 0 without a reading
+            np.testing.assert_allclose(sa[key], sb[key], rtol=0, atol=tol, err_msg=key)
+
+
+@NATIVE
+@pytest.mark.parametrize(("dtype", "obs_tol", "tol"), [("float64", 1e-6, 1e-9),
+                                                      ("float32", 1e-4, 1e-4)])  # fmt: skip
+def test_the_compiled_step_reads_the_sensors_as_the_reference_path(plugins, dtype, obs_tol, tol):
+    """Three parts at three rates (every control step, every 4th, every 5th), 80 steps of 6
+    environments with ``NEXT_STEP`` autoresets (episodes of 30 steps) and a partial reset: the
+    compiled step (its normals drawn in C) gives the reference path's observations, rewards,
+    flags and ``info["sensors"]`` (float64: to the normals' last places, under 1e-9; float32: its
+    rounding, 1e-4 on values of about 1), fresh flags alike."""
+    sensors = {**SENSORS, "fast": {"kind": "rangefinder", "rate": 100.0}}
+    kw = {"target": (0.0, 0.0, 1.0), "sensors": sensors, "backend": "native", "dtype": dtype,
+          "max_episode_steps": 30, "action_level": "thrust_rates"}  # fmt: skip
+    env, ref = HoverVectorEnv(6, **kw), HoverVectorEnv(6, compiled=False, **kw)
+    assert env.core.compiled is not None and env.core.compiled_reason == ""
+    assert ref.core.compiled is None
+    np.testing.assert_allclose(env.reset(seed=4)[0], ref.reset(seed=4)[0], rtol=0, atol=obs_tol)
+    rng = np.random.default_rng(0)
+    fresh = 0
+    for t in range(80):
+        action = np.column_stack([np.full(6, 0.05), rng.uniform(-0.3, 0.3, (6, 3))])
+        a, b = env.step(action), ref.step(action)
+        _compare(a, b, obs_tol, tol)
+        fresh += int(a[4]["sensors"]["tof_fresh"].sum())
+        if t == 40:
+            mask = np.array([0, 1, 0, 0, 1, 0], bool)
+            np.testing.assert_allclose(env.reset(options={"reset_mask": mask})[0],
+                                       ref.reset(options={"reset_mask": mask})[0], rtol=0,
+                                       atol=obs_tol)  # fmt: skip
+    assert 6 * 20 <= fresh < 6 * 40  # every 4th step, and at the resets
+
+
+class AsArray(Sensor):
+    """A part that cannot be traced: NumPy on its input."""
+
+    outputs = (Output("h", 1, "m", "height"),)
+
+    def measure(self, k, truth, state, z, ctx):
+        return {"h": np.asarray(truth.pos)[..., 2]}, state
+
+
+class PythonIf(Sensor):
+    """A part that cannot be traced: a Python ``if`` on an array."""
+
+    outputs = (Output("h", 1, "m", "height"),)
+
+    def measure(self, k, truth, state, z, ctx):
+        h = truth.pos[..., 2]
+        return {"h": h if h > 0.5 else 0.0 * h}, state
+
+
+class SeededInit(Sensor):
+    """A part whose init draws from the seed: it cannot be traced for every reset."""
+
+    outputs = (Output("b", 1, "m", "a turn-on bias"),)
+
+    def init(self, n, truth, ctx):
+        return ctx.xp.asarray(normals(ctx.seed, "part:b", ctx.k0, np.arange(n), 1)[:, 0])
+
+    def measure(self, k, truth, state, z, ctx):
+        return {"b": state + 0.0 * truth.pos[..., 2]}, state
+
+
+@NATIVE
+@pytest.mark.parametrize(("cls", "why"), [
+    (AsArray, "sensor part 'p': its measure does not trace"),
+    (PythonIf, "sensor part 'p': its measure does not trace (TypeError: a symbolic array has "
+               "no truth value"),
+    (SeededInit, "sensor part 'p': its init depends on the seed or the step"),
+])  # fmt: skip
+def test_a_part_that_does_not_trace_keeps_the_reference_path(monkeypatch, cls, why):
+    monkeypatch.setitem(SENSOR_KINDS, "p", f"{__name__}:{cls.__name__}")
+    env = HoverEnv(sensors={"p": {"kind": "p"}}, backend="native")
+    assert env.core.compiled is None
+    assert env.core.compiled_reason.startswith(why)
+    env.reset(seed=0)
+    obs, *_ = env.step(np.zeros(4))  # the reference path runs it (one drone: the if too)
+    assert np.all(np.isfinite(obs))
+    with pytest.raises(ValueError, match="compiled=True: the compiled env step is not possible"):
+        HoverEnv(sensors={"p": {"kind": "p"}}, backend="native", compiled=True)

@@ -10,6 +10,7 @@ pytest.importorskip("gymnasium")
 
 WIND = {"wind": 0.5, "turbulence": "moderate", "latency": (0.0, 0.01),
         "obs_noise": (0.01, 0.02, 0.01, 0.01)}  # fmt: skip
+TOF = {"tof": {"kind": "rangefinder"}}
 
 
 def _make(env_id: str, mode: str, **kw):
@@ -27,12 +28,16 @@ def _make(env_id: str, mode: str, **kw):
         ("quadsim/Hover-v0", "NextStep", {"action_level": "thrust_attitude",
                                           "backend": "numpy"}),
         ("quadsim/Hover-v0", "NextStep", {"action_level": "pwm", "backend": "numpy"}),
+        ("quadsim/Hover-v0", "NextStep", {"sensors": TOF}),
+        ("quadsim/Hover-v0", "NextStep", {"sensors": TOF, "backend": "numpy"}),
     ],
-    ids=["recover-compiled", "recover-numpy", "thrust-attitude-numpy", "pwm"],
+    ids=["recover-compiled", "recover-numpy", "thrust-attitude-numpy", "pwm", "sensors-compiled",
+         "sensors-numpy"],
 )  # fmt: skip
 def test_a_state_put_into_a_new_env_continues_bit_for_bit(env_id, mode, kw):
     """Across autoresets (episodes of 7 steps), randomised parameters (Recover-v0), gusts,
-    latency and sensor noise, the inner loops and the batteries."""
+    latency and sensor noise, the inner loops, the batteries and a sensor part's held readings
+    and noise."""
     a, b = _make(env_id, mode, **kw), _make(env_id, mode, **kw)
     if kw.get("backend") != "numpy" and a.core.compiled is None:
         pytest.skip(f"no compiled env step here ({a.core.compiled_reason})")
@@ -47,6 +52,8 @@ def test_a_state_put_into_a_new_env_continues_bit_for_bit(env_id, mode, kw):
         for x, y in zip(ra[:4], rb[:4], strict=True):
             assert np.array_equal(x, y), k
         assert np.array_equal(ra[4]["pos_error"], rb[4]["pos_error"])
+        for key, v in ra[4].get("sensors", {}).items():
+            assert np.array_equal(v, rb[4]["sensors"][key]), (k, key)
     assert np.array_equal(a.core.sim.state.pos, b.core.sim.state.pos)
 
 

@@ -305,6 +305,10 @@ def test_threads_share_blocks_bitwise(cache, dtype):
         advance(10)  # the hot loop (seed 0, step0 0 every call, the first input held)
         held, _ = rolls[1](held, u[0], p, steps=10)
     np.testing.assert_array_equal(X[:, :n], held)
+    for i in range(3):  # the hot loop's normals: the seed and first step given to each call
+        advance(10, 3, 50 + 10 * i)
+        held, _ = rolls[1](held, u[0], p, steps=10, seed=3, step0=50 + 10 * i)
+    np.testing.assert_array_equal(X[:, :n], held)
 
 
 # ---------------------------------------------------------------------------------------------

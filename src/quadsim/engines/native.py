@@ -463,10 +463,12 @@ class NativeRollout:
         return X, R
 
     def bind(self, X: np.ndarray, U: np.ndarray, P: np.ndarray | None = None) -> Any:
-        """Hot-loop entry: a function ``advance(steps=1)`` that updates ``X`` in place.
+        """Hot-loop entry: a function ``advance(steps=1, seed=0, step0=0)`` that updates ``X``.
 
-        The buffers are checked once here and their addresses cached, so each call costs one
-        foreign-function call. The returned function keeps the arrays alive.
+        ``seed`` and ``step0`` are the key and the first step of the normals of a step with a
+        noise input, as in :meth:`__call__`. The buffers are checked once here and their
+        addresses cached, so each call costs one foreign-function call. The returned function
+        keeps the arrays alive.
 
         Args:
             X: States ``(n_state, N_pad)``, C-contiguous, of :attr:`dtype`, ``N_pad`` a multiple of
@@ -489,8 +491,8 @@ class NativeRollout:
         pp = None if P is None else P.ctypes.data
         threads, keep = self.threads, (X, U, P)
 
-        def advance(steps: int = 1) -> None:
-            fn(px, pu, pp, n_pad, steps, 0, per_drone, 0, None, threads, 0, 0, 0)
+        def advance(steps: int = 1, seed: int = 0, step0: int = 0) -> None:
+            fn(px, pu, pp, n_pad, steps, 0, per_drone, 0, None, threads, seed, step0, 0)
             return keep and None
 
         return advance

@@ -24,23 +24,28 @@ Compiled state of one environment (structure of arrays, environment index last, 
 :attr:`CompiledStep.rows`)::
 
     x = [plant state | world flags (5, with a world) | clock k | inner-loop memory (thrust
-         levels: rate_int 3, prev_ang_vel 3, prev_tau 2, yaw_sp 2, started) | steps |
-         last_action (k) | rotor_est (N, with observe_rotors) | err_int (3, with
-         observe_integral) | obs (d) | reward | terminated, truncated, crashed, fault,
-         out_of_bounds, tilted | pos_error]
+         levels: the leaves of INNER, inner_rate_int 3 ... inner_started 1, spanned by
+         "inner") | steps | last_action (k) | rotor_est (N, with observe_rotors) | err_int (3,
+         with observe_integral) | sensor parts (with sensors: each part's state leaves
+         sensor_<name>_state..., sensor_held, sensor_<name>_fresh; :mod:`.compiled_sensing`) |
+         obs (d) | reward | terminated, truncated, crashed, fault, out_of_bounds, tilted |
+         pos_error]
     u = [action (k), unclipped | fresh | start deviations: pos, vel, rpy, ang_vel (3 each) |
-         wind (3) | latency d (physics steps)]
-    p = per-drone model parameters (if any)
+         wind (3) | latency d (physics steps) | sensor_k (with sensors)]
+    p = per-drone model parameters (if any; an empty input with sensors and none)
+    z = with sensors: the parts' standard normals, then their reset twins, drawn in C
 
 The rows from ``obs`` on are outputs of the step. ``fresh = 1`` starts a new episode instead of
 stepping (the ``NEXT_STEP`` autoreset): the state becomes
 :func:`quadsim.app.envs.starts.start_state` of the task's reference at ``t = 0`` plus the drawn
 deviations, with hover rotor speeds, clear flags and inner memory, and the environment returns
-its first observation, reward 0 and no flags. A second compiled function recomputes only ``obs``
-from the state (after other resets, which write their starts into the selected columns).
-Python writes the actions (and the deviations of the environments starting anew), makes one
-call, and copies the outputs out. Where the time goes (float32, 1024 envs, one core): the call
-itself is all but some 25 µs of a step; see docs/envs.md.
+its first observation (with the sensor parts' first reading), reward 0 and no flags. A second
+compiled function recomputes only ``obs`` from the state (after other resets, which write their
+starts into the selected columns), and the sensor rows of the environments with ``fresh = 1``
+(those reset, whose first reading it takes at once). Python writes the actions (and the
+deviations of the environments starting anew), makes one call, and copies the outputs out. Where
+the time goes (float32, 1024 envs, one core): the call itself is all but some 25 µs of a step;
+see docs/envs.md.
 """
 
 from __future__ import annotations
@@ -55,130 +60,30 @@ from ...engines.sim_native import kernel_params, varying_params
 from ...engines.state import check_unit_quat
 from ...engines.stepping import make_step
 from ...physics._array import CASADI_OPS
-from ...physics._symbolic import SymArray, SymbolicNamespace, symbolic
+from ...physics._symbolic import SymArray, symbolic
 from ...physics.systems import Env
 from ...physics.world import Status
-from .actions import Attitude, InnerState, inner_loop
-from .observation import observation
-from .observer import advance, integrate_error, normalized
+from .actions import init_inner, inner_loop
+from .compiled_sensing import SensorRows
+from .observer import advance, integrate_error
 from .reward import outcome
 from .starts import start_state
+from .tracing import Trace, cse, flat, traced_reference, tree_entries, tree_rows
 
 __all__ = ["CompiledStep"]
 
-_INNER = (("rate_int", 3), ("prev_ang_vel", 3), ("prev_tau", 2), ("yaw_sp", 2), ("started", 1))
+INNER = init_inner()
+"""One environment's inner-loop memory at a fresh episode (zeros; the thrust levels'
+:class:`~quadsim.app.envs.actions.InnerState`): its leaves (:func:`quadsim.loop.brain.ctrl_leaves`,
+prefix ``inner``) are the rows ``inner_<field>`` of the compiled state, spanned by ``inner``."""
 FLAGS = ("terminated", "truncated", "crashed", "fault", "out_of_bounds", "tilted")
 """Boolean output rows, in this order (contiguous)."""
 START = ("pos", "vel", "rpy", "ang_vel")
 """The start deviations among the inputs (3 rows each, after ``fresh``), in this order."""
 N_U_EXTRA = 4
 """Inputs after the start deviations: the world wind [m/s] (3) and the action latency in physics
-steps (1) of the control step (:mod:`quadsim.app.envs.disturbances`; zeros without)."""
-
-
-def _cse(expr: Any) -> Any:
-    """``expr`` with common subexpressions merged (e.g. what every substep recomputes from the
-    held action), where CasADi offers ``cse``."""  # noqa: D205, D209
-    import os
-
-    import casadi as cs
-
-    if os.environ.get("QUADSIM_NO_CSE") or not hasattr(cs, "cse"):
-        return expr
-    return cs.cse(expr)
-
-
-def _flat(a: Any, dtype: Any) -> list[Any]:
-    """CasADi scalars of a traced array (a :class:`SymArray`, or numbers that stayed numbers)."""
-    if not isinstance(a, SymArray):
-        a = SymArray(np.asarray(a, dtype=np.float64), dtype)
-    return a.entries()
-
-
-def _reference(task: Any, t: SymArray, xp: Any) -> tuple[Any, Any, Any]:
-    """``(ref_pos, ref_vel, ahead)`` of the task at the traced time ``t`` (constants if fixed)."""
-    track = task.name == "track"
-    if task.constant is not None:
-        pos, vel = task.constant
-        ahead = np.broadcast_to(pos, (len(task.future), 3)) if track else None
-        return pos, vel, ahead
-    try:
-        ref = task.trajectory(t)
-        ahead = None
-        if track:
-            pts = [task.trajectory(t + tau).pos for tau in task.future]
-            ahead = xp.stack(pts) if pts else np.zeros((0, 3))
-    except Exception as e:  # a user callable that only takes numbers or NumPy arrays
-        raise NotImplementedError(
-            f"the task's trajectory does not trace with symbolic time ({type(e).__name__}: {e})"
-        ) from e
-    return ref.pos, ref.vel, ahead
-
-
-class _Trace:
-    """The symbols of one environment's column in the traced step and the helpers on them.
-
-    Args:
-        step: The :class:`CompiledStep` being compiled (rows, core, plant, dtype).
-        n_varying: Number of per-drone model parameters (inputs ``p``).
-
-    Attributes:
-        X, U, P: The CasADi ``SX`` inputs: state column, inputs, per-drone parameters.
-        xs: The scalars of ``X``.
-        inputs: The compiled functions' inputs (``P`` only with per-drone parameters).
-        fresh: Whether the environment starts anew (``NEXT_STEP`` autoreset), once traced.
-        new: The column of its new episode (:meth:`CompiledStep._start_column`), once traced.
-    """
-
-    def __init__(self, step: CompiledStep, n_varying: int) -> None:
-        import casadi as cs
-
-        self.core, self.rows, self.dtype = step.core, step.rows, step.dtype
-        self.xp = SymbolicNamespace.of(step.dtype)
-        self.nx, self.sl = step.system.size, step.system.slices()
-        self.X, self.U = cs.SX.sym("x", step.n_x), cs.SX.sym("u", step.n_u)
-        self.P = cs.SX.sym("p", n_varying)
-        self.xs = [self.X[i] for i in range(step.n_x)]
-        self.inputs = [self.X, self.U, self.P] if n_varying else [self.X, self.U]
-        self.observer = step.core.observer if step.core.observe_rotors else None
-        self.fresh: Any = None
-        self.new: list = []
-
-    def sym(self, name: str) -> SymArray:
-        """The rows ``name`` of the state column."""
-        return symbolic(self.xs[self.rows[name]], self.dtype)
-
-    def rotor_est(self) -> SymArray | None:
-        """The observer's rotor-speed estimate in the column (``None`` unless observed)."""
-        return self.sym("rotor_est") if self.observer else None
-
-    def error_integral(self) -> SymArray | None:
-        """The position-error integral in the column (``None`` unless observed)."""
-        return self.sym("err_int") if self.core.observe_integral else None
-
-    def attitude(self, x: tuple) -> Attitude:
-        """The attitude and body rates of the plant state ``x``."""
-        return Attitude(symbolic(x[self.sl["quat"]], self.dtype),
-                        symbolic(x[self.sl["ang_vel"]], self.dtype))  # fmt: skip
-
-    def observe(self, x: tuple, steps: Any, action: SymArray, est: SymArray | None,
-                integral: SymArray | None) -> tuple:  # fmt: skip
-        """:func:`~quadsim.app.envs.observation.observation` of the plant state ``x`` after
-        ``steps`` control steps, on the task's reference at that time."""  # noqa: D205, D209
-        core, sl, dtype = self.core, self.sl, self.dtype
-        t = symbolic([steps * core.control_dt], dtype)[0]
-        ref_pos, ref_vel, ahead = _reference(core.task, t, self.xp)
-        rotors = None if est is None else normalized(est, self.observer)
-        return observation(symbolic(x[sl["pos"]], dtype), symbolic(x[sl["quat"]], dtype),
-                           symbolic(x[sl["vel"]], dtype), symbolic(x[sl["ang_vel"]], dtype),
-                           action, ref_pos, ref_vel, ahead, rotors, integral,
-                           core.observe_body)  # fmt: skip
-
-    def keep(self, stepped: list, rows: slice) -> list:
-        """The stepped values of the ``rows``, or the new episode's where ``fresh``."""
-        import casadi as cs
-
-        return [cs.if_else(self.fresh, b, e) for e, b in zip(stepped, self.new[rows], strict=True)]
+steps (1) of the control step (:mod:`quadsim.app.envs.disturbances`; zeros without); with sensor
+parts one more, ``sensor_k`` (:mod:`quadsim.app.envs.compiled_sensing`)."""
 
 
 class CompiledStep:
@@ -192,8 +97,9 @@ class CompiledStep:
             reused when the per-drone parameter layout is the same (a new draw of values).
 
     Raises:
-        NotImplementedError: If the plant is not a rotor-level quaternion model, or the task's
-            trajectory does not trace.
+        NotImplementedError: If the plant is not a rotor-level quaternion model, the task's
+            trajectory does not trace, or a sensor part does not
+            (:mod:`quadsim.app.envs.compiled_sensing`).
     """
 
     def __init__(self, core: Any, sim: Any, cache: CompiledStep | None = None) -> None:
@@ -211,8 +117,9 @@ class CompiledStep:
         params = sim.model_params
         per_drone = tuple(k for k in params if np.ndim(params[k]) > len(system.param_spec[k]))
         varying = varying_params(system, params, per_drone)
+        self.sensors = None if core.sensing is None else SensorRows(core.sensing)
         self.rows = self._layout()
-        self.n_u = self.k_act + 1 + 3 * len(START) + N_U_EXTRA
+        self.n_u = self.k_act + 1 + 3 * len(START) + N_U_EXTRA + (self.sensors is not None)
         self.n_x = max(s.stop for s in self.rows.values())
         self._template = self._fresh_column(sim)
         key = (tuple((name, idx) for name, idx, _ in varying), self._template.tobytes())
@@ -243,42 +150,59 @@ class CompiledStep:
             sizes += [("status_" + name, 1) for name in Status._fields]  # not the outcome flags
         sizes.append(("clock", 1))
         if self.core.level.inner_loop:
-            sizes += list(_INNER)
+            sizes += tree_rows(INNER, "inner")
         sizes += [("steps", 1), ("last_action", self.k_act)]
         if self.core.observe_rotors:
             sizes.append(("rotor_est", self.core.n_rotors))
         if self.core.observe_integral:
             sizes.append(("err_int", 3))
+        if self.sensors is not None:
+            sizes += self.sensors.layout()
         sizes += [("obs", self.core.obs_dim),
                   ("reward", 1), *((f, 1) for f in FLAGS), ("pos_error", 1)]  # fmt: skip
         rows, at = {}, 0
         for name, size in sizes:
             rows[name], at = slice(at, at + size), at + size
+        if self.core.level.inner_loop:  # the span of the memory's leaves
+            leaves = tree_rows(INNER, "inner")
+            rows["inner"] = slice(rows[leaves[0][0]].start, rows[leaves[-1][0]].stop)
         return rows
 
     def _compile(self, sim: Any, varying: list) -> tuple[Any, Any]:
         """The compiled step and the compiled observation (module docstring), built from one
-        trace (:class:`_Trace`) of an environment's column."""  # noqa: D205, D209
+        trace (:class:`Trace`) of an environment's column."""  # noqa: D205, D209
         import casadi as cs
 
-        tr = _Trace(self, len(varying))
+        sensors = self.sensors
+        tr = Trace(self, len(varying), 0 if sensors is None else 2 * sensors.n_z)
         G = cs.Function("quadsim_env_observe", tr.inputs,
-                        [_cse(cs.vertcat(*self._observe_column(tr)))])  # fmt: skip
+                        [cse(cs.vertcat(*self._observe_column(tr)))])  # fmt: skip
         F = cs.Function("quadsim_env_step", tr.inputs,
-                        [_cse(cs.vertcat(*self._step_column(tr, sim, varying)))])  # fmt: skip
-        return compile_rollout(F, self.dtype), compile_rollout(G, self.dtype)
+                        [cse(cs.vertcat(*self._step_column(tr, sim, varying)))])  # fmt: skip
+        noise = () if sensors is None else sensors.noise
+        return (compile_rollout(F, self.dtype, noise=noise),
+                compile_rollout(G, self.dtype, noise=noise))  # fmt: skip
 
-    def _observe_column(self, tr: _Trace) -> list:
+    def _observe_column(self, tr: Trace) -> list:
         """The column of the observation of the current state (after resets): only the ``obs``
-        rows change."""  # noqa: D205, D209
+        rows change, and with sensor parts those of the environments with ``fresh = 1`` (reset
+        now): their first reading."""  # noqa: D205, D209
+        import casadi as cs
+
         xs, rows = tr.xs, self.rows
-        obs = tr.observe(tuple(xs[: tr.nx]), xs[rows["steps"].start], tr.sym("last_action"),
-                         tr.rotor_est(), tr.error_integral())[0]  # fmt: skip
+        x, steps = tuple(xs[: tr.nx]), xs[rows["steps"].start]
+        obs = tr.observe(x, steps, tr.sym("last_action"), tr.rotor_est(), tr.error_integral())[0]
         out = list(xs)
-        out[rows["obs"]] = _flat(obs, self.dtype)
+        obs = flat(obs, self.dtype)
+        if self.sensors is not None:
+            span, fresh = self.sensors.span(rows), tr.U[self.k_act] > 0.5
+            read = self.sensors.read(tr, x, fresh, steps, tr.U[self.n_u - 1])
+            out[span] = [cs.if_else(fresh, a, b) for a, b in zip(read, xs[span], strict=True)]
+            obs += out[rows["sensor_held"]]
+        out[rows["obs"]] = obs
         return out
 
-    def _step_column(self, tr: _Trace, sim: Any, varying: list) -> list:
+    def _step_column(self, tr: Trace, sim: Any, varying: list) -> list:
         """The column after the control step; an environment with ``fresh = 1`` (``NEXT_STEP``
         autoreset) starts anew instead: its start state, first observation, reward 0 and no
         flags."""  # noqa: D205, D209
@@ -298,11 +222,10 @@ class CompiledStep:
             out += list(st)
         out.append(k)
         if inner is not None:
-            flat = [e for f in inner for e in _flat(f, dtype)]
-            out += tr.keep(flat, slice(self.rows[_INNER[0][0]].start, self.rows["started"].stop))
+            out += tr.keep(tree_entries(inner, "inner", dtype), self.rows["inner"])
         return out + self._episode_rows(tr, a, x, st, est)
 
-    def _substeps(self, tr: _Trace, step: Any, a: SymArray) -> tuple:
+    def _substeps(self, tr: Trace, step: Any, a: SymArray) -> tuple:
         """The physics substeps of a control step with the action ``a``.
 
         Each substep: the inner loop (or the held rotor command) of the action, the previous
@@ -323,23 +246,22 @@ class CompiledStep:
         k, inner = xs[rows["clock"].start], None
         if level.inner_loop:
             consts = level.consts
-            inner = InnerState(*[symbolic(xs[rows[f]], dtype) if size > 1 else tr.sym(f)[0]
-                                 for f, size in _INNER])  # fmt: skip
+            inner = tr.tree(INNER, "inner")
         else:
-            held = tuple(_flat(level.command(a, None), dtype))
+            held = tuple(flat(level.command(a, None), dtype))
         # the disturbances: the control step's wind, and the previous action until the latency
         w0 = self.k_act + 1 + 3 * len(START)
         env = Env(wind=(U[w0], U[w0 + 1], U[w0 + 2]))
         delay, prev = U[w0 + 3], tr.sym("last_action")
-        prev_held = None if level.inner_loop else tuple(_flat(level.command(prev, None), dtype))
+        prev_held = None if level.inner_loop else tuple(flat(level.command(prev, None), dtype))
         est = tr.rotor_est()
         for j in range(self.substeps):
             late = delay > j
             if level.inner_loop:
-                pairs = zip(_flat(prev, dtype), _flat(a, dtype), strict=True)
+                pairs = zip(flat(prev, dtype), flat(a, dtype), strict=True)
                 aj = symbolic([cs.if_else(late, p, c) for p, c in pairs], dtype)
                 rpm, inner = inner_loop(aj, tr.attitude(x), inner, consts)
-                u = tuple(_flat(rpm, dtype))
+                u = tuple(flat(rpm, dtype))
             else:
                 u = tuple(cs.if_else(late, p, c) for p, c in zip(prev_held, held, strict=True))
             if est is not None:  # fed with the inner loop's command, else the action as sent
@@ -349,7 +271,7 @@ class CompiledStep:
             k = k + 1
         return x, st, k, inner, est
 
-    def _episode_rows(self, tr: _Trace, a: SymArray, x: tuple, st: Any, est: Any) -> list:
+    def _episode_rows(self, tr: Trace, a: SymArray, x: tuple, st: Any, est: Any) -> list:
         """The rows from ``steps`` on after the step to ``x`` (flags ``st``) with the action
         ``a``: steps, last action, observer states, observation, reward, flags, position
         error."""  # noqa: D205, D209
@@ -357,15 +279,17 @@ class CompiledStep:
 
         core, rows, dtype, xp, fresh = self.core, self.rows, self.dtype, tr.xp, tr.fresh
         steps = cs.if_else(fresh, 0.0, tr.xs[rows["steps"].start] + 1)
-        last = symbolic(tr.keep(_flat(a, dtype), rows["last_action"]), dtype)
+        sensed = [] if self.sensors is None else self.sensors.read(tr, x, fresh, steps,
+                                                                   tr.U[self.n_u - 1])
+        last = symbolic(tr.keep(flat(a, dtype), rows["last_action"]), dtype)
         if est is not None:
-            est = symbolic(tr.keep(_flat(est, dtype), rows["rotor_est"]), dtype)
+            est = symbolic(tr.keep(flat(est, dtype), rows["rotor_est"]), dtype)
         integral = int0 = tr.error_integral()
         if int0 is not None:  # after the step, with the error at the new time
             t1 = symbolic([steps * core.control_dt], dtype)[0]
-            e1 = symbolic(x[tr.sl["pos"]], dtype) - _reference(core.task, t1, xp)[0]
+            e1 = symbolic(x[tr.sl["pos"]], dtype) - traced_reference(core.task, t1, xp)[0]
             integral = integrate_error(int0, e1, core.control_dt)
-            integral = symbolic(tr.keep(_flat(integral, dtype), rows["err_int"]), dtype)
+            integral = symbolic(tr.keep(flat(integral, dtype), rows["err_int"]), dtype)
         obs, e_p, e_v, R_zz = tr.observe(x, steps, last, est, integral)
         never = xp.zeros(()) > 0.0
         crashed = never if st is None else SymArray(st.crashed, dtype) > 0.5
@@ -376,11 +300,16 @@ class CompiledStep:
                                                   core.termination)  # fmt: skip
         mx = core.max_episode_steps
         trunc = never if mx is None else SymArray(steps, dtype) >= float(mx)
-        out = [steps, *last.entries(), *(_flat(est, dtype) if est is not None else ()),
-               *(_flat(integral, dtype) if integral is not None else ()), *_flat(obs, dtype)]
+        held = []
+        if self.sensors is not None:  # the readings end the observation
+            at, r = self.sensors.span(rows).start, rows["sensor_held"]
+            held = sensed[r.start - at : r.stop - at]
+        out = [steps, *last.entries(), *(flat(est, dtype) if est is not None else ()),
+               *(flat(integral, dtype) if integral is not None else ()), *sensed,
+               *flat(obs, dtype), *held]
         for f in (reward, term, trunc, crashed, fault, oob, tilted):
-            out += [cs.if_else(fresh, 0.0, e) for e in _flat(f, dtype)]
-        return out + _flat(dist, dtype)
+            out += [cs.if_else(fresh, 0.0, e) for e in flat(f, dtype)]
+        return out + flat(dist, dtype)
 
     def _start_column(self, core: Any, xp: Any, dev: list) -> list:
         """The compiled state of a new episode (up to ``steps``) from the traced deviations
@@ -395,7 +324,7 @@ class CompiledStep:
                             core.floor)  # fmt: skip
         col: list = [cs.SX(float(v)) for v in self._template]
         for name, value in zip(("pos", "quat", "vel", "ang_vel"), state, strict=True):
-            col[rows[name]] = _flat(value, dtype)
+            col[rows[name]] = flat(value, dtype)
         return col
 
     # -- state ------------------------------------------------------------------------------------
@@ -409,6 +338,8 @@ class CompiledStep:
         if self.world is not None:
             col[self.rows["status_crash_time"]] = math.nan
             col[self.rows["status_fault_step"]] = -1.0
+        if self.sensors is not None:
+            self.sensors.fill(col, self.rows)
         return col
 
     def _take_state(self, sim: Any) -> None:
@@ -465,6 +396,13 @@ class CompiledStep:
             if full:  # every other environment restarts its clock too
                 X[rows["clock"]] = 0.0
         self._stale, self._dirty = True, True
+        if self.sensors is not None:  # their first reading, now: the refresh with fresh = 1
+            U, k = self._U, self.k_act
+            U[k] = 0.0
+            U[k, idx] = 1.0
+            self._read(self._refresh)
+            U[k] = 0.0
+            self._fresh, self._stale = False, False
 
     def steps(self) -> np.ndarray:
         """Control steps of the current episodes ``(n,)``."""
@@ -539,7 +477,11 @@ class CompiledStep:
         elif self._fresh:
             U[k] = 0.0
             self._fresh = False
-        self._advance()
+        if self.sensors is None:
+            self._advance()
+        else:
+            self.sensors.sensing.advance()  # the read at the end of the step
+            self._read(self._advance)
         self._clock += self.substeps
         self._stale, self._dirty = False, True
         obs = np.ascontiguousarray(X[rows["obs"], :n].T, dtype=np.float32)
@@ -550,4 +492,13 @@ class CompiledStep:
                 "pos_error": X[rows["pos_error"].start, :n].astype(np.float64),
                 "time": X[rows["steps"].start, :n].astype(np.float64)
                 * self.core.control_dt}  # fmt: skip
+        if self.sensors is not None:
+            info["sensors"] = self.sensors.readings(X, rows, n)
         return obs, reward, term, trunc, info
+
+    def _read(self, call: Any) -> None:
+        """Make the compiled ``call`` with the sensor parts' normals: their seed, and their step
+        count ``k`` (also the input ``sensor_k``)."""  # noqa: D205, D209
+        sensing = self.sensors.sensing
+        self._U[self.n_u - 1] = sensing.k
+        call(1, sensing.seed, sensing.k)

@@ -102,7 +102,9 @@ class QuadCore:
         observe_body: Also observe the position error and the velocity in the body frame.
         sensors: Sensor parts, ``{name: table}`` as a scenario's ``[sensors.<name>]`` tables
             (:mod:`quadsim.app.envs.sensing`): their readings end the observation and are in
-            ``info["sensors"]``; they are read on the reference path.
+            ``info["sensors"]``; the compiled path traces them
+            (:mod:`quadsim.app.envs.compiled_sensing`; a part that does not trace keeps the
+            reference path, reason in :attr:`compiled_reason`).
     """
 
     def __init__(
@@ -189,8 +191,6 @@ class QuadCore:
             self.compiled_reason = "compiled=False"
         elif self.backend != "native":
             self.compiled_reason = f"backend {self.backend!r} (the compiled step needs native)"
-        elif self.sensing is not None:
-            self.compiled_reason = "sensor parts are read on the reference path"
         else:
             old = self.compiled
             try:
@@ -300,6 +300,9 @@ class QuadCore:
         quat = state.get("attitude", quat)
         vel = state.get("vel", vel)
         ang_vel = state.get("ang_vel", ang_vel)
+        seed = None  # the sensor parts' noise seed, drawn at a full reset
+        if self.sensing is not None and full:
+            seed = self.sensing.seed = int(rng.integers(2**31))
         if self.compiled is not None:
             check = {"attitude": "quat"}
             self.compiled.reset(idx, full, {"pos": pos, "quat": quat, "vel": vel,
@@ -317,7 +320,7 @@ class QuadCore:
         self.level.reset(which)
         if self.sensing is not None:  # the episode's first reading, at its start
             truth = self._sim.state
-            self.sensing.reset(which, truth, int(rng.integers(2**31)) if full else None)
+            self.sensing.reset(which, truth, seed)
             self._sensor_obs, readings = self.sensing.read(truth, self._steps, which)
             self._readings = readings
 
@@ -349,6 +352,8 @@ class QuadCore:
             reward[done], terminated[done], truncated[done] = 0.0, False, False
             for key in ("crashed", "fault", "out_of_bounds", "tilted", "time"):
                 info[key][done] = 0
+            if self.sensing is not None:  # the new episodes' first readings, as observed
+                info["sensors"] = {k: np.copy(v) for k, v in self._readings.items()}
         info["pos_error"][done] = np.linalg.norm(obs[done, :3], axis=1)
         return self.dist.noisy(obs), reward, terminated, truncated, info
 

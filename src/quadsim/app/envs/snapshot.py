@@ -8,6 +8,8 @@ What decides an environment's future, on either path:
   rotor-speed estimate, the error integral), the action level's memory (the thrust levels'
   inner loop, the pwm batteries);
 * the disturbances: the per-episode draws, the gusts and their generator's state;
+* the sensor parts' step count and noise seed (on the reference path also their held readings,
+  fresh flags and states; the compiled path keeps those in its state array);
 * on the compiled path, its whole state array (plant, flags, clock, inner memories, counters,
   observations) and input array; on the reference path, the simulator's state, flags and clock.
 
@@ -39,6 +41,8 @@ def core_state(core: Any) -> dict[str, Any]:
     if inner is not None:
         s.update({f"level.inner.{k}": np.array(v) for k, v in inner._asdict().items()})
     c = core.compiled
+    if core.sensing is not None:  # their step count and seed (and memory on the reference path)
+        s.update({f"sensing.{k}": v for k, v in core.sensing.snapshot(c is None).items()})
     if c is not None:
         s.update({"compiled.X": c._X.copy(), "compiled.U": c._U.copy(),
                   "compiled.clock": int(c._clock), "compiled.stale": bool(c._stale),
@@ -89,6 +93,8 @@ def set_core_state(core: Any, state: dict[str, Any]) -> None:
     if inner is not None:
         level.inner = type(inner)(**{k: _take(state, f"level.inner.{k}", v)
                                      for k, v in inner._asdict().items()})  # fmt: skip
+    if core.sensing is not None:
+        core.sensing.restore({k[8:]: v for k, v in state.items() if k.startswith("sensing.")})
     c = core.compiled
     if c is not None:
         c._X[...] = _take(state, "compiled.X", c._X)
