@@ -81,8 +81,8 @@ class EnvSensors:
         for part in parts:
             part_at[part.name] = o
             o += sum(c for _, c in part.streams)
-        self._sense = make_sense(self.sens, self.periods, self.gravity, self.dt, {}, part_at,
-                                 world)  # fmt: skip
+        self._sense = make_sense(parts, self.periods.parts, self.gravity, self.dt,
+                                 tuple(part_at[p.name] for p in parts), world)  # fmt: skip
         self.seed = 0
         self.k = 0
         self._state: tuple = ()
@@ -123,14 +123,14 @@ class EnvSensors:
         if self.parts and not self._state:  # read before any reset: every drone starts here
             self.reset(np.ones(self.n, bool), truth)
         j = np.asarray(control_steps, np.float64) * self.substeps
-        bs = BrainState(j, None, None, None, None, None, parts=tuple(
+        bs = BrainState(j, None, None, parts=tuple(
             zip(self._state, self._held_parts(), strict=True)))  # fmt: skip
         drones = np.arange(self.n) + (0 if which is None else self.n)
         z = [normals(self.seed, stream, self.k, drones, count)
              for stream, count in noise_groups(self.sens)]  # fmt: skip
         z = np.concatenate(z, -1) if z else np.zeros((self.n, 0))
         out, readings, new = self._sense(self.k, truth, bs, z)
-        state = tuple(s for s, _ in new["parts"])
+        state = tuple(s for s, _ in new)
         values = [np.reshape(np.asarray(out[key], np.float64), (self.n, size))
                   for key, size in self.outputs]  # fmt: skip
         held = np.concatenate(values, axis=1) if values else np.zeros((self.n, 0))
