@@ -44,12 +44,11 @@ from ..engines.state import State
 from ..physics import power as pw
 from ..physics._array import namespace, to_numpy
 from ..physics.commands import COMMANDS, command_allocation, command_kind
-from ..physics.noise import normals
-from ..physics.sensors import baro_init, gnss_init, imu_init, mocap_init
 from . import control as control_module
 from .parts import Context, part_outputs
+from .parts.standard import standard_parts
 from .records import numpy_state
-from .sensing import dropping, due, make_sense, pick, tree_map
+from .sensing import due, make_sense, pick, tree_map
 
 __all__ = [
     "COMMANDS",
@@ -68,7 +67,9 @@ __all__ = [
     "loop_periods",
     "make_brain",
     "noise_groups",
+    "part_periods",
     "rates_hz",
+    "sensor_parts",
     "state_leaves",
 ]
 
@@ -158,29 +159,34 @@ def loop_periods(dt: float, gains: Any = None, sens: Sensors | None = None, *,
     """
     dt = float(dt)
     sens = Sensors() if sens is None else sens
-    imu, mocap, baro, gnss = sens.imu, sens.mocap, sens.baro, sens.gnss
     control = 1
     g_dt = getattr(gains, "dt", control_dt)
     if g_dt is not None:
         name = getattr(gains, "name", "")
         what = f"the controller (gains {name})" if name else "the controller"
         control = _steps_per(float(g_dt), dt, what, faster_ok=False)
-    m_i = m_m = 1
-    imu_dt = None
-    if imu is not None:
-        m_i = _steps_per(1.0 / float(imu.rate), dt, f"the IMU ({imu.rate:g} Hz)", True)
-        imu_dt = m_i * dt
-    if mocap is not None:
-        m_m = _steps_per(1.0 / float(mocap.rate), dt, f"motion capture ({mocap.rate:g} Hz)", True)
-    m_b = m_g = 1
-    if baro is not None:
-        m_b = _steps_per(1.0 / float(baro.rate), dt, f"the barometer ({baro.rate:g} Hz)", False)
-    if gnss is not None:
-        m_g = _steps_per(1.0 / float(gnss.rate), dt, f"GNSS ({gnss.rate:g} Hz)", False)
-    parts = tuple(1 if p.rate is None else
-                  _steps_per(1.0 / p.rate, dt, f"sensor {p.name} ({p.rate:g} Hz)", False)
-                  for p in sens.parts)  # fmt: skip
-    return Periods(control, m_i, m_m, imu_dt, m_b, m_g, parts)
+    parts = sensor_parts(sens)
+    ms = [1 if p.rate is None else
+          _steps_per(1.0 / p.rate, dt, f"{p.label or f'sensor {p.name}'} ({p.rate:g} Hz)",
+                     p.faster_ok) for p in parts]  # fmt: skip
+    n_std = len(parts) - len(sens.parts)
+    std = {p.kind: m for p, m in zip(parts[:n_std], ms, strict=False)}
+    m_i = std.get("imu", 1)
+    return Periods(control, m_i, std.get("mocap", 1), m_i * dt if "imu" in std else None,
+                   std.get("baro", 1), std.get("gnss", 1), tuple(ms[n_std:]))
+
+
+def sensor_parts(sens: Sensors) -> tuple:
+    """Every sensor of ``sens`` as a part, in the order the loop reads them: the built-in ones
+    (:func:`quadsim.loop.parts.standard.standard_parts`), then :attr:`Sensors.parts`."""  # noqa: D205, D209
+    return (*standard_parts(sens), *sens.parts)
+
+
+def part_periods(periods: Periods, sens: Sensors) -> tuple:
+    """The periods [steps] of :func:`sensor_parts`, in its order."""
+    std = {"imu": periods.imu, "mocap": periods.mocap, "baro": periods.baro,
+           "gnss": periods.gnss}  # fmt: skip
+    return (*(std[p.kind] for p in standard_parts(sens)), *periods.parts)
 
 
 def rates_hz(dt: float, periods: Periods, sens: Sensors | None = None) -> dict:
@@ -191,15 +197,7 @@ def rates_hz(dt: float, periods: Periods, sens: Sensors | None = None) -> dict:
     """
     sens = Sensors() if sens is None else sens
     rates = {"physics": 1.0 / dt, "control": 1.0 / (periods.control * dt)}
-    if sens.imu is not None:
-        rates["imu"] = 1.0 / (periods.imu_dt or dt)
-    if sens.mocap is not None:
-        rates["mocap"] = 1.0 / (periods.mocap * dt)
-    if sens.baro is not None:
-        rates["baro"] = 1.0 / (periods.baro * dt)
-    if sens.gnss is not None:
-        rates["gnss"] = 1.0 / (periods.gnss * dt)
-    for part, m in zip(sens.parts, periods.parts, strict=True):
+    for part, m in zip(sensor_parts(sens), part_periods(periods, sens), strict=True):
         rates[part.name] = 1.0 / (m * dt)
     return rates
 
@@ -268,20 +266,12 @@ def tree_rebuild(tree: Any, leaves: Any) -> Any:
 
 
 class Held(NamedTuple):
-    """What is held between updates (``None`` for what updates every step)."""
+    """The command held between controller updates (``None`` for what updates every step)."""
 
     cmd_rpm: Any = None
     cmd_wrench: Any = None
     lost_wrench: Any = None
     saturated: Any = None
-    gyro: Any = None
-    accel: Any = None
-    mocap_pos: Any = None
-    baro_alt: Any = None
-    gnss_pos: Any = None
-    gnss_vel: Any = None
-    mocap_stamp: Any = None
-    gnss_stamp: Any = None
 
 
 class BrainState(NamedTuple):
@@ -290,31 +280,18 @@ class BrainState(NamedTuple):
     Attributes:
         j: Steps since the flight's start ``(n,)`` (float; selects the updates).
         ctrl: The controller's state (any tree of arrays, or ``None``).
-        imu: :class:`~quadsim.physics.sensors.ImuState` (in-run biases), or ``None``.
-        imu_vel: Velocity at the previous IMU sample ``(n, 3)`` [m/s], or ``None``.
-        mocap: :class:`~quadsim.physics.sensors.MocapState` (delay line), or ``None``.
-        held: :class:`Held` outputs, or ``None`` when every period is 1.
+        held: :class:`Held` command, or ``None`` when the controller runs every step.
         est: The estimator's state (``make_brain(estimator=...)``), or ``None``.
-        baro: :class:`~quadsim.physics.sensors.BaroState` (in-run bias), or ``None``.
-        gnss: :class:`~quadsim.physics.sensors.GnssState` (delay line, correlated error), or
-        ``None``.
-        mocap_gap: Whether motion capture is in a dropout gap ``(n,)`` (0/1), or ``None``
-            without dropouts.
         battery: The battery's charge ``(n,)`` (0..1), or ``None`` without a power chain.
-        parts: One ``(state, held)`` per sensor part (``held``: its outputs between samples, or
-            ``None`` when it reads every step), or ``()``.
+        parts: One ``(state, held)`` per sensor part of :func:`sensor_parts` (``held``: its
+            outputs between samples, or ``None`` when it reads every step or holds its own), or
+            ``()``.
     """
 
     j: Any
     ctrl: Any
-    imu: Any
-    imu_vel: Any
-    mocap: Any
     held: Any
     est: Any = None
-    baro: Any = None
-    gnss: Any = None
-    mocap_gap: Any = None
     battery: Any = None
     parts: tuple = ()
 
@@ -324,43 +301,20 @@ def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, sens: Sensor
                xp: Any = np, estimator: Any = None, world: Any = None) -> BrainState:  # fmt: skip
     """The brain state at a flight's start (step ``k0``): float64 arrays of ``xp``.
 
-    The IMU's turn-on biases are :func:`quadsim.physics.sensors.imu_init` of the normals
-    ``(seed, "imu_init", k0, drone)``; the motion-capture delay line holds the start pose
-    (:func:`quadsim.physics.sensors.mocap_init`), the GNSS's the start position and velocity
-    (:func:`quadsim.physics.sensors.gnss_init`, its correlated error and the barometer's turn-on
-    bias from the normals ``(seed, "gnss_init" | "baro_init", k0, drone)``); every sensor part
-    starts from its ``init``; the held outputs start at zero (every update runs at ``j = 0``); an
-    estimator with an ``init`` method starts from ``estimator.init(n, pos, vel, quat, seed=,
-    k0=, xp=)``; with a power chain the battery starts at ``sens.charge`` (0..1, a number or
-    ``(n,)``).
+    Every sensor part starts from its ``init`` (the built-in ones: the IMU's turn-on biases,
+    the delay lines of motion capture and GNSS holding the start state, the barometer's bias,
+    :mod:`quadsim.loop.parts.standard`); the held outputs start at zero (every update runs at
+    ``j = 0``); an estimator with an ``init`` method starts from ``estimator.init(n, pos, vel,
+    quat, seed=, k0=, xp=)``; with a power chain the battery starts at ``sens.charge`` (0..1, a
+    number or ``(n,)``).
     """
     sens = Sensors() if sens is None else sens
-    imu, mocap, baro, gnss = sens.imu, sens.mocap, sens.baro, sens.gnss
     f64 = xp.float64
     pos, quat, vel = (xp.asarray(np.asarray(a, np.float64)) for a in (pos, quat, vel))
-    imu_s = imu_vel = mocap_s = held = None
-    if imu is not None:
-        z = normals(seed, "imu_init", k0, np.arange(n), 6)
-        imu_s = imu_init(imu, (n,), z, xp=xp, dtype=f64)
-        imu_vel = vel
-    if mocap is not None:
-        mocap_s = mocap_init(pos, quat, mocap, dt)  # a delay line of physics steps
-    baro_s = gnss_s = None
-    if baro is not None:
-        baro_s = baro_init(baro, (n,), normals(seed, "baro_init", k0, np.arange(n), 1), xp=xp,
-                           dtype=f64)  # fmt: skip
-    if gnss is not None:
-        g_s = gnss_init(np.asarray(pos), np.asarray(vel), gnss,
-                        normals(seed, "gnss_init", k0, np.arange(n), 3), dt)  # fmt: skip
-        gnss_s = type(g_s)(*(xp.asarray(np.asarray(a, np.float64)) for a in g_s))
-    gap = xp.zeros((n,), dtype=f64) if dropping(mocap) else None
-    if (max(periods.control, periods.imu, periods.mocap, periods.baro, periods.gnss) > 1
-            or gap is not None):  # fmt: skip
-        z = lambda k, on: None if on is None else xp.zeros((n, k) if k else (n,), dtype=f64)  # noqa: E731
+    held = None
+    if periods.control > 1:
         held = Held(xp.zeros((n, n_rotors), dtype=f64), xp.zeros((n, 4), dtype=f64),
-                    xp.zeros((n, 4), dtype=f64), xp.zeros((n,), dtype=xp.bool), z(3, imu),
-                    z(3, imu), z(3, mocap), z(0, baro), z(3, gnss), z(3, gnss), z(0, mocap),
-                    z(0, gnss))  # fmt: skip
+                    xp.zeros((n, 4), dtype=f64), xp.zeros((n,), dtype=xp.bool))  # fmt: skip
     est = None
     if estimator is not None and hasattr(estimator, "init"):
         est = estimator.init(n, np.asarray(pos), np.asarray(vel), np.asarray(quat), seed=seed,
@@ -372,21 +326,20 @@ def brain_init(n: int, ctrl: Any, pos: Any, quat: Any, vel: Any, *, sens: Sensor
             raise ValueError(f"battery_charge must be in 0..1; got {sens.charge!r}")
         battery = xp.asarray(q.copy())
     parts = _parts_init(sens, periods, n, pos, quat, vel, dt, seed, k0, xp, world)
-    return BrainState(xp.zeros((n,), dtype=f64), ctrl, imu_s, imu_vel, mocap_s, held, est,
-                      baro_s, gnss_s, gap, battery, parts)  # fmt: skip
+    return BrainState(xp.zeros((n,), dtype=f64), ctrl, held, est, battery, parts)
 
 
 def _parts_init(sens: Sensors, periods: Periods, n: int, pos: Any, quat: Any, vel: Any,
                 dt: float, seed: int, k0: int, xp: Any, world: Any) -> tuple:  # fmt: skip
     """``(state, held)`` of every sensor part at the start: its ``init``, zeros held."""
-    ctx = Context(dt, xp, seed, k0, world)
     truth = State(pos, quat, vel, xp.zeros((n, 3), dtype=xp.float64), None)
     out = []
-    for part, m in zip(sens.parts, periods.parts, strict=True):
+    for part, m in zip(sensor_parts(sens), part_periods(periods, sens), strict=True):
         held = None
-        if m > 1:
+        if m > 1 and not part.holds:
             held = tuple(xp.zeros((n, o.size) if o.size > 1 else (n,), dtype=xp.float64)
                          for o in part.outputs)  # fmt: skip
+        ctx = Context(dt, xp, seed, k0, world, period=m)
         out.append((part.init(n, truth, ctx), held))
     return tuple(out)
 
@@ -401,13 +354,7 @@ def brain_outputs(sens: Sensors | None = None, estimator: Any = None) -> list[tu
     ``battery_p`` [W] and ``battery_charge`` (0..1), then every sensor part's
     ``<name>_<output>`` (:func:`quadsim.loop.parts.part_outputs`), before the estimator's."""  # noqa: D205, D209
     sens = Sensors() if sens is None else sens
-    out = [("gyro", 3), ("accel", 3)] if sens.imu is not None else []
-    if sens.mocap is not None:
-        out += [("mocap_pos", 3), ("mocap_stamp", 1)]
-    if sens.baro is not None:
-        out.append(("baro_alt", 1))
-    if sens.gnss is not None:
-        out += [("gnss_pos", 3), ("gnss_vel", 3), ("gnss_stamp", 1)]
+    out = part_outputs(standard_parts(sens))
     if sens.power is not None:
         out += [("battery_v", 1), ("battery_i", 1), ("battery_p", 1), ("battery_charge", 1)]
     out += part_outputs(sens.parts)
@@ -418,11 +365,7 @@ def noise_groups(sens: Sensors | None = None) -> tuple[tuple[str, int], ...]:
     """The ``(stream, count)`` groups of the brain's normals (:mod:`quadsim.physics.noise`): the
     IMU's, motion capture's, the barometer's, GNSS's, then every part's ``streams``."""  # noqa: D205, D209
     sens = Sensors() if sens is None else sens
-    return (*((("imu", 12),) if sens.imu is not None else ()),
-            *((("mocap", 7 if dropping(sens.mocap) else 6),) if sens.mocap is not None else ()),
-            *((("baro", 2),) if sens.baro is not None else ()),
-            *((("gnss", 9),) if sens.gnss is not None else ()),
-            *(g for part in sens.parts for g in part.streams))  # fmt: skip
+    return tuple(g for part in sensor_parts(sens) for g in part.streams)
 
 
 def first_drone(tree: Any) -> Any:
@@ -516,14 +459,12 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
     sens = Sensors() if sens is None else sens
     periods = Periods(parts=(1,) * len(sens.parts)) if periods is None else periods
     m_c = periods.control
-    offsets, o = {}, 0  # where each built-in sensor's normals start in z, then each part's
-    for stream, count in noise_groups(sens._replace(parts=())):
-        offsets[stream], o = o, o + count
-    part_at = {}
-    for part in sens.parts:
-        part_at[part.name] = o
+    parts = sensor_parts(sens)
+    at, o = [], 0  # where each part's normals start in z
+    for part in parts:
+        at.append(o)
         o += sum(c for _, c in part.streams)
-    sense = make_sense(sens, periods, g_vec, dt, offsets, part_at, world)
+    sense = make_sense(parts, part_periods(periods, sens), g_vec, dt, tuple(at), world)
     reads = tuple(getattr(control, "reads", None) or ())
     given = {name for name, _ in brain_outputs(sens)}
     missing = [r for r in reads if r not in given and not r.endswith("_fresh")]
@@ -537,7 +478,7 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
         held, j = bs.held, bs.j
         # 1. sensors, each at its period (they read the true state x_k)
         truth = State(pos, quat, vel, ang_vel, None)
-        out, readings, new = sense(k, truth, bs, z)
+        out, readings, part_states = sense(k, truth, bs, z)
         # 2. the estimator slot: the state the controller reads
         state, est = truth, bs.est
         if estimator is not None:
@@ -565,13 +506,10 @@ def make_brain(trajectory: Callable, control: Callable, gains: Any, allocator: A
             for key in ("cmd_rpm", "cmd_wrench", "lost_wrench", "saturated"):
                 out[key] = pick(now, out[key], getattr(held, key), xp)
         if held is not None:
-            held = Held(**{key: (out.get(key) if getattr(held, key) is not None else None)
-                           for key in Held._fields})  # fmt: skip
+            held = Held(*(out[key] for key in Held._fields))
         battery = bs.battery
         if power is not None:  # 4. the command through the battery's PWM chain
             out, battery = _powered(out, battery, power, dt, xp)
-        return out, BrainState(j + 1, cstate, new["imu"], new["imu_vel"], new["mocap"], held,
-                               est, new["baro"], new["gnss"], new["mocap_gap"], battery,
-                               new["parts"])  # fmt: skip
+        return out, BrainState(j + 1, cstate, held, est, battery, part_states)
 
     return brain

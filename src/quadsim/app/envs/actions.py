@@ -245,7 +245,7 @@ def inner_loop(
     """
     brain = make_brain(None, inner_control, c, c.alloc, None, None, c.dt, "wrench")
     out, bs = brain(0.0, None, state.quat, None, state.ang_vel, None,
-                    BrainState(0.0, inner, None, None, None, None), None, ref=action)  # fmt: skip
+                    BrainState(0.0, inner, None), None, ref=action)  # fmt: skip
     return out["cmd_rpm"], bs.ctrl
 
 

@@ -107,8 +107,8 @@ class EnvSensors:
         for part in parts:
             part_at[part.name] = o
             o += sum(c for _, c in part.streams)
-        self._sense = make_sense(self.sens, self.periods, self.gravity, self.dt, {}, part_at,
-                                 world)  # fmt: skip
+        self._sense = make_sense(parts, self.periods.parts, self.gravity, self.dt,
+                                 tuple(part_at[p.name] for p in parts), world)  # fmt: skip
         self.groups = noise_groups(self.sens)
         """``(stream, count)`` of the normals of a reading, in the order of its ``z``."""
         self.seed = 0
@@ -187,11 +187,10 @@ class EnvSensors:
             ``(values, readings, states)``: each output's reading (in :attr:`outputs` order),
             ``{key: reading}`` with the ``<name>_fresh`` flags, and the parts' next states.
         """
-        bs = BrainState(j, None, None, None, None, None, parts=tuple(
+        bs = BrainState(j, None, None, parts=tuple(
             zip(states, self._held_parts(held), strict=True)))  # fmt: skip
         out, readings, new = self._sense(k, truth, bs, z)
-        return ([out[key] for key, _ in self.outputs], readings,
-                tuple(s for s, _ in new["parts"]))  # fmt: skip
+        return [out[key] for key, _ in self.outputs], readings, tuple(s for s, _ in new)
 
     def template(self) -> tuple:
         """One environment's part states at a start (a template of their structure and shapes,

@@ -53,6 +53,7 @@ __all__ = [
     "check_params",
     "controller_class",
     "log_columns",
+    "output_key",
     "part_outputs",
     "sensor_class",
 ]
@@ -83,12 +84,18 @@ class Output(NamedTuple):
         size: Entries per drone (1: a scalar per drone, logged as ``(T, N)``).
         unit: Unit of every entry (``"m"``, ``"1"``, ...).
         description: What it is, for the log's column table.
+        key: The log and reading key when not ``<part name>_<name>`` (the built-in IMU's
+            ``gyro`` and ``accel``).
+        logged: ``False``: read by estimators and controllers, not logged (motion capture's
+            attitude).
     """
 
     name: str
     size: int
     unit: str
     description: str
+    key: str = ""
+    logged: bool = True
 
 
 class Param(NamedTuple):
@@ -119,6 +126,9 @@ class Context(NamedTuple):
         k0: The step a flight starts at.
         world: The :class:`~quadsim.physics.world.World`, or ``None``.
         gravity: Gravity vector [m/s²] ``(3,)``.
+        period: The part's period in physics steps (its samples are ``period * dt`` apart).
+        due: Where a sample is due at this step (``True``, or per drone ``(n,)``); what a part
+            that holds its own readings (:attr:`Sensor.holds`) reads.
     """
 
     dt: float
@@ -127,6 +137,8 @@ class Context(NamedTuple):
     k0: int = 0
     world: Any = None
     gravity: Any = (0.0, 0.0, -9.81)
+    period: int = 1
+    due: Any = True
 
 
 class Sensor:
@@ -140,6 +152,15 @@ class Sensor:
     default_rate: ClassVar[float | None] = None
     """[Hz] its rate when a scenario table gives none (``None``: every physics step)."""
     streams: tuple[tuple[str, int], ...] = ()
+    label: str = ""
+    """How messages name it (default ``sensor <name>``)."""
+    faster_ok: ClassVar[bool] = False
+    """A rate above the physics rate, a whole multiple of it, is read once per physics step."""
+    held_state: ClassVar[bool] = False
+    """Its state, like its readings, moves on only at its samples (held in between)."""
+    holds: ClassVar[bool] = False
+    """It holds its own readings (in its state) and says when they are new: its readings
+    include ``fresh``; the loop then holds nothing for it."""
 
     def __init__(self, name: str, rate: float | None = None, **values: float) -> None:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
@@ -258,9 +279,16 @@ class Controller:
         return None
 
 
+def output_key(part: Any, output: Output) -> str:
+    """The log and reading key of a part's output: ``<part name>_<output>`` unless it names
+    its own."""  # noqa: D205, D209
+    return getattr(output, "key", "") or f"{part.name}_{output.name}"
+
+
 def part_outputs(parts: Any) -> list[tuple[str, int]]:
-    """``(log key, size)`` of every part's outputs, in order."""
-    return [(f"{p.name}_{o.name}", int(o.size)) for p in parts for o in p.outputs]
+    """``(log key, size)`` of every part's logged outputs, in order."""
+    return [(output_key(p, o), int(o.size)) for p in parts for o in p.outputs
+            if getattr(o, "logged", True)]  # fmt: skip
 
 
 def log_columns(parts: Any) -> list[dict]:
@@ -270,7 +298,9 @@ def log_columns(parts: Any) -> list[dict]:
     cols = []
     for p in parts:
         for o in p.outputs:
-            key = f"{p.name}_{o.name}"
+            if not getattr(o, "logged", True):
+                continue
+            key = output_key(p, o)
             names = [key] if o.size == 1 else [f"{key}_{i}" for i in range(o.size)]
             cols.append({"key": key, "columns": names, "units": [o.unit] * len(names),
                          "description": f"{p.name}: {o.description}"})  # fmt: skip
