@@ -287,10 +287,11 @@ def test_sensor_rows_need_the_sample(drone, gains):
         closed_loop_step(*args, sens=Sensors(mocap=mocap))
     F, rows, _ = closed_loop_step(*args, sample=True, sens=Sensors(imu, mocap))
     # the brain's state (quadsim.loop.brain.BrainState) sits before the step counter, then outputs
-    assert rows["mocap_pos_buf"].stop - rows["mocap_pos_buf"].start == 6  # two positions
-    assert rows["mocap_quat_buf"].stop - rows["mocap_quat_buf"].start == 8
-    assert rows["mocap_count"].stop == rows["step"].start
-    assert rows["imu_gyro_bias"].stop == rows["imu_accel_bias"].start
+    # (the sensor parts' states last, each named by its part: quadsim.loop.brain.state_leaves)
+    assert rows["mocap_line_pos_buf"].stop - rows["mocap_line_pos_buf"].start == 6  # 2 positions
+    assert rows["mocap_line_quat_buf"].stop - rows["mocap_line_quat_buf"].start == 8
+    assert rows["mocap_line_count"].stop == rows["step"].start
+    assert rows["imu_bias_gyro_bias"].stop == rows["imu_bias_accel_bias"].start
     assert {"gyro", "accel", "mocap_pos", "j", "imu_vel"} <= set(rows)
     assert "held_cmd_rpm" not in rows  # every period is one step: nothing held
     assert F.n_in() == 4 and F.numel_in(3) == 18  # the normals: IMU 12, motion capture 6

@@ -378,14 +378,21 @@ def first_drone(tree: Any) -> Any:
     return tree_rebuild(tree, iter([first(leaf) for _, leaf in ctrl_leaves(tree)]))
 
 
-def state_leaves(bstate: BrainState) -> list[tuple[str, Any]]:
+def state_leaves(bstate: BrainState, sens: Sensors | None = None) -> list[tuple[str, Any]]:
     """``(row name, leaf)`` of a brain state, field by field.
 
-    ``j``, ``ctrl_*``, ``imu_*``, ``imu_vel``, ``mocap_*``, ``held_*``: :func:`ctrl_leaves` of
-    each field, prefixed by its name.
+    ``j``, ``ctrl_*``, ``held_*``, ``est_*``, ``battery``: :func:`ctrl_leaves` of each field,
+    prefixed by its name; a sensor part's state and held readings by the part's name when
+    ``sens`` names them (``imu_state_gyro_bias``, ``imu_vel``, ``mocap_line_pos_buf``,
+    ``baro_held_0``, ...), else ``parts_<i>_0_*`` and ``parts_<i>_1_*``.
     """
-    return [leaf for name in BrainState._fields
-            for leaf in ctrl_leaves(getattr(bstate, name), name)]  # fmt: skip
+    out = [leaf for name in BrainState._fields[:-1]
+           for leaf in ctrl_leaves(getattr(bstate, name), name)]  # fmt: skip
+    if sens is None:
+        return out + ctrl_leaves(bstate.parts, "parts")
+    for part, (state, held) in zip(sensor_parts(sens), bstate.parts, strict=True):
+        out += ctrl_leaves(state, part.name) + ctrl_leaves(held, f"{part.name}_held")
+    return out
 
 
 def _powered(out: dict, charge: Any, power: Any, dt: float, xp: Any) -> tuple[dict, Any]:

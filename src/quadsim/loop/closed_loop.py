@@ -199,7 +199,7 @@ def closed_loop_step(
     if brain_state is None:
         brain_state = _brain_template(gains, ctrl_state, sens, dt, periods, system.n_cmd,
                                       estimator, world)  # fmt: skip
-    bfields = [(name, tuple(np.shape(v))) for name, v in state_leaves(brain_state)]
+    bfields = [(name, tuple(np.shape(v))) for name, v in state_leaves(brain_state, sens)]
     sensed = brain_outputs(sens, estimator)
     rows, n_x = _rows(system, world, dryden, bfields, sample, sensed)
     varying, _ = per_drone_params(system, params)
@@ -222,7 +222,7 @@ def closed_loop_step(
     out, bs1 = brain(SymArray(k, dtype), sym("pos"), sym("quat"), sym("vel"), sym("ang_vel"),
                      symbolic([P[0], P[1], P[2]], dtype), bs,
                      symbolic([Z[i] for i in range(n_s)], dtype))  # fmt: skip
-    got = [(name, tuple(np.shape(getattr(v, "a", v)))) for name, v in state_leaves(bs1)]
+    got = [(name, tuple(np.shape(getattr(v, "a", v)))) for name, v in state_leaves(bs1, sens)]
     if got != bfields:
         raise ValueError(f"the controller returned a state of another structure: "
                          f"{[g for g in got if g not in bfields]} instead of "

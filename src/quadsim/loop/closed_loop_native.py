@@ -128,8 +128,8 @@ class ClosedLoop:
                                      sens=self._sens, dt=self.dt, periods=self._periods,
                                      n_rotors=self.system.n_cmd, estimator=self._estimator,
                                      world=self._world)  # fmt: skip
-        leaves = state_leaves(brain_state)
-        names = [name for name, _ in state_leaves(self._template)]
+        leaves = state_leaves(brain_state, self._sens)
+        names = [name for name, _ in state_leaves(self._template, self._sens)]
         if [name for name, _ in leaves] != names:
             got = [name for name, _ in leaves if name not in names]
             want = [name for name in names if name not in [m for m, _ in leaves]]

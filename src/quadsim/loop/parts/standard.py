@@ -23,7 +23,7 @@ and at the start ``imu_init`` (6), ``baro_init`` (1), ``gnss_init`` (3)
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import numpy as np
 
@@ -32,7 +32,33 @@ from ...physics.noise import normals
 from ..sensing import pick
 from . import Context, Output, Sensor
 
-__all__ = ["Baro", "Gnss", "Imu", "Mocap", "standard_parts"]
+__all__ = ["Baro", "Gnss", "Imu", "ImuPartState", "Mocap", "MocapPartState", "standard_parts"]
+
+
+class ImuPartState(NamedTuple):
+    """The IMU part's state.
+
+    Attributes:
+        bias: :class:`~quadsim.physics.sensors.ImuState` (in-run biases).
+        vel: Velocity at the previous sample ``(n, 3)`` [m/s].
+    """
+
+    bias: Any
+    vel: Any
+
+
+class MocapPartState(NamedTuple):
+    """The motion-capture part's state.
+
+    Attributes:
+        line: :class:`~quadsim.physics.sensors.MocapState` (the delay line).
+        gap: Whether it is in a dropout gap ``(n,)`` (0/1), or ``None`` without dropouts.
+        held: The held ``(pos (n, 3), stamp (n,))``, or ``None`` when every sample is taken.
+    """
+
+    line: Any
+    gap: Any
+    held: Any
 
 
 class _Standard(Sensor):
@@ -59,11 +85,11 @@ class Imu(_Standard):
     )  # fmt: skip
     streams = (("imu", 12),)
 
-    def init(self, n: int, truth: Any, ctx: Context) -> tuple:
-        """Turn-on biases and the start velocity ``(ImuState, v (n, 3))``."""
+    def init(self, n: int, truth: Any, ctx: Context) -> ImuPartState:
+        """Turn-on biases and the start velocity."""
         z = normals(ctx.seed, "imu_init", ctx.k0, np.arange(n), 6)
-        return sensors.imu_init(self.params_record, (n,), z, xp=ctx.xp,
-                                dtype=ctx.xp.float64), truth.vel  # fmt: skip
+        bias = sensors.imu_init(self.params_record, (n,), z, xp=ctx.xp, dtype=ctx.xp.float64)
+        return ImuPartState(bias, truth.vel)
 
     def measure(self, k: Any, truth: Any, state: Any, z: Any, ctx: Context) -> tuple[dict, Any]:
         """One sample from the mean acceleration since the last one."""
@@ -72,7 +98,7 @@ class Imu(_Standard):
         acc = (truth.vel - v_last) / imu_dt
         reading, imu_new = sensors.imu_measure(truth.quat, truth.ang_vel, acc, ctx.gravity,
                                                self.params_record, imu_s, imu_dt, z)  # fmt: skip
-        return {"gyro": reading.gyro, "accel": reading.accel}, (imu_new, truth.vel)
+        return {"gyro": reading.gyro, "accel": reading.accel}, ImuPartState(imu_new, truth.vel)
 
 
 class Mocap(_Standard):
@@ -96,16 +122,16 @@ class Mocap(_Standard):
         if self.dropping:
             self.thresholds = sensors.dropout_thresholds(params)
 
-    def init(self, n: int, truth: Any, ctx: Context) -> tuple:
-        """``(delay line, gap (n,) or None, held (pos, stamp) or None)``: the line holds the start
-        pose; readings are held where some samples are not taken (a period > 1, dropouts)."""  # noqa: D205, D209
+    def init(self, n: int, truth: Any, ctx: Context) -> MocapPartState:
+        """The delay line holds the start pose; readings are held where some samples are not
+        taken (a period > 1, dropouts)."""  # noqa: D205, D209
         xp, f64 = ctx.xp, ctx.xp.float64
         line = sensors.mocap_init(truth.pos, truth.quat, self.params_record, ctx.dt)
         gap = xp.zeros((n,), dtype=f64) if self.dropping else None
         held = None
         if ctx.period > 1 or self.dropping:
             held = (xp.zeros((n, 3), dtype=f64), xp.zeros((n,), dtype=f64))
-        return line, gap, held
+        return MocapPartState(line, gap, held)
 
     def measure(self, k: Any, truth: Any, state: Any, z: Any, ctx: Context) -> tuple[dict, Any]:
         """The delayed pose, taken where a sample is due and not lost in a gap."""
@@ -128,7 +154,7 @@ class Mocap(_Standard):
             p_m, stamp = pick(fresh, p_m, held[0], xp), pick(fresh, stamp, held[1], xp)
             held = (p_m, stamp)
         return ({"pos": p_m, "stamp": stamp, "quat": reading.quat, "fresh": fresh},
-                (line, gap, held))  # fmt: skip
+                MocapPartState(line, gap, held))  # fmt: skip
 
 
 class Baro(_Standard):
