@@ -385,7 +385,8 @@ def print_tools(flights: list[dict], params, motor: ts.RpmFit) -> None:
         )
     print(
         f"\nArm: the preset's rotors at ±{1e3 * float(params.L):.2f} mm on each axis "
-        f"({1e3 * float(params.L) * 2**1.5:.0f} mm between diagonal rotors).\n"
+        f"({1e3 * float(params.L) * 2**0.5:.0f} mm from the centre on the diagonal, "
+        f"{1e3 * float(params.L) * 2**1.5:.0f} mm between diagonal rotors).\n"
     )
 
 
