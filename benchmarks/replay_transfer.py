@@ -55,7 +55,7 @@ def _flights(paths: list[Path]) -> dict[str, dict]:
             "v_rest": float(np.mean(fl["vbat"][: max(i0 - 1, 1)])),
             "vz": vb[:, 2],
             "vh": np.linalg.norm(vb[:, :2], axis=1),
-            "fz": rp._lowpass(np.asarray(fl["accel"])[:, 2], dt)[keep],
+            "fz": rp.lowpass(np.asarray(fl["accel"])[:, 2], dt)[keep],
             "c": motor.coef[:2],
         }
     return out
@@ -86,8 +86,8 @@ def _predict(model: str, p: np.ndarray, x: dict, k: np.ndarray) -> np.ndarray:
     thrust = (k[0] + k[1] * w + k[2] * w * w).sum(axis=1)
     if model == "inflow":
         thrust = thrust * (1.0 - p[3] * x["vz"] + p[4] * x["vh"] ** 2)
-    thrust = rp._shift(x["t"], thrust, delay)
-    return rp._lowpass(thrust, x["dt"])[x["keep"]] / mass
+    thrust = rp.shift(x["t"], thrust, delay)
+    return rp.lowpass(thrust, x["dt"])[x["keep"]] / mass
 
 
 def main(argv: list[str]) -> int:

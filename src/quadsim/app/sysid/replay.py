@@ -59,13 +59,17 @@ __all__ = [
     "airborne",
     "check_fittable",
     "cross_flights",
+    "euler_ang_acc",
     "fit_motor",
+    "gyro_derivative",
     "horizon_errors",
     "load_log",
+    "lowpass",
     "main",
     "r2",
     "replay",
     "rotor_forces",
+    "shift",
 ]
 
 CUTOFF_HZ = 10.0
@@ -165,12 +169,21 @@ def r2(pred: np.ndarray, meas: np.ndarray) -> float:
     return 1.0 - float(np.sum((meas - pred) ** 2)) / ss if ss > 0 else math.nan
 
 
-def _lowpass(x: np.ndarray, dt: float, cutoff: float = CUTOFF_HZ) -> np.ndarray:
+def lowpass(x: np.ndarray, dt: float, cutoff: float = CUTOFF_HZ) -> np.ndarray:
+    """``x`` (along axis 0, sample period ``dt`` [s]) low-passed at ``cutoff`` [Hz]: the
+    Butterworth filter of order 2 run forward and backward (no phase shift) that every compared
+    signal of :func:`replay` goes through."""  # noqa: D205, D209
     b, a = butter(2, cutoff, fs=1.0 / dt)
     return filtfilt(b, a, x, axis=0)
 
 
-def _shift(t: np.ndarray, x: np.ndarray, tau: float) -> np.ndarray:
+def gyro_derivative(gyro: np.ndarray, dt: float) -> np.ndarray:
+    """The measured angular acceleration [rad/s²] ``(T, 3)`` of :func:`replay`: the gyro
+    differentiated by a Savitzky-Golay filter (9 samples, cubic) and :func:`lowpass`."""  # noqa: D205, D209
+    return lowpass(savgol_filter(gyro, *_SAVGOL, deriv=1, delta=dt, axis=0), dt)
+
+
+def shift(t: np.ndarray, x: np.ndarray, tau: float) -> np.ndarray:
     """``x`` delayed by ``tau`` [s]: ``y(t) = x(t - tau)`` (linear interpolation, held at the
     ends)."""  # noqa: D205, D209
     if x.ndim == 1:
@@ -198,9 +211,9 @@ def _best_shift(
     y = meas[keep].reshape(len(t[keep]), -1)
     y = y - y.mean(axis=0)
     if fixed is not None:
-        return float(fixed), _corr(_shift(t, pred, fixed)[keep], y)
+        return float(fixed), _corr(shift(t, pred, fixed)[keep], y)
     taus = np.arange(_SHIFTS_PWM[0], _SHIFTS_PWM[1] + step / 2, step)
-    corr = np.array([_corr(_shift(t, pred, tau)[keep], y) for tau in taus])
+    corr = np.array([_corr(shift(t, pred, tau)[keep], y) for tau in taus])
     if not np.any(np.isfinite(corr)):
         raise ValueError(
             "the prediction or the measurement never changes over the airborne "
@@ -210,7 +223,9 @@ def _best_shift(
     return float(round(taus[j], 6)), float(corr[j])
 
 
-def _euler(params: Any, tau: np.ndarray, omega: np.ndarray) -> np.ndarray:
+def euler_ang_acc(params: Any, tau: np.ndarray, omega: np.ndarray) -> np.ndarray:
+    """Euler's equation ``ω̇ = J⁻¹(τ - ω × J ω)`` [rad/s²] with the preset's inertia, for body
+    torques ``tau`` [N m] and rates ``omega`` [rad/s] ``(T, 3)``."""  # noqa: D205, D209
     J = np.asarray(params.J)
     return (tau - np.cross(omega, omega @ J.T)) @ np.asarray(params.J_inv).T
 
@@ -232,7 +247,7 @@ def _fit_lag(
     best: tuple[float, float, float] | None = None
     for tc in TIME_CONSTANTS_S:
         _, thr, _ = rotor_forces(params, motor, fl["pwm"], fl["vbat"], tc, dt)
-        d, c = _best_shift(t, _lowpass(thr, dt), fz_meas, keep)
+        d, c = _best_shift(t, lowpass(thr, dt), fz_meas, keep)
         if best is None or c > best[2]:
             best = (tc, d, c)
     assert best is not None
@@ -264,7 +279,7 @@ def _vicon_mass(
         return math.nan
     acc_w = savgol_filter(np.asarray(fl["vel"]), 9, 2, deriv=1, delta=dt, axis=0)
     acc_w = acc_w - np.asarray(params.gravity_vec)
-    fz_vic = _lowpass(rotation.rotate_inverse(np.asarray(fl["quat"]), acc_w)[:, 2], dt)
+    fz_vic = lowpass(rotation.rotate_inverse(np.asarray(fl["quat"]), acc_w)[:, 2], dt)
     return float(np.sum(x * x) / np.sum(x * fz_vic[keep]))
 
 
@@ -324,16 +339,16 @@ def replay(
     keep = airborne(fl)
     dt = float(np.median(np.diff(t)))
     check_fittable(fl, keep, dt)
-    fz_meas = _lowpass(np.asarray(fl["accel"])[:, 2], dt)
+    fz_meas = lowpass(np.asarray(fl["accel"])[:, 2], dt)
     delays = dict(delays or {})
     tc_fit, d_fit, _ = _fit_lag(params, motor, fl, fz_meas, keep, dt)
     tc_use = tc_fit if time_constant is None else float(time_constant)
     _, thrust, tau = rotor_forces(params, motor, fl["pwm"], fl["vbat"], tc_use, dt)
-    thrust_lp = _lowpass(thrust, dt)
+    thrust_lp = lowpass(thrust, dt)
     fitted: dict[str, float] = {"pwm_to_imu": d_fit}
     own_d = d_fit if tc_use == tc_fit else _best_shift(t, thrust_lp, fz_meas, keep)[0]
     d_imu = float(delays.get("pwm_to_imu", own_d))
-    thrust_d = _shift(t, thrust_lp, d_imu)
+    thrust_d = shift(t, thrust_lp, d_imu)
     x, y = thrust_d[keep], fz_meas[keep]
     m_fit = _mass(x, y, fl.get("path"))
     m_use = m_fit if mass is None else float(mass)
@@ -341,11 +356,11 @@ def replay(
     m_vicon = _vicon_mass(params, fl, x, keep, dt)
     # rotation
     gyro = np.asarray(fl["gyro"], dtype=np.float64)
-    ang_meas = _lowpass(savgol_filter(gyro, *_SAVGOL, deriv=1, delta=dt, axis=0), dt)
-    ang_raw = _euler(params, _lowpass(tau, dt), gyro)
+    ang_meas = gyro_derivative(gyro, dt)
+    ang_raw = euler_ang_acc(params, lowpass(tau, dt), gyro)
     fitted["pwm_to_gyro"] = _best_shift(t, ang_raw, ang_meas, keep)[0]
     d_gyro = float(delays.get("pwm_to_gyro", fitted["pwm_to_gyro"]))
-    ang_pred = _lowpass(_euler(params, _shift(t, tau, d_gyro), gyro), dt)
+    ang_pred = lowpass(euler_ang_acc(params, shift(t, tau, d_gyro), gyro), dt)
     bias_fit = np.mean(ang_meas[keep] - ang_pred[keep], axis=0)
     bias = bias_fit if ang_bias is None else np.asarray(ang_bias, dtype=np.float64)
     ang_pred = ang_pred + bias
@@ -383,8 +398,8 @@ def replay(
         },
     }
     if horizons and "vel" in fl and "quat" in fl:
-        fz_raw = _shift(t, thrust, d_imu) / m_use
-        ang_h = _euler(params, _shift(t, tau, d_gyro), gyro) + bias
+        fz_raw = shift(t, thrust, d_imu) / m_use
+        ang_h = euler_ang_acc(params, shift(t, tau, d_gyro), gyro) + bias
         out["horizons"] = horizon_errors(fl, fz_raw, ang_h, params.gravity_vec, horizons)
     return out
 

@@ -51,6 +51,7 @@ __all__ = [
     "main",
     "rest_check",
     "run_ekf",
+    "vicon_body_rate",
 ]
 
 G_LOG = 9.81
@@ -218,7 +219,7 @@ def rest_check(flight: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _vicon_body_rate(flight: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+def vicon_body_rate(flight: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     """``(t, ω)``: the body rate [rad/s] of the Vicon attitude by central differences
     ``Log(q_{k-1}⁻¹ ⊗ q_{k+1}) / (t_{k+1} - t_{k-1})`` at the inner samples."""  # noqa: D205, D209
     t, q = flight["t"], flight["quat"]
@@ -233,10 +234,10 @@ def estimate_imu_shift(
     motion Vicon stamped ``t`` (``τ > 0``: the IMU lags).
 
     The maximum over ``|τ| <= max_shift`` (grid ``step``) of the correlation, pooled over the
-    three axes and the samples in flight, of the Vicon body rate (:func:`_vicon_body_rate`) with
+    three axes and the samples in flight, of the Vicon body rate (:func:`vicon_body_rate`) with
     the gyro linearly interpolated at ``t + τ``.
     """  # noqa: D205
-    tv, wv = _vicon_body_rate(flight)
+    tv, wv = vicon_body_rate(flight)
     keep = flight["flying"][1:-1]
     tv, wv = tv[keep], wv[keep]
     t, g = flight["t"], flight["gyro"]
