@@ -22,16 +22,18 @@ Compiled state of one drone (structure of arrays, drone index last, see
 :attr:`quadsim.loop.closed_loop_native.ClosedLoop.rows`)::
 
     x = [plant state (system.size) | world flags (5, with a world) | brain state (its leaves
-         flattened: ``j``, ``ctrl_<field>``, ``imu_gyro_bias``, ``imu_accel_bias``,
-         ``imu_vel``, ``mocap_pos_buf``, ``mocap_quat_buf``, ``mocap_count``, ``held_<output>``,
-         as present) | s | cmd_rpm (n_rotors) | cmd_wrench (4) | saturated | sample outputs
-         (``sample=True``) | gyro, accel (3 + 3, with an IMU) | mocap_pos (3, with motion
-         capture) | the estimator's outputs (``est_*``, with an estimator;
-         :func:`quadsim.loop.brain.brain_outputs`)]
+         flattened, :func:`quadsim.loop.brain.state_leaves`: ``j``, ``ctrl_<field>``,
+         ``held_<output>``, ``est_*``, ``battery``, then each sensor part's by its name:
+         ``imu_bias_gyro_bias``, ``imu_vel``, ``mocap_line_pos_buf``, ``mocap_line_count``,
+         ``<part>_held_<i>``, ..., as present) | s | cmd_rpm (n_rotors) | cmd_wrench (4) |
+         saturated | sample outputs (``sample=True``) | gyro, accel (3 + 3, with an IMU) |
+         mocap_pos (3, with motion capture) | the estimator's outputs (``est_*``, with an
+         estimator; :func:`quadsim.loop.brain.brain_outputs`)]
     u = wind [m/s], world frame (3)          held over a call, or one per step
     p = [reference offset o [m] (3) | per-drone model parameters (n_var)]
                                               shared (3 + n_var,) or per drone (3 + n_var, N)
-    z = standard normals: IMU (12) | motion capture (6), drawn in C for (seed, drone, s)
+    z = standard normals: each sensor part's streams (IMU 12 | motion capture 6 | ...),
+        drawn in C for (seed, drone, s)
 
 The controller state is a NamedTuple (or tuple, nested) of arrays, one array, or ``None``
 (:func:`ctrl_leaves`); like every leaf of the brain state it is stored as floats of the loop's
@@ -60,11 +62,11 @@ by :func:`quadsim.physics.wind.dryden_step` on the normals ``(Simulator seed, "d
 drawn in C, adding the gust, turned to the world along the mean's direction, to ``u``: the
 Simulator's own process, so a gusty flight passes no per-step input.
 
-**Sensors** are read inside the step by the brain (:func:`quadsim.physics.sensors.imu_measure`,
-:func:`quadsim.physics.sensors.mocap_measure`, traced), from the normals ``z`` of
-:func:`quadsim.physics.noise.normals` ``(seed, "imu" | "mocap", s, drone)``, which the C loop draws
-itself (:func:`quadsim.engines.native.compile_rollout`'s ``noise``): a reading depends on neither
-the batch nor the chunking.
+**Sensors** are read inside the step by the brain (every sensor part's ``measure``, traced:
+:mod:`quadsim.loop.sensing`), from the normals ``z`` of
+:func:`quadsim.physics.noise.normals` ``(seed, "imu" | "mocap" | ..., s, drone)``, which the C
+loop draws itself (:func:`quadsim.engines.native.compile_rollout`'s ``noise``): a reading
+depends on neither the batch nor the chunking.
 """
 
 from __future__ import annotations
