@@ -211,7 +211,7 @@ def _write_rosbag(out: Path, summary: dict, objs: Any, periods: Any, progress: b
     try:
         write_bag(out / "trajectory.parquet", out / "trajectory.mcap",
                   imu_var=imu_variances(objs.imu, float(periods.imu_dt or objs.sim.dt)),
-                  progress=step)  # fmt: skip
+                  parts=tuple(getattr(objs, "parts", ())), progress=step)  # fmt: skip
     finally:
         if bar is not None:
             bar.close()

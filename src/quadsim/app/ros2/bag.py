@@ -3,11 +3,13 @@
 :func:`write_bag` reads ``trajectory.parquet`` (:func:`quadsim.app.io.read_log`) and writes, for
 every logged sample ``t`` and drone ``d<i>``, the messages the node publishes for that state
 (:mod:`quadsim.app.ros2.encode`, one home for both): ``/<ns>/d<i>/odom``, ``imu`` (when the run had
-an IMU), ``rotor_speeds`` and ``reference`` (when the log has one), and one ``/tf`` message with
-every drone's transform; log and publish time are the simulated time [ns]. Channels carry the
-``cdr`` encoding and ``ros2msg`` schemas (:func:`quadsim.app.ros2.msgs.msgdef`), the MCAP ``ros2``
-profile, zstd-compressed chunks: the form ``ros2 bag record -s mcap`` writes, which ``ros2 bag
-play FILE.mcap`` (ROS 2 Iron and newer), Foxglove and the ``rosbags`` library read.
+an IMU), ``rotor_speeds`` and ``reference`` (when the log has one), every sensor part's messages
+(:func:`quadsim.app.ros2.encode.part_topics`: the rangefinder's ``sensor_msgs/Range`` on
+``/<ns>/d<i>/<name>``), and one ``/tf`` message with every drone's transform; log and publish
+time are the simulated time [ns]. Channels carry the ``cdr`` encoding and ``ros2msg`` schemas
+(:func:`quadsim.app.ros2.msgs.msgdef`), the MCAP ``ros2`` profile, zstd-compressed chunks: the
+form ``ros2 bag record -s mcap`` writes, which ``ros2 bag play FILE.mcap`` (ROS 2 Iron and
+newer), Foxglove and the ``rosbags`` library read.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ...loop.parts import part_outputs
 from ..io import read_log
 from ..io.files import atomic_write
 from . import dds, encode
@@ -32,6 +35,7 @@ def write_bag(
     *,
     namespace: str = "quadsim",
     imu_var: tuple[float, float] = (0.0, 0.0),
+    parts: Any = (),
     progress: Any = None,
 ) -> dict[str, int]:
     """Write the run's log ``log_path`` (Parquet) as the MCAP bag ``bag_path``.
@@ -42,6 +46,8 @@ def write_bag(
         namespace: ROS 2 namespace of the topics, as ``quadsim ros2 --namespace``.
         imu_var: Per-sample gyro and accelerometer variances for the IMU messages
             (:func:`quadsim.app.ros2.encode.imu_variances`).
+        parts: The run's sensor parts: their ROS 2 messages
+            (:func:`quadsim.app.ros2.encode.part_topics`) at every logged sample.
         progress: Called with ``(samples done, samples)`` now and then, or ``None``.
 
     Returns:
@@ -56,6 +62,8 @@ def write_bag(
     has_imu = "gyro" in log and "accel" in log
     has_ref = "ref_pos" in log and "ref_yaw" in log
     rotor_key = "rotor_rpm" if "rotor_rpm" in log else "cmd_rpm"
+    topics = encode.part_topics(parts)
+    part_keys = {key for key, _ in part_outputs([pt.part for pt in topics])}
     counts: dict[str, int] = {}
 
     def write(tmp: Path) -> None:
@@ -129,6 +137,10 @@ def write_bag(
                             encode.reference(t, log["ref_pos"][k, i], log["ref_yaw"][k, i]),
                             ns_t,
                         )
+                    for pt in topics:
+                        row = {key: log[key][k] for key in part_keys}
+                        put(dds.topic(namespace, d, pt.leaf),
+                            encode.part_message(pt, t, row, i, frame=base), ns_t)
                     tfs.append(encode.transform(t, pos, quat, child=base))
                 put(tf_topic, m.TFMessage(transforms=tfs), round(float(t_all[k]) * 1e9))
                 if progress is not None and (k % 500 == 0 or k == n_t - 1):

@@ -11,7 +11,10 @@ FLU body. With the attitude ``q`` (body to world), world velocity ``v`` and body
 * ``geometry_msgs/TransformStamped``: ``world`` -> ``<drone>/base_link``;
 * ``sensor_msgs/JointState``: rotor ``i`` is the joint ``rotor_i``, its speed in rad/s
   (``RPM · 2π/60``), positions and efforts empty;
-* ``geometry_msgs/PoseStamped``: the reference position and yaw (``world``).
+* ``geometry_msgs/PoseStamped``: the reference position and yaw (``world``);
+* a sensor part's messages (:meth:`quadsim.loop.parts.Sensor.ros2`, e.g. the rangefinder's
+  ``sensor_msgs/Range``) on ``/<ns>/<drone>/<leaf>``, frame ``<drone>/base_link``: its constants,
+  and its readings in the fields it names (``+inf`` where its ``valid`` output is 0).
 
 Stamps: the simulated time ``t`` [s] as ``builtin_interfaces/Time`` (``sec``, ``nanosec``;
 rounded to the nanosecond).
@@ -20,18 +23,22 @@ rounded to the nanosecond).
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...loop.parts import output_key
 from ...physics.rotation import rotate_inverse
 from . import msgs as m
 
 __all__ = [
     "RPM_TO_RAD_S",
+    "PartTopic",
     "imu",
     "imu_variances",
     "odometry",
+    "part_message",
+    "part_topics",
     "reference",
     "rotor_names",
     "rotors",
@@ -146,3 +153,50 @@ def reference(t: float, ref_pos: Any, ref_yaw: float, *, frame: str = "world") -
         header=_header(t, frame),
         pose=m.Pose(position=_vec(ref_pos, m.Point), orientation=_quat(yaw_quat(float(ref_yaw)))),
     )
+
+
+class PartTopic(NamedTuple):
+    """One ROS 2 message of a sensor part: the part, its declaration
+    (:class:`quadsim.loop.parts.Ros2`) and the topic's last name."""  # noqa: D205, D209
+
+    part: Any
+    decl: Any
+    leaf: str
+
+
+def part_topics(parts: Any) -> list[PartTopic]:
+    """Every ROS 2 message the sensor ``parts`` declare, in order.
+
+    Raises:
+        ValueError: A type quadsim does not speak, or two messages on one leaf.
+    """
+    out: list[PartTopic] = []
+    for part in parts:
+        for decl in part.ros2():
+            m.message_class(decl.type)
+            leaf = decl.leaf or part.name
+            if any(t.leaf == leaf for t in out):
+                raise ValueError(f"sensor {part.name}: a second ROS 2 message on {leaf!r}")
+            out.append(PartTopic(part, decl, leaf))
+    return out
+
+
+def part_message(topic: PartTopic, t: float, readings: dict, i: int, *, frame: str) -> Any:
+    """The message of ``topic`` at ``t`` [s] from drone ``i``'s readings (``readings``: the log
+    keys ``<part>_<output>``, arrays with a leading drone axis)."""  # noqa: D205, D209
+    outputs = {o.name: o for o in topic.part.outputs}
+
+    def reading(out: str) -> float:
+        return float(np.asarray(readings[output_key(topic.part, outputs[out])])[i])
+
+    msg = m.message_class(topic.decl.type)(header=_header(t, frame))
+    ok = not topic.decl.valid or reading(topic.decl.valid) != 0.0
+    values = [(path, value) for path, value in topic.decl.constants]
+    values += [(path, reading(out) if ok else math.inf) for path, out in topic.decl.fields]
+    for path, value in values:
+        *up, last = path.split(".")
+        obj = msg
+        for step in up:
+            obj = getattr(obj, step)
+        setattr(obj, last, type(getattr(obj, last))(value))
+    return msg

@@ -18,7 +18,8 @@ PoseStamped}``, ``nav_msgs/Odometry``, ``sensor_msgs/Imu``, ``tf2_msgs/TFMessage
 ``rosgraph_msgs/Clock``, ``std_msgs/String``, ``sensor_msgs/JointState`` (rotor speeds: one
 joint per rotor, ``velocity`` in rad/s, a type every ROS 2 install has) and
 ``mavros_msgs/AttitudeTarget`` (an attitude with a normalised thrust, as PX4 and ArduPilot users
-send it through MAVROS).
+send it through MAVROS) and ``sensor_msgs/Range`` (a sensor part's range,
+:mod:`quadsim.loop.parts`).
 """
 
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ __all__ = [
     "PoseStamped",
     "PoseWithCovariance",
     "Quaternion",
+    "Range",
     "String",
     "TFMessage",
     "Time",
@@ -47,6 +49,7 @@ __all__ = [
     "Twist",
     "TwistWithCovariance",
     "Vector3",
+    "message_class",
     "msgdef",
     "ros_name",
 ]
@@ -214,6 +217,20 @@ class JointState(IdlStruct, typename=_dds("sensor_msgs/msg/JointState")):
 
 
 @dataclass
+class Range(IdlStruct, typename=_dds("sensor_msgs/msg/Range")):
+    """``sensor_msgs/msg/Range`` (the Humble and Iron layout; Jazzy adds ``variance``):
+    ``radiation_type`` 0 ultrasound, 1 infrared; ``range`` [m], ``+inf`` for nothing
+    detected."""  # noqa: D205, D209
+
+    header: Header = field(default_factory=Header)
+    radiation_type: t.uint8 = 0
+    field_of_view: t.float32 = 0.0
+    min_range: t.float32 = 0.0
+    max_range: t.float32 = 0.0
+    range: t.float32 = 0.0
+
+
+@dataclass
 class String(IdlStruct, typename=_dds("std_msgs/msg/String")):
     """``std_msgs/msg/String``."""
 
@@ -267,6 +284,10 @@ MSG_TEXT: dict[str, str] = {
         "std_msgs/Header header\nuint8 type_mask\ngeometry_msgs/Quaternion orientation\n"
         "geometry_msgs/Vector3 body_rate\nfloat32 thrust\n"
     ),
+    "sensor_msgs/msg/Range": (
+        "std_msgs/Header header\nuint8 radiation_type\nfloat32 field_of_view\n"
+        "float32 min_range\nfloat32 max_range\nfloat32 range\n"
+    ),
 }
 """``pkg/msg/Type`` -> its ``.msg`` fields (the ROS 2 interface definitions, constants left
 out)."""
@@ -293,7 +314,19 @@ _CLASSES = {
     "std_msgs/msg/String": String,
     "sensor_msgs/msg/JointState": JointState,
     "mavros_msgs/msg/AttitudeTarget": AttitudeTarget,
+    "sensor_msgs/msg/Range": Range,
 }
+
+
+def message_class(name: str) -> type:
+    """The class of the ROS 2 type ``pkg/msg/Type``.
+
+    Raises:
+        ValueError: A type quadsim does not speak, naming those it does.
+    """
+    if name not in _CLASSES:
+        raise ValueError(f"no ROS 2 message type {name!r} here; known: {sorted(_CLASSES)}")
+    return _CLASSES[name]
 
 
 def ros_name(cls: type) -> str:

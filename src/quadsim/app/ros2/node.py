@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from ...loop.records import log_record, numpy_state
+from ...loop.sensing import due
 from ...physics.rotation import rotate_inverse, to_euler
 from ..signals import stop_flag
 from . import dds
@@ -125,6 +126,7 @@ class Ros2Node:
         from cyclonedds.topic import Topic
 
         from . import msgs as m
+        from .encode import part_topics
 
         dp = self.participant
         topics: dict[str, Any] = {}
@@ -152,6 +154,18 @@ class Ros2Node:
                     name = dds.topic(self.ns, d, leaf)
                     ends[-1][leaf] = endpoint(dp, tp(name, typ), qos=qos())
                     self.topics[f"{d}/{leaf}"] = name
+        # every sensor part's messages (encode.part_topics), published when a reading is new
+        period = dict(zip(map(id, self.loop.sens.parts), self.loop.periods.parts, strict=True))
+        self.part_pubs = [(pt, period[id(pt.part)]) for pt in part_topics(self.loop.sens.parts)]
+        for d, ends in zip(self.names, self.pub, strict=True):
+            for pt, _ in self.part_pubs:
+                if pt.leaf in ends:
+                    raise ValueError(f"sensor {pt.part.name}: its ROS 2 topic {pt.leaf!r} is "
+                                     f"taken by quadsim's own")  # fmt: skip
+                name = dds.topic(self.ns, d, pt.leaf)
+                typ = m.message_class(pt.decl.type)
+                ends[pt.leaf] = DataWriter(dp, tp(name, typ), qos=dds.sensor_qos())
+                self.topics[f"{d}/{pt.leaf}"] = name
         self.tf_writer = DataWriter(dp, tp("/tf", m.TFMessage), qos=dds.tf_qos())
         self.clock_writer = None
         if self.rate == "max":
@@ -289,7 +303,7 @@ class Ros2Node:
         """Publish the state ``x_k`` and the readings at ``t_k`` of every drone: the messages of
         :mod:`quadsim.app.ros2.encode`, rendered from templates (:mod:`quadsim.app.ros2.cdr`)."""  # noqa: D205, D209
         from .cdr import write
-        from .encode import RPM_TO_RAD_S, stamp, yaw_quat
+        from .encode import RPM_TO_RAD_S, part_message, stamp, yaw_quat
 
         st = stamp(t)
         sec, ns = st.sec, st.nanosec
@@ -314,6 +328,10 @@ class Ros2Node:
                 w["rotor_speeds"], tpl["rotor_speeds"].render(sec, ns, idx["rotor_speeds"], rot[i])
             )
             write(w["reference"], tpl["reference"].render(sec, ns, idx["reference"], ref[i]))
+        for pt, period in self.part_pubs:  # a part's message when its reading is new
+            if due(float(self.ticks), period, np):
+                for i, d in enumerate(self.names):
+                    self.pub[i][pt.leaf].write(part_message(pt, t, out, i, frame=f"{d}/base_link"))
         write(
             self.tf_writer,
             self.tf_tpl.render(sec, ns, self.tf_idx, np.concatenate([pos, quat], -1).ravel()),

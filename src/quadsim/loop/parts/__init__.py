@@ -13,7 +13,9 @@ A **sensor part** is an object the loop carries in a collection (:attr:`Sensors.
   summary's column list;
 * ``init(n, truth, ctx) -> state`` and ``measure(k, truth, state, z, ctx) -> (readings, state)``,
   pure array-API functions of the true :class:`~quadsim.engines.state.State` ``(n, ...)``, its
-  state (a tree of arrays or ``None``), its normals ``z`` ``(n, count)`` and a :class:`Context`.
+  state (a tree of arrays or ``None``), its normals ``z`` ``(n, count)`` and a :class:`Context`;
+* ``ros2()``: the ROS 2 messages its readings become (:class:`Ros2`; ``quadsim ros2`` publishes
+  them when a reading is new, ``--rosbag`` writes them at every logged sample).
 
 The loop wires the rest: each part's normals are cut from the step's, its readings are taken at
 its period and held in between (``<name>_fresh`` tells when a reading is new), its state joins the
@@ -49,6 +51,7 @@ __all__ = [
     "Controller",
     "Output",
     "Param",
+    "Ros2",
     "Sensor",
     "check_params",
     "controller_class",
@@ -96,6 +99,26 @@ class Output(NamedTuple):
     description: str
     key: str = ""
     logged: bool = True
+
+
+class Ros2(NamedTuple):
+    """A ROS 2 message a part's readings are published as (``quadsim ros2``, ``--rosbag``).
+
+    Attributes:
+        type: Its ROS 2 type, ``"pkg/msg/Type"`` (one of :mod:`quadsim.app.ros2.msgs`).
+        fields: ``((field, output), ...)``: the message's fields (a dotted path) that take the
+            part's readings (its outputs' names).
+        constants: ``((field, value), ...)``: the message's fixed fields.
+        valid: An output whose ``0`` means "no reading": the ``fields`` are then ``+inf`` (the
+            ROS convention for a range sensor that detects nothing, REP 117), or ``""``.
+        leaf: The topic's last name, ``/<namespace>/<drone>/<leaf>`` (default the part's name).
+    """
+
+    type: str
+    fields: tuple[tuple[str, str], ...]
+    constants: tuple[tuple[str, float], ...] = ()
+    valid: str = ""
+    leaf: str = ""
 
 
 class Param(NamedTuple):
@@ -186,6 +209,10 @@ class Sensor:
     def measure(self, k: Any, truth: Any, state: Any, z: Any, ctx: Context) -> tuple[dict, Any]:
         """``(readings by output name, state)`` at step ``k`` of the true state ``truth``."""
         raise NotImplementedError
+
+    def ros2(self) -> tuple[Ros2, ...]:
+        """The ROS 2 messages its readings are published as (default: none)."""
+        return ()
 
     def __repr__(self) -> str:
         vals = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.params)

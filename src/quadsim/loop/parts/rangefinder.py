@@ -23,10 +23,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from . import Context, Output, Param, Sensor
+from . import Context, Output, Param, Ros2, Sensor
 
 _BIG = 1e6
 """[m] a range that stands for "no surface" (finite, so float32 and generated C keep it)."""
+_FOV = 0.4712
+"""[rad] the VL53L1x's field of view (27°), for its ROS 2 message (the reading is one ray)."""
 _TINY = 1e-9
 """Direction components smaller than this are treated as this (a ray along a face)."""
 
@@ -115,3 +117,10 @@ class Rangefinder(Sensor):
         std = self.noise_a * (1.0 + xp.exp(self.noise_c * (rc - self.noise_r0)))
         reading = xp.where(valid, rc + std * z[..., 0], 0.0 * rc)
         return {"range": reading, "valid": xp.where(valid, 1.0 + 0.0 * rc, 0.0 * rc)}, state
+
+    def ros2(self) -> tuple[Ros2, ...]:
+        """``sensor_msgs/Range`` (infrared), ``+inf`` without a reading."""
+        return (Ros2("sensor_msgs/msg/Range", (("range", "range"),),
+                     (("radiation_type", 1), ("field_of_view", _FOV),
+                      ("min_range", self.min_range), ("max_range", self.max_range)),
+                     valid="valid"),)  # fmt: skip
