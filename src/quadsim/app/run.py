@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ..loop.brain import Sensors, loop_periods, rates_hz
+from ..loop.brain import loop_periods, rates_hz
 from ..loop.parts import log_columns
 from ..loop.paths import flight_loop
 from . import io, preflight
@@ -128,8 +128,7 @@ def fly_scenario(
         # the end if tracing fell back to the per-step loop)
         name, reason = flight_loop(sim, objs.control, objs.gains, imu=objs.imu, mocap=objs.mocap,
                                    seed=objs.seed)  # fmt: skip
-        sens = Sensors(objs.imu, objs.mocap, objs.baro, objs.gnss, objs.power,
-                       objs.battery_charge, tuple(getattr(objs, "parts", ())))  # fmt: skip
+        sens = objs.sensors
         periods = loop_periods(sim.dt, objs.gains, sens)
         loop = {"loop": name, "loop_reason": reason,
                 "rates_hz": rates_hz(sim.dt, periods, sens)}  # fmt: skip
@@ -211,7 +210,7 @@ def _write_rosbag(out: Path, summary: dict, objs: Any, periods: Any, progress: b
     try:
         write_bag(out / "trajectory.parquet", out / "trajectory.mcap",
                   imu_var=imu_variances(objs.imu, float(periods.imu_dt or objs.sim.dt)),
-                  parts=tuple(getattr(objs, "parts", ())), progress=step)  # fmt: skip
+                  parts=objs.parts, progress=step)  # fmt: skip
     finally:
         if bar is not None:
             bar.close()

@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ...loop.brain import Sensors, loop_periods
+from ...loop.brain import loop_periods
 from ...loop.records import numpy_state
 from ...loop.step_runner import StepLoop
 from ...physics import rotors
@@ -117,8 +117,7 @@ class LiveLoop:
         self.ideal_imu = objs.imu is None
         imu = objs.imu or ImuParams(0.0, 0.0, 0.0, 0.0, rate=1.0 / dt, name="ideal")
         self.imu = imu
-        self.sens = Sensors(imu, objs.mocap, objs.baro, objs.gnss, objs.power, objs.battery_charge,
-                            tuple(getattr(objs, "parts", ())))  # fmt: skip
+        self.sens = objs.sensors._replace(imu=imu)
         self.periods = loop_periods(dt, objs.gains, self.sens)
         self.offset = np.broadcast_to(np.asarray(objs.ref_offset, dtype=np.float64), (n, 3))
         world = getattr(sim, "world", None)

@@ -45,31 +45,27 @@ __all__ = ["Assembly", "build", "fly_assembly", "resolved_files"]
 class Assembly(NamedTuple):
     """A scenario assembled into the objects of a flight (what :func:`build` returns).
 
-    The first ten fields are the arguments of :func:`quadsim.loop.flight.fly`.
-
     Attributes:
         sim: The :class:`~quadsim.engines.sim.Simulator`, reset to the initial states.
         trajectory: The reference ``t -> Reference``.
         control: The controller function.
         gains: Its gains.
         ref_offset: Per-drone reference offsets ``(n, 3)`` [m] (formation).
-        imu: :class:`~quadsim.physics.sensors.ImuParams`, or ``None``.
-        mocap: :class:`~quadsim.physics.sensors.MocapParams`, or ``None``.
         duration: Flight time [s] (``duration`` of the file).
         output: The ``[output]`` section.
         seed: Key of the sensor noise and the turbulence (the scenario's ``seed``,
             :mod:`quadsim.physics.noise`).
         drone: The nominal :class:`~quadsim.physics.params.Params` (the controller's model).
-        estimator: What the controller reads instead of the truth
-            (:mod:`quadsim.loop.estimation.estimators`), or ``None``.
-        baro: :class:`~quadsim.physics.sensors.BaroParams`, or ``None``.
-        gnss: :class:`~quadsim.physics.sensors.GnssParams`, or ``None``.
-        power: :class:`~quadsim.physics.power.PowerParams` (``sim.command = "pwm"``), or ``None``.
-        battery_charge: The battery's charge at the start (0..1).
-        parts: The sensor parts (:mod:`quadsim.loop.parts`) of the ``[sensors.<name>]`` tables.
         meta: The run's metadata (:func:`quadsim.loop.flight.run_meta`): drone, time step, duration
             in whole steps, rotors, backend, model, integrator, dtype, scenario, name,
             controller, trajectory, seed and output options (``animate``: ``None``).
+        estimator: What the controller reads instead of the truth
+            (:mod:`quadsim.loop.estimation.estimators`), or ``None``.
+        sensors: The loop's :class:`~quadsim.loop.brain.Sensors`: the IMU, motion capture,
+            barometer, GNSS (their parameter records, or ``None``), the power chain
+            (``sim.command = "pwm"``), the battery's charge at the start and the sensor parts of
+            the ``[sensors.<name>]`` tables; each is also an attribute of its own (``imu``,
+            ``mocap``, ``baro``, ``gnss``, ``power``, ``battery_charge``, ``parts``).
     """
 
     sim: Any
@@ -77,19 +73,21 @@ class Assembly(NamedTuple):
     control: Any
     gains: Any
     ref_offset: np.ndarray
-    imu: Any
-    mocap: Any
     duration: float
     output: dict
     seed: int
     drone: Any
     meta: dict
     estimator: Any = None
-    baro: Any = None
-    gnss: Any = None
-    power: Any = None
-    battery_charge: float = 1.0
-    parts: tuple = ()
+    sensors: Sensors = Sensors()
+
+    imu = property(lambda self: self.sensors.imu)
+    mocap = property(lambda self: self.sensors.mocap)
+    baro = property(lambda self: self.sensors.baro)
+    gnss = property(lambda self: self.sensors.gnss)
+    power = property(lambda self: self.sensors.power)
+    battery_charge = property(lambda self: self.sensors.charge)
+    parts = property(lambda self: self.sensors.parts)
 
 
 def build(sc: Scenario) -> Assembly:
@@ -142,19 +140,13 @@ def build(sc: Scenario) -> Assembly:
         control=control,
         gains=prep.gains,
         ref_offset=init["offset"],
-        imu=imu,
-        mocap=mocap,
         duration=top["duration"],
         output=v["output"],
         seed=seed,
         drone=prep.drone,
         meta=meta,
         estimator=estimator,
-        baro=baro,
-        gnss=gnss,
-        power=power,
-        battery_charge=sm["battery_charge"],
-        parts=prep.parts,
+        sensors=Sensors(imu, mocap, baro, gnss, power, sm["battery_charge"], prep.parts),
     )
 
 
@@ -203,11 +195,12 @@ def fly_assembly(objs: Assembly, **kwargs: Any) -> Any:
     """:func:`quadsim.loop.flight.fly` of an assembled scenario: its simulator, reference,
     controller, offsets, sensors, estimator, battery and seed; ``kwargs`` are ``fly``'s other
     arguments (``log_every``, ``chunk_steps``, ``on_chunk``, ``keep_log``, ``meta``, ...)."""  # noqa: D205, D209
+    s = objs.sensors
     return flight.fly(objs.sim, objs.trajectory, objs.control, objs.gains,
-                      duration=objs.duration, ref_offset=objs.ref_offset, imu=objs.imu,
-                      mocap=objs.mocap, estimator=objs.estimator, baro=objs.baro, gnss=objs.gnss,
-                      power=objs.power, battery_charge=objs.battery_charge, seed=objs.seed,
-                      parts=objs.parts, **kwargs)  # fmt: skip
+                      duration=objs.duration, ref_offset=objs.ref_offset, imu=s.imu,
+                      mocap=s.mocap, estimator=objs.estimator, baro=s.baro, gnss=s.gnss,
+                      power=s.power, battery_charge=s.charge, seed=objs.seed, parts=s.parts,
+                      **kwargs)  # fmt: skip
 
 
 def resolved_files(sc: Scenario) -> dict[str, str]:
