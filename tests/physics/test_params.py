@@ -25,6 +25,7 @@ from quadsim.physics.params import (
 
 PRESETS = [
     "cf21B_500",
+    "cf21_nanobench",
     "cf2x_L250",
     "cf2x_P250",
     "cf2x_T350",
@@ -42,6 +43,7 @@ DM_L = {"cf2x_L250": 0.03253, "cf2x_P250": 0.03253, "cf2x_T350": 0.03253, "cf21B
 # Hover speed of every preset [RPM], recorded from envelope() (also in docs/presets.md).
 HOVER_RPM = {
     "cf21B_500": 15896.30,
+    "cf21_nanobench": 22294.69,
     "cf2x_L250": 18967.77,
     "cf2x_P250": 23191.77,
     "cf2x_T350": 19040.96,
