@@ -158,8 +158,8 @@ def _run_protocol(args: argparse.Namespace, flights: list[dict], motor: ts.RpmFi
     held: list[dict] = []
     if len(flights) > 1:
         params = load_params(args.preset)
-        held = _fitted("held out", lambda: pr.leave_one_out(
-            flights, params, motor, level=args.level, start=pr.ThrustTerms.of(params)))  # fmt: skip
+        held = _fitted("held out", lambda: pr.leave_one_out(flights, params, motor,
+                                                            level=args.level))  # fmt: skip
         for h, r in zip(held, results, strict=True):
             h["ang_acc_r2"] = r["ang_acc_r2"]
             h.pop("series", None)
