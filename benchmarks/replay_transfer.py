@@ -13,9 +13,16 @@ and ``vbat`` (the thrust-stand fit ``ω = c0 + c1 d vbat`` is the base):
 * ``inflow``: ``T (1 - a v_z + b v_h²)`` with the Vicon body-frame climb rate and horizontal
   speed (induced-velocity and translational-lift terms).
 
-``python benchmarks/replay_transfer.py [LOG ...]`` (default: the NanoBench flights in
-``data/nanobench/`` and ``../shared/data/nanobench/`` that are not saturated all along); the
-table is in ``docs/validation.md`` ("Where the model fails").
+Then the protocol of ``quadsim replay --preset cf21_nanobench``
+(:func:`quadsim.app.sysid.replay_protocol.leave_one_out`: lag, warm-up and inflow fitted on the
+other flights, thrust level and delays from Vicon, saturated flights excluded), and with
+``--fit-preset`` the coefficients fitted on all the flights that are not excluded, as stored in
+the ``cf21_nanobench`` preset.
+
+``python benchmarks/replay_transfer.py [--fit-preset] [LOG ...]`` (default: the NanoBench
+flights in ``data/nanobench/`` and ``../shared/data/nanobench/`` that are not saturated all
+along; a flight is named by its file name without ``.csv.gz``); the tables are in
+``docs/validation.md`` ("Flight logs: replay").
 """
 
 from __future__ import annotations
@@ -28,11 +35,23 @@ from scipy.optimize import least_squares
 from scipy.signal import lfilter
 
 from quadsim.app.sysid import replay as rp
+from quadsim.app.sysid import replay_protocol as pr
 from quadsim.physics import rotation
 from quadsim.physics.params import load_params
 
 ROOT = Path(__file__).resolve().parents[1]
 SKIP = ("B6_",)  # one motor at 65535 on every airborne sample
+
+
+def flight_name(path: Path) -> str:
+    """A flight's name: its file name without ``.csv.gz`` / ``.csv`` (``B3_figure8_medium_rep1``
+    and ``B3_figure8_fast_rep2`` stay two flights; the text before the first underscore made them
+    one, the second silently replacing the first)."""  # noqa: D205, D209
+    name = path.name
+    for ext in (".csv.gz", ".csv"):
+        if name.endswith(ext):
+            return name[: -len(ext)]
+    return name
 
 
 def _flights(paths: list[Path]) -> dict[str, dict]:
@@ -45,7 +64,7 @@ def _flights(paths: list[Path]) -> dict[str, dict]:
         keep = rp.airborne(fl)
         vb = rotation.rotate_inverse(np.asarray(fl["quat"]), np.asarray(fl["vel"]))
         i0 = int(np.argmax(fl["flying"]))
-        out[p.name.split("_")[0]] = {
+        out[flight_name(p)] = {
             "t": t,
             "dt": dt,
             "keep": keep,
@@ -90,22 +109,55 @@ def _predict(model: str, p: np.ndarray, x: dict, k: np.ndarray) -> np.ndarray:
     return rp.lowpass(thrust, x["dt"])[x["keep"]] / mass
 
 
+def default_paths() -> list[Path]:
+    """The NanoBench flights of the repository and ``../shared``, one per file name, B6 left out."""
+    seen: dict[str, Path] = {}
+    for folder in (ROOT / "data" / "nanobench", ROOT.parent / "shared" / "data" / "nanobench"):
+        for p in sorted(folder.glob("B*.csv.gz")):
+            if not p.name.startswith(SKIP):
+                seen.setdefault(p.name, p)
+    return list(seen.values())
+
+
+def protocol(paths: list[Path], fit_preset: bool) -> None:
+    """Print the protocol's leave-one-out table (and the preset's fit)."""
+    params = load_params("cf21_nanobench")
+    motor = rp.fit_motor()
+    flights = [rp.load_log(p) for p in paths]
+    rows = pr.leave_one_out(flights, params, motor)
+    print("protocol (quadsim replay --preset cf21_nanobench), leave one out:")
+    print(f"{'flight':28s} {'R2':>6s} {'RMSE':>6s} {'ceil':>6s} {'cruise':>6s} {'lvl %':>6s} "
+          f"{'d_imu':>6s}  excluded")  # fmt: skip
+    for r in rows:
+        print(f"{r['name']:28s} {r['specific_force_z_r2']:6.3f} "
+              f"{r['specific_force_z_rmse_m_s2']:6.3f} {r['ceiling_r2']:6.3f} "
+              f"{r['cruise_r2']:6.3f} "
+              f"{r['level_deviation_pct']:+6.1f} {1e3 * r['delays_s']['pwm_to_imu']:6.0f}  "
+              f"{r['excluded'] or '-'}")  # fmt: skip
+    ok = [r for r in rows if not r["excluded"]]
+    print(f"mean R2 {np.mean([r['specific_force_z_r2'] for r in ok]):.3f} over {len(ok)} flights")
+    if fit_preset:
+        keep = [f for f, r in zip(flights, rows, strict=True) if not r["excluded"]]
+        terms, masses = pr.fit_terms(keep, params, motor)
+        print(f"fitted on {', '.join(f['name'] for f in keep)}: {terms}, mass "
+              f"{np.mean(masses):.5f} kg (per flight {', '.join(f'{m:.5f}' for m in masses)}), "
+              f"motor_constant {1.0 / terms.time_constant:.3f} 1/s")  # fmt: skip
+
+
 def main(argv: list[str]) -> int:
-    """Print the leave-one-out table of every model; 0."""
+    """Print the leave-one-out table of every model and of the protocol; 0."""
+    fit_preset = "--fit-preset" in argv
+    argv = [a for a in argv if a != "--fit-preset"]
     if argv:
         paths = [Path(a) for a in argv]
     else:
-        seen: dict[str, Path] = {}
-        for folder in (ROOT / "data" / "nanobench", ROOT.parent / "shared" / "data" / "nanobench"):
-            for p in sorted(folder.glob("B*.csv.gz")):
-                if not p.name.startswith(SKIP):
-                    seen.setdefault(p.name, p)
-        paths = list(seen.values())
+        paths = default_paths()
     flights = _flights(paths)
     k = np.asarray(load_params("cf2x_L250").rpm2thrust)
     names = list(flights)
     print(f"leave one out over {', '.join(names)}: held-out f_z R² (10 Hz, airborne)")
-    cols = " ".join(f"{n:>7s}" for n in names)
+    w = max(len(n) for n in names)
+    cols = " ".join(f"{n:>{w}s}" for n in names)
     print(f"{'model':14s} {cols}   fitted (on all but the last)")
     for model, (extra, init, bounds) in MODELS.items():
         lo = [0.02, -0.05, 0.002, *(b[0] for b in bounds)]
@@ -126,7 +178,8 @@ def main(argv: list[str]) -> int:
         labels = ("m [g]", "delay [ms]", "T_m [ms]", *extra)
         vals = (1e3 * fit[0], 1e3 * fit[1], 1e3 * fit[2], *fit[3:])
         desc = ", ".join(f"{n} {v:.3g}" for n, v in zip(labels, vals, strict=True))
-        print(f"{model:14s} " + " ".join(f"{s:7.3f}" for s in scores) + f"   {desc}")
+        print(f"{model:14s} " + " ".join(f"{s:{w}.3f}" for s in scores) + f"   {desc}")
+    protocol(paths, fit_preset)
     return 0
 
 

@@ -25,6 +25,7 @@ from quadsim.physics.params import (
 
 PRESETS = [
     "cf21B_500",
+    "cf21_nanobench",
     "cf2x_L250",
     "cf2x_P250",
     "cf2x_T350",
@@ -42,6 +43,7 @@ DM_L = {"cf2x_L250": 0.03253, "cf2x_P250": 0.03253, "cf2x_T350": 0.03253, "cf21B
 # Hover speed of every preset [RPM], recorded from envelope() (also in docs/presets.md).
 HOVER_RPM = {
     "cf21B_500": 15896.30,
+    "cf21_nanobench": 22294.69,
     "cf2x_L250": 18967.77,
     "cf2x_P250": 23191.77,
     "cf2x_T350": 19040.96,
@@ -345,6 +347,13 @@ BAD = {
         "thrust_curve",
         _replace("thrust_curve", "thrust_curve = [0.0, -1e-3, 1e-8]"),
     ),
+    "warmup_coef_above_1": ("warmup_coef", BASE + 'warmup_coef = { value = 1.2, unit = "1" }'),
+    "warmup_coef_negative": ("warmup_coef", BASE + "warmup_coef = -0.01"),
+    "warmup_time_zero": ("warmup_time", BASE + 'warmup_time = { value = 0.0, unit = "s" }'),
+    "warmup_time_negative": ("warmup_time", BASE + "warmup_time = -5.0"),
+    "inflow_coef_negative": ("inflow_coef", BASE + 'inflow_coef = { value = -0.05, unit = "s/m" }'),
+    "inflow_coef_above_1": ("inflow_coef", BASE + "inflow_coef = 2.0"),
+    "inflow_coef_unit": ("inflow_coef", BASE + 'inflow_coef = { value = 0.05, unit = "1/s" }'),
     "missing_mass": ("mass", _replace("mass", None)),
     "missing_inertia": ("inertia", _replace("inertia", None)),
     "missing_positions": ("rotor_positions", _replace("rotor_positions", None)),
@@ -370,6 +379,13 @@ def test_base_file_is_valid(tmp_path: Path) -> None:
     path = tmp_path / "good.toml"
     path.write_text(BASE)
     assert load_params(path).mass == 0.5
+
+
+def test_warmup_and_inflow_coefficients_load(tmp_path: Path) -> None:
+    path = tmp_path / "terms.toml"
+    path.write_text(BASE + "warmup_coef = 0.05\nwarmup_time = 4.5\ninflow_coef = 0.05\n")
+    p = load_params(path)
+    assert (p.warmup_coef, p.warmup_time, p.inflow_coef) == (0.05, 4.5, 0.05)
 
 
 def test_inertia_symmetry_tolerance(tmp_path: Path) -> None:

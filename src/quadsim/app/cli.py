@@ -7,8 +7,9 @@ IFACE] [--timeout S] [--on-timeout hover|land|cut] [--duration S] [--out DIR]`` 
 ROS 2 node over DDS (docs/ros2.md); ``quadsim recover DIR`` rebuilds the results of a killed
 run; ``quadsim info PRESET [--plot FILE]`` prints the flight envelope; ``quadsim presets`` lists
 the drones; ``quadsim bench`` measures quadsim's speed (the scripts in ``benchmarks/`` compare
-the peers); ``quadsim replay LOG [...] [--format nanobench] [--preset NAME] [--json FILE] [--out
-DIR]`` replays a real flight's motor commands through the model (docs/validation.md).
+the peers); ``quadsim replay LOG [...] [--format nanobench] [--preset NAME] [--strict] [--level
+L] [--json FILE] [--out DIR]`` replays a real flight's motor commands through the model
+(docs/validation.md).
 
 Exit codes: 0 success, 1 simulation failure (a drone diverged or crashed), 2 bad input (one line
 ``quadsim: FILE: KEY (line N): what is wrong``, or ``quadsim: what is wrong``), 128 + the signal
@@ -86,6 +87,12 @@ def _parser() -> argparse.ArgumentParser:
     rp.add_argument("logs", nargs="+", metavar="LOG", help="flight log(s), e.g. a NanoBench CSV")
     rp.add_argument("--format", default="nanobench", choices=["nanobench"], help="log format")
     rp.add_argument("--preset", default="cf2x_L250", help="drone preset (default cf2x_L250)")
+    rp.add_argument("--strict", action="store_true", help="score without the held-out protocol "
+                    "(mass, lag, delays fitted on each flight; default for presets without "
+                    "warm-up or inflow terms)")
+    rp.add_argument("--level", default="vicon", choices=["vicon", "window"],
+                    help="protocol: per-flight thrust level from the Vicon acceleration or the "
+                    "first 3 s of cruise (then not scored)")
     rp.add_argument("--json", metavar="FILE", help="also write the metrics as JSON")
     rp.add_argument("--out", metavar="DIR", help="folder for the predicted-against-measured plots")
     _ros2_args(sub)
@@ -401,6 +408,7 @@ def _dispatch(args: argparse.Namespace) -> int:
             from .sysid.replay import main as replay_main
 
             argv = [*args.logs, "--format", args.format, "--preset", args.preset]
+            argv += ["--level", args.level] + (["--strict"] if args.strict else [])
             argv += ["--json", args.json] if args.json else []
             argv += ["--out", args.out] if args.out else []
             return replay_main(argv)

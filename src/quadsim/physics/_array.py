@@ -164,6 +164,9 @@ class _CasadiOps:
     def sqrt(self, x: Any) -> Any:
         return self._cs().sqrt(x)
 
+    def exp(self, x: Any) -> Any:
+        return self._cs().exp(x)
+
     def sin(self, x: Any) -> Any:
         return self._cs().sin(x)
 

@@ -79,6 +79,11 @@ class Params(NamedTuple):
         drag_speed_max: Highest airspeed [m/s] at which the drag model (``drag_matrix``,
             ``drag_coef``) was identified or is claimed to hold; ``inf`` when not stated.
             Informational: the simulation does not clip to it.
+        warmup_coef: Fraction of thrust per command a motor loses once warm in hover, ``c_w``
+            [1] in ``[0, 1)`` (:mod:`quadsim.physics.motor_thermal`; 0: no warm-up term).
+        warmup_time: The warm-up's time constant ``τ_w`` [s] > 0 (``inf``: never warms).
+        inflow_coef: Axial-inflow thrust loss ``c_i`` [s/m] >= 0 per m/s of climb
+            (:func:`~quadsim.physics.motor_thermal.inflow_factor`; 0: none).
     """
 
     name: str
@@ -100,6 +105,9 @@ class Params(NamedTuple):
     drag_coef: float
     rot_drag_coef: float
     drag_speed_max: float = math.inf
+    warmup_coef: float = 0.0
+    warmup_time: float = math.inf
+    inflow_coef: float = 0.0
 
 
 def invert_curve(coefs: Any, value: float) -> float:
@@ -161,6 +169,10 @@ def check_physical(values: Mapping[str, Any]) -> None:
           curve must be strictly increasing on ``[rpm_min, rpm_max]`` (its derivative
           ``k1 + 2 k2 Ω`` is linear: >= 0 at both ends and not zero at both) and positive at
           ``rpm_max``.
+        * ``warmup_coef`` in ``[0, 1)`` (a motor cannot gain thrust warming up, nor lose all of
+          it), ``warmup_time`` > 0 (``inf``: never warms), ``inflow_coef`` in ``[0, 1)`` s/m
+          (climbing never adds thrust at a fixed speed; momentum theory bounds it by ``1 / v_h``,
+          about 0.2 s/m for a Crazyflie and less for larger rotors).
 
     Args:
         values: Parameter name -> value (number or array, optionally per drone).
@@ -224,6 +236,7 @@ def check_physical(values: Mapping[str, Any]) -> None:
     if "drag_speed_max" in values:
         a = arr("drag_speed_max", 0)
         need("drag_speed_max", a > 0.0, lambda i: f"must be > 0 (inf: not stated); got {a[i]}")
+    _check_thrust_terms(values, arr, need)
     if "rotor_dyn_coef" in values:
         c = arr("rotor_dyn_coef", 1)
         ok = np.all(c >= 0.0, axis=-1) & (c[..., 0] + c[..., 1] > 0) & (c[..., 2] + c[..., 3] > 0)
@@ -246,6 +259,18 @@ def check_physical(values: Mapping[str, Any]) -> None:
                 "{:.6g} and {:.6g} N/RPM at the ends, {:.6g} N at rpm_max"
             )
             need("rpm2thrust", ok, lambda i: msg.format(d_lo[i], d_hi[i], f_hi[i]))
+
+
+def _check_thrust_terms(values: Mapping[str, Any], arr: Any, need: Any) -> None:
+    """The rules of :func:`check_physical` for the warm-up and inflow coefficients."""
+    for key in ("warmup_coef", "inflow_coef"):
+        if key in values:
+            a = arr(key, 0)
+            ok = np.isfinite(a) & (a >= 0.0) & (a < 1.0)
+            need(key, ok, lambda i, a=a: f"must be in [0, 1); got {a[i]}")
+    if "warmup_time" in values:
+        a = arr("warmup_time", 0)
+        need("warmup_time", a > 0.0, lambda i: f"must be > 0 (inf: never warms); got {a[i]}")
 
 
 def thrust_to_weight(p: Params) -> float:
@@ -283,9 +308,14 @@ _KEYS: dict[str, tuple[dict[str, Any], tuple[tuple[int, ...], ...], Any]] = {
     "drag_coef": ({"N s^2/m^2": 1.0}, ((),), 0.0),
     "rot_drag_coef": ({"N m s/rad": 1.0}, ((),), 0.0),
     "drag_speed_max": ({"m/s": 1.0}, ((),), math.inf),
+    "warmup_coef": ({"1": 1.0}, ((),), 0.0),
+    "warmup_time": ({"s": 1.0}, ((),), math.inf),
+    "inflow_coef": ({"s/m": 1.0}, ((),), 0.0),
 }
 _TEXT_KEYS = ("name", "description", "layout")
-_MAY_BE_INF = ("drag_speed_max",)  # +inf allowed (TOML ``inf``): "no limit stated"
+_SCALARS = ("prop_inertia", "drag_coef", "rot_drag_coef", "drag_speed_max", "warmup_coef",
+            "warmup_time", "inflow_coef")  # fmt: skip
+_MAY_BE_INF = ("drag_speed_max", "warmup_time")  # +inf allowed (TOML ``inf``): "no limit stated"
 
 
 def list_presets() -> list[str]:
@@ -357,7 +387,7 @@ def _build(doc: dict[str, Any], where: str, stem: str, preset: bool) -> Params:
     file_key["rotor_dyn_coef"] = "motor_constant" if km is not None else "rotor_dyn_coef"
     physical = dict(mass=mass, J=J, drag_matrix=D, rotor_dyn_coef=dyn, rpm2thrust=thrust)
     physical |= dict(rpm_min=lo, rpm_max=hi)
-    physical |= {k: v[k] for k in ("prop_inertia", "drag_coef", "rot_drag_coef", "drag_speed_max")}
+    physical |= {k: v[k] for k in _SCALARS}
     try:
         check_physical(physical)
     except PhysicalError as e:
@@ -371,8 +401,7 @@ def _build(doc: dict[str, Any], where: str, stem: str, preset: bool) -> Params:
     for name, a in arrays.items():
         a = arrays[name] = np.array(a, dtype=np.float64)
         a.flags.writeable = False
-    names = ("prop_inertia", "drag_coef", "rot_drag_coef", "drag_speed_max")
-    scalars = {k: float(v[k]) for k in names}
+    scalars = {k: float(v[k]) for k in _SCALARS}
     name = doc.get("name", stem)
     return Params(name=name, mass=mass, L=L, rpm_min=lo, rpm_max=hi, **scalars, **arrays)
 

@@ -57,6 +57,7 @@ __all__ = [
     "TIME_CONSTANTS_S",
     "LogError",
     "airborne",
+    "best_shift",
     "check_fittable",
     "cross_flights",
     "euler_ang_acc",
@@ -70,6 +71,7 @@ __all__ = [
     "replay",
     "rotor_forces",
     "shift",
+    "vicon_specific_force",
 ]
 
 CUTOFF_HZ = 10.0
@@ -197,7 +199,7 @@ def _corr(pred: np.ndarray, y: np.ndarray) -> float:
     return float(np.sum(x * y) / math.sqrt(float(np.sum(x * x) * np.sum(y * y))))
 
 
-def _best_shift(
+def best_shift(
     t: np.ndarray,
     pred: np.ndarray,
     meas: np.ndarray,
@@ -247,7 +249,7 @@ def _fit_lag(
     best: tuple[float, float, float] | None = None
     for tc in TIME_CONSTANTS_S:
         _, thr, _ = rotor_forces(params, motor, fl["pwm"], fl["vbat"], tc, dt)
-        d, c = _best_shift(t, lowpass(thr, dt), fz_meas, keep)
+        d, c = best_shift(t, lowpass(thr, dt), fz_meas, keep)
         if best is None or c > best[2]:
             best = (tc, d, c)
     assert best is not None
@@ -270,6 +272,15 @@ def _mass(thrust: np.ndarray, fz: np.ndarray, path: str | None) -> float:
     return m
 
 
+def vicon_specific_force(flight: dict[str, Any], gravity_vec: Any, dt: float) -> np.ndarray:
+    """The body-z specific force [m/s²] ``(T,)`` from Vicon: the velocity differentiated
+    (Savitzky-Golay, 9 samples, quadratic) less gravity, rotated into the body and
+    :func:`lowpass`-ed, on the Vicon clock (needs ``vel`` and ``quat``)."""  # noqa: D205, D209
+    acc_w = savgol_filter(np.asarray(flight["vel"]), 9, 2, deriv=1, delta=dt, axis=0)
+    acc_w = acc_w - np.asarray(gravity_vec)
+    return lowpass(rotation.rotate_inverse(np.asarray(flight["quat"]), acc_w)[:, 2], dt)
+
+
 def _vicon_mass(
     params: Any, fl: dict[str, Any], x: np.ndarray, keep: np.ndarray, dt: float
 ) -> float:
@@ -277,9 +288,7 @@ def _vicon_mass(
     (on the samples ``keep``); NaN without ``vel`` and ``quat``."""  # noqa: D205, D209
     if "vel" not in fl or "quat" not in fl:
         return math.nan
-    acc_w = savgol_filter(np.asarray(fl["vel"]), 9, 2, deriv=1, delta=dt, axis=0)
-    acc_w = acc_w - np.asarray(params.gravity_vec)
-    fz_vic = lowpass(rotation.rotate_inverse(np.asarray(fl["quat"]), acc_w)[:, 2], dt)
+    fz_vic = vicon_specific_force(fl, params.gravity_vec, dt)
     return float(np.sum(x * x) / np.sum(x * fz_vic[keep]))
 
 
@@ -346,7 +355,7 @@ def replay(
     _, thrust, tau = rotor_forces(params, motor, fl["pwm"], fl["vbat"], tc_use, dt)
     thrust_lp = lowpass(thrust, dt)
     fitted: dict[str, float] = {"pwm_to_imu": d_fit}
-    own_d = d_fit if tc_use == tc_fit else _best_shift(t, thrust_lp, fz_meas, keep)[0]
+    own_d = d_fit if tc_use == tc_fit else best_shift(t, thrust_lp, fz_meas, keep)[0]
     d_imu = float(delays.get("pwm_to_imu", own_d))
     thrust_d = shift(t, thrust_lp, d_imu)
     x, y = thrust_d[keep], fz_meas[keep]
@@ -358,7 +367,7 @@ def replay(
     gyro = np.asarray(fl["gyro"], dtype=np.float64)
     ang_meas = gyro_derivative(gyro, dt)
     ang_raw = euler_ang_acc(params, lowpass(tau, dt), gyro)
-    fitted["pwm_to_gyro"] = _best_shift(t, ang_raw, ang_meas, keep)[0]
+    fitted["pwm_to_gyro"] = best_shift(t, ang_raw, ang_meas, keep)[0]
     d_gyro = float(delays.get("pwm_to_gyro", fitted["pwm_to_gyro"]))
     ang_pred = lowpass(euler_ang_acc(params, shift(t, tau, d_gyro), gyro), dt)
     bias_fit = np.mean(ang_meas[keep] - ang_pred[keep], axis=0)

@@ -26,6 +26,7 @@ from ..io import outdir
 from ..io.files import atomic_write, report_bad_input
 from ..io.strict_json import strict_dumps
 from . import replay as rp
+from . import replay_protocol as pr
 from . import thrust_stand as ts
 
 __all__ = ["main"]
@@ -107,6 +108,65 @@ def _print(preset: str, motor: ts.RpmFit, results: list[dict], cross: list[dict]
             print(_row(f"{c['train'][:19]} -> {c['test'][:19]}", c))
 
 
+def _fmt(v: Any, spec: str, scale: float = 1.0) -> str:
+    """``v`` formatted (times ``scale``), or ``-`` for a missing value or NaN."""
+    if v is None or not math.isfinite(v):
+        return "-"
+    return format(scale * v, spec)
+
+
+def _protocol_row(name: str, r: dict[str, Any]) -> str:
+    d = r.get("delays_s", {})
+    return (
+        f"{name:40s} {r.get('n_samples', 0):5d} {_fmt(r['specific_force_z_r2'], '.3f'):>6s} "
+        f"{_fmt(r['specific_force_z_rmse_m_s2'], '.3f'):>6s} {_fmt(r['ceiling_r2'], '.3f'):>6s} "
+        f"{_fmt(r['cruise_r2'], '.3f'):>6s} {_fmt(r['level_deviation_pct'], '+.1f'):>6s} "
+        f"{_fmt(d.get('pwm_to_imu'), '.0f', 1e3):>6s} {_fmt(d.get('imu_to_vicon'), '.0f', 1e3):>6s}"
+        f"  {'EXCLUDED: ' + r['excluded'] if r.get('excluded') else ''}"
+    )
+
+
+def _print_protocol(preset: str, results: list[dict], held: list[dict]) -> None:
+    t = results[0]["thrust_terms"]
+    print(f"replay protocol through {preset}: T_m {1e3 * t['time_constant']:.0f} ms, warm-up "
+          f"{100 * t['warmup_coef']:.1f} % over {t['warmup_time']:.1f} s, inflow "
+          f"{100 * t['inflow_coef']:.1f} %/(m/s); thrust level and delays from Vicon "
+          f"(level: {results[0]['level']}); 10 Hz, airborne")  # fmt: skip
+    head = (f"{'n':>5s} {'fz R2':>6s} {'RMSE':>6s} {'ceil':>6s} {'cruise':>6s} {'lvl %':>6s} "
+            f"{'d_imu':>6s} {'i2v':>6s}")  # fmt: skip
+    print(f"{'flight (the preset terms)':40s} {head}")
+    for r in results:
+        print(_protocol_row(r["name"], r))
+    if held:
+        print(f"{'held out (terms fitted on the others)':40s} {head}")
+        for r in held:
+            print(_protocol_row(r["name"], r))
+        ok = [r for r in held if not r.get("excluded")]
+        if ok:
+            r2s = [r["specific_force_z_r2"] for r in ok]
+            print(f"held out, {len(ok)} flights not excluded: R2 mean {np.mean(r2s):.3f}, min "
+                  f"{min(r2s):.3f}; RMSE max "
+                  f"{max(r['specific_force_z_rmse_m_s2'] for r in ok):.3f} m/s2")  # fmt: skip
+
+
+def _run_protocol(args: argparse.Namespace, flights: list[dict], motor: ts.RpmFit) -> Any:
+    """The protocol's per-flight results and, with several logs, its leave-one-out rows."""
+    def one(f: dict) -> dict:
+        return pr.protocol_replay(f, preset=args.preset, motor=motor, level=args.level)
+
+    results = [_fitted(f["path"], lambda f=f: one(f)) for f in flights]
+    held: list[dict] = []
+    if len(flights) > 1:
+        params = load_params(args.preset)
+        held = _fitted("held out", lambda: pr.leave_one_out(flights, params, motor,
+                                                            level=args.level))  # fmt: skip
+        for h, r in zip(held, results, strict=True):
+            h["ang_acc_r2"] = r["ang_acc_r2"]
+            h.pop("series", None)
+    _print_protocol(args.preset, results, held)
+    return results[0] if len(results) == 1 else {"flights": results, "held_out": held}
+
+
 def _fitted(what: str, fit: Any) -> Any:
     """``fit()``, a fit that fails (a singular system, a signal that never changes) re-raised
     as a ``ValueError`` starting with ``what`` (the file)."""  # noqa: D205, D209
@@ -129,20 +189,30 @@ def _check_json(path: Path | None) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    load_params(args.preset)  # an unknown preset is refused before the logs are read
+    params = load_params(args.preset)  # an unknown preset is refused before the logs are read
+    protocol = not args.strict and pr.uses_terms(params)
+    if protocol:
+        pr.ThrustTerms.of(params)  # a preset the protocol cannot use, before the logs are read
+    elif args.level != "vicon":
+        raise ValueError(f"--level {args.level}: only with the protocol (a preset with warm-up "
+                         "or inflow terms, without --strict)")  # fmt: skip
     flights = [rp.load_log(p, args.format) for p in args.logs]
     motor = rp.fit_motor()
-    results = [
-        _fitted(f["path"], lambda f=f: rp.replay(f, preset=args.preset, motor=motor))
-        for f in flights
-    ]
-    cross = []
-    if len(flights) > 1:
-        cross = _fitted("held out", lambda: rp.cross_flights(flights, preset=args.preset,
-                                                             motor=motor))  # fmt: skip
-    _print(args.preset, motor, results, cross)
+    if protocol:
+        doc: Any = _run_protocol(args, flights, motor)
+        results = doc["flights"] if "flights" in doc else [doc]
+    else:
+        results = [
+            _fitted(f["path"], lambda f=f: rp.replay(f, preset=args.preset, motor=motor))
+            for f in flights
+        ]
+        cross = []
+        if len(flights) > 1:
+            cross = _fitted("held out", lambda: rp.cross_flights(flights, preset=args.preset,
+                                                                 motor=motor))  # fmt: skip
+        _print(args.preset, motor, results, cross)
+        doc = results[0] if len(results) == 1 else {"flights": results, "held_out": cross}
     if args.json is not None:
-        doc: Any = results[0] if len(results) == 1 else {"flights": results, "held_out": cross}
         text = strict_dumps(_without_series(doc), indent=2) + "\n"
         atomic_write(args.json, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     if args.out is not None:
@@ -170,6 +240,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("logs", nargs="+", type=Path, metavar="LOG", help="flight log(s)")
     ap.add_argument("--format", default="nanobench", choices=["nanobench"])
     ap.add_argument("--preset", default="cf2x_L250")
+    ap.add_argument("--strict", action="store_true",
+                    help="score as before the protocol: mass, lag and delays fitted on each "
+                    "flight, no warm-up or inflow term (the default for presets without them)")
+    ap.add_argument("--level", default="vicon", choices=list(pr.LEVELS),
+                    help="the protocol's per-flight thrust level: from the Vicon acceleration "
+                    "(vicon) or from the IMU over the first 3 s of cruise, then not scored "
+                    "(window)")
     ap.add_argument("--json", type=Path, default=None, help="write the metrics as JSON")
     ap.add_argument("--out", type=Path, default=None, help="folder for the PNG plots")
     args = ap.parse_args(argv)

@@ -1,0 +1,373 @@
+r"""The held-out protocol of the flight replay: body-z specific force with motor warm-up and
+axial inflow, scored without the scored accelerometer's help (``quadsim replay --preset
+cf21_nanobench``; ``--strict`` keeps :func:`quadsim.app.sysid.replay.replay`'s scoring).
+
+**Model.** Per motor the steady speed from PWM and ``vbat`` (the thrust stand's
+:func:`~quadsim.app.sysid.replay.fit_motor`), the rotors' first-order lag ``T_m``, the preset's
+thrust curve ``T_i(Ω_i)``, times the warm-up factor ``max(1 - c_w θ_i, 0)`` (``θ_i`` driven by
+``(Ω_i / Ω_h)³`` with time constant ``τ_w`` from 0 at the log's start, the exact step of
+:func:`quadsim.physics.motor_thermal.warmup_step`), summed, times the inflow factor
+``max(1 - c_i v_z, 0)`` with ``v_z`` the Vicon velocity on body z (:func:`thrust_series`). The
+coefficients ``(T_m, c_w, τ_w, c_i)`` are :class:`ThrustTerms`: a preset's
+(:meth:`ThrustTerms.of`), or fitted on other flights (:func:`fit_terms`, least squares with one
+scale per training flight).
+
+**Scoring a flight** (:func:`score`), nothing taken from its accelerometer but the score:
+
+* the *thrust level* (one scale, the effective mass ``m``): least squares of the Vicon-derived
+  specific force (:func:`~quadsim.app.sysid.replay.vicon_specific_force`) on the predicted
+  thrust (``level="vicon"``, the default), or of the IMU's on the first
+  :data:`LEVEL_WINDOW_S` s of cruise, which are then not scored (``level="window"``);
+* the *stream delays*: PWM to Vicon by correlation with the Vicon-derived specific force, plus
+  the IMU-to-Vicon shift of the gyro (:func:`~quadsim.app.validation.nanobench.estimate_imu_shift`);
+* *excluded*: a flight with one motor at full PWM on more than :data:`SATURATED_FRACTION` of the
+  airborne samples (the logged command is clipped, the thrust it stands for is not); it is
+  scored but says why it does not count.
+
+Reported next to ``specific_force_z_r2`` (the score) and its RMSE: ``ceiling_r2`` (the IMU
+against the Vicon-derived specific force, shifted: what a perfect model could reach),
+``cruise_r2`` (the samples from the first reaching 90 % of the median airborne height to the
+last, :func:`cruise`), ``level_deviation_pct`` (the flight's effective mass against the
+reference: the preset's or the training flights' mean), ``delays_s``.
+"""  # noqa: D205
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+from scipy.optimize import least_squares
+from scipy.signal import lfilter
+
+from ...physics import motor_thermal as mt
+from ...physics import rotation
+from ...physics.params import load_params
+from ..validation import nanobench
+from . import replay as rp
+from . import thrust_stand as ts
+
+__all__ = [
+    "LEVELS",
+    "LEVEL_WINDOW_S",
+    "SATURATED_FRACTION",
+    "ThrustTerms",
+    "cruise",
+    "fit_terms",
+    "leave_one_out",
+    "protocol_replay",
+    "saturation",
+    "score",
+    "thrust_series",
+    "uses_terms",
+]
+
+SATURATED_FRACTION = 0.5
+"""A flight with one motor at 65535 on more than this fraction of its airborne samples is
+excluded."""
+
+LEVEL_WINDOW_S = 3.0
+"""Length [s] of the cruise window that sets the thrust level with ``level="window"``."""
+
+LEVELS = ("vicon", "window")
+"""How :func:`score` sets a flight's thrust level (module docstring)."""
+
+CRUISE_HEIGHT = 0.9
+"""Cruise starts when the Vicon height first reaches this fraction of its airborne median."""
+
+_PWM_FULL = 65535.0
+_BOUNDS = ((0.005, 0.0, 0.3, 0.0), (0.2, 0.5, 60.0, 0.5))  # T_m, c_w, τ_w, c_i searched
+
+
+class ThrustTerms(NamedTuple):
+    """The coefficients of :func:`thrust_series`.
+
+    Attributes:
+        time_constant: The rotors' first-order lag ``T_m`` [s].
+        warmup_coef: ``c_w`` [1].
+        warmup_time: ``τ_w`` [s].
+        inflow_coef: ``c_i`` [s/m].
+    """
+
+    time_constant: float
+    warmup_coef: float = 0.0
+    warmup_time: float = math.inf
+    inflow_coef: float = 0.0
+
+    @classmethod
+    def of(cls, params: Any) -> ThrustTerms:
+        """A preset's terms; ``T_m`` from a symmetric first-order ``rotor_dyn_coef``
+        (``[1/T_m, 0, 1/T_m, 0]``, a preset's ``motor_constant``).
+
+        Raises:
+            ValueError: The preset's rotor dynamics are not a first-order lag.
+        """  # noqa: D205
+        c = np.asarray(params.rotor_dyn_coef, dtype=np.float64)
+        if not (c[1] == 0.0 and c[3] == 0.0 and c[0] == c[2] and c[0] > 0.0):
+            raise ValueError(f"preset {params.name!r}: the protocol needs a first-order rotor lag "
+                             f"(motor_constant); got rotor_dyn_coef {c.tolist()}")  # fmt: skip
+        return cls(1.0 / float(c[0]), float(params.warmup_coef), float(params.warmup_time),
+                   float(params.inflow_coef))  # fmt: skip
+
+
+def uses_terms(params: Any) -> bool:
+    """Whether a preset has the warm-up or the inflow term (then the protocol is the default)."""
+    return float(params.warmup_coef) > 0.0 or float(params.inflow_coef) > 0.0
+
+
+def thrust_series(
+    params: Any, motor: ts.RpmFit, flight: dict[str, Any], terms: ThrustTerms, dt: float
+) -> np.ndarray:
+    """The predicted total thrust [N] ``(T,)`` of the module docstring's model (no delay, no
+    low-pass); ``Ω_h`` is the preset's hover speed
+    (:func:`~quadsim.physics.motor_thermal.hover_rpm`)."""  # noqa: D205, D209
+    w, _, _ = rp.rotor_forces(params, motor, flight["pwm"], flight["vbat"], terms.time_constant,
+                              dt)  # fmt: skip
+    k = np.asarray(params.rpm2thrust)
+    thrust = np.where(w > 0.0, k[0] + k[1] * w + k[2] * w * w, 0.0)
+    if terms.warmup_coef > 0.0:
+        drive = mt.warmup_drive(w, mt.hover_rpm(params))
+        a = mt.warmup_step(0.0, 1.0, terms.warmup_time, dt)  # 1 - exp(-dt / τ_w)
+        # θ_k = warmup_step(θ_{k-1}, p_{k-1}) = (1 - a) θ_{k-1} + a p_{k-1}, θ_0 = 0 (cold)
+        theta = lfilter([0.0, a], [1.0, a - 1.0], drive, axis=0)
+        thrust = thrust * mt.warmup_factor(theta, terms.warmup_coef)
+    total = thrust.sum(axis=1)
+    if terms.inflow_coef > 0.0:
+        total = total * mt.inflow_factor(_climb(flight), terms.inflow_coef)
+    return total
+
+
+def _climb(flight: dict[str, Any]) -> np.ndarray:
+    """The Vicon velocity along body z [m/s] ``(T,)`` (the rotors' axial speed, no wind)."""
+    return rotation.rotate_inverse(np.asarray(flight["quat"]), np.asarray(flight["vel"]))[:, 2]
+
+
+def saturation(flight: dict[str, Any], keep: np.ndarray) -> tuple[float, int]:
+    """The largest fraction of the airborne samples ``keep`` on which one motor sits at full PWM
+    (65535), and that motor (1-based)."""  # noqa: D205, D209
+    full = np.asarray(flight["pwm"])[keep] >= _PWM_FULL
+    frac = full.mean(axis=0) if len(full) else np.zeros(4)
+    j = int(np.argmax(frac))
+    return float(frac[j]), j + 1
+
+
+def cruise(flight: dict[str, Any], keep: np.ndarray) -> np.ndarray:
+    """The airborne samples from the first reaching :data:`CRUISE_HEIGHT` of the median airborne
+    Vicon height (above the ground's) to the last (take-off and landing left out)."""  # noqa: D205, D209
+    t, z = np.asarray(flight["t"]), np.asarray(flight["pos"])[:, 2]
+    z0 = float(np.median(z[t <= t[0] + 0.5]))
+    h = z - z0
+    up = keep & (h >= CRUISE_HEIGHT * float(np.median(h[keep])))
+    idx = np.flatnonzero(up)
+    out = np.zeros_like(keep)
+    if len(idx):
+        out[idx[0] : idx[-1] + 1] = True
+    return out & keep
+
+
+class _Prepared(NamedTuple):
+    """A flight's fixed data for the fits: time, period, airborne samples, IMU and Vicon f_z
+    (the latter on the IMU's clock), the IMU-to-Vicon shift."""  # noqa: D205, D209
+
+    flight: dict[str, Any]
+    t: np.ndarray
+    dt: float
+    keep: np.ndarray
+    fz_imu: np.ndarray
+    fz_vicon: np.ndarray
+    imu_to_vicon: float
+
+
+def _prepare(flight: dict[str, Any], params: Any) -> _Prepared:
+    t = np.asarray(flight["t"], dtype=np.float64)
+    dt = float(np.median(np.diff(t)))
+    keep = rp.airborne(flight)
+    rp.check_fittable(flight, keep, dt)
+    d_iv = nanobench.estimate_imu_shift(flight)
+    fz_v = rp.shift(t, rp.vicon_specific_force(flight, params.gravity_vec, dt), d_iv)
+    fz_i = rp.lowpass(np.asarray(flight["accel"])[:, 2], dt)
+    return _Prepared(flight, t, dt, keep, fz_i, fz_v, d_iv)
+
+
+def _predicted(x: _Prepared, params: Any, motor: ts.RpmFit, terms: ThrustTerms) -> np.ndarray:
+    return rp.lowpass(thrust_series(params, motor, x.flight, terms, x.dt), x.dt)
+
+
+def _vicon_delay(x: _Prepared, thrust_lp: np.ndarray) -> float:
+    """PWM-to-IMU delay [s]: the thrust against the Vicon-derived f_z (already on the IMU's
+    clock), so the accelerometer is not used."""  # noqa: D205, D209
+    return rp.best_shift(x.t, thrust_lp, x.fz_vicon, x.keep)[0]
+
+
+def _scale(pred: np.ndarray, meas: np.ndarray) -> float:
+    return float(np.sum(pred * meas) / np.sum(pred * pred))
+
+
+def fit_terms(
+    flights: Sequence[dict[str, Any]],
+    params: Any,
+    motor: ts.RpmFit,
+    start: ThrustTerms | None = None,
+    rounds: int = 2,
+) -> tuple[ThrustTerms, list[float]]:
+    """``(T_m, c_w, τ_w, c_i)`` fitted on training flights (their accelerometers), and each
+    flight's effective mass [kg].
+
+    Least squares of the IMU's ``f_z`` (airborne, 10 Hz) on the predicted thrust, one scale per
+    flight projected out, each flight's delay set from Vicon (:func:`score`'s) for the current
+    terms; ``rounds`` alternations of delays and terms.
+    """  # noqa: D205
+    xs = [_prepare(f, params) for f in flights]
+    terms = start or ThrustTerms(0.05, 0.05, 5.0, 0.05)
+    delays = [0.0] * len(xs)
+
+    def residuals(q: np.ndarray) -> np.ndarray:
+        tr = ThrustTerms(*(float(v) for v in q))
+        out = []
+        for x, d in zip(xs, delays, strict=True):
+            p = rp.shift(x.t, _predicted(x, params, motor, tr), d)[x.keep]
+            y = x.fz_imu[x.keep]
+            out.append(p * _scale(p, y) - y)
+        return np.concatenate(out)
+
+    for _ in range(rounds):
+        delays = [_vicon_delay(x, _predicted(x, params, motor, terms)) for x in xs]
+        q = least_squares(residuals, np.clip(terms, *_BOUNDS), bounds=_BOUNDS, x_scale="jac",
+                          diff_step=1e-3).x  # fmt: skip
+        terms = ThrustTerms(*(float(v) for v in q))
+    masses = []
+    for x, d in zip(xs, delays, strict=True):
+        p = rp.shift(x.t, _predicted(x, params, motor, terms), d)[x.keep]
+        masses.append(1.0 / _scale(p, x.fz_imu[x.keep]))
+    return terms, masses
+
+
+def score(
+    flight: dict[str, Any],
+    params: Any,
+    motor: ts.RpmFit,
+    terms: ThrustTerms,
+    *,
+    mass_ref: float | None = None,
+    level: str = "vicon",
+) -> dict[str, Any]:
+    """One flight scored by the protocol (module docstring).
+
+    Args:
+        flight: :func:`~quadsim.app.sysid.replay.load_log`'s dict (needs ``pos``, ``vel``,
+            ``quat``).
+        params: The preset (thrust curve, hover speed).
+        motor: The rotor-speed model.
+        terms: The coefficients, fitted on other flights or a preset's.
+        mass_ref: The reference of ``level_deviation_pct`` [kg]; default the preset's mass.
+        level: ``"vicon"`` or ``"window"`` (:data:`LEVELS`).
+
+    Returns:
+        ``specific_force_z_r2``, ``specific_force_z_rmse_m_s2``, ``ceiling_r2``, ``cruise_r2``,
+        ``level_deviation_pct``, ``mass_kg`` (the effective mass the level sets), ``delays_s``
+        (``pwm_to_imu``, ``pwm_to_vicon``, ``imu_to_vicon``), ``excluded`` (``None`` or why),
+        ``saturated_fraction``, ``level``, ``n_samples`` (scored), ``thrust_terms`` and, under
+        ``"series"``, ``fz_pred`` and ``scored`` for plots.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}; got {level!r}")
+    x = _prepare(flight, params)
+    thrust_lp = _predicted(x, params, motor, terms)
+    d = _vicon_delay(x, thrust_lp)
+    pred = rp.shift(x.t, thrust_lp, d)
+    scored, cr = x.keep.copy(), cruise(flight, x.keep)
+    if level == "vicon":
+        inv_m = _scale(pred[x.keep], x.fz_vicon[x.keep])
+    else:
+        win = cr & (x.t < x.t[np.argmax(cr)] + LEVEL_WINDOW_S)
+        inv_m = _scale(pred[win], x.fz_imu[win])
+        scored, cr = scored & ~win, cr & ~win
+    fz = pred * inv_m
+    y = x.fz_imu
+    frac, motor_no = saturation(flight, x.keep)
+    excluded = None
+    if frac > SATURATED_FRACTION:
+        excluded = (f"motor M{motor_no} at full PWM (65535) on {100 * frac:.0f} % of the "
+                    f"airborne samples (more than {100 * SATURATED_FRACTION:.0f} %)")  # fmt: skip
+    ref = float(params.mass) if mass_ref is None else float(mass_ref)
+    delays = {"pwm_to_imu": d, "pwm_to_vicon": d - x.imu_to_vicon, "imu_to_vicon": x.imu_to_vicon}
+    return {
+        "name": flight.get("name", ""),
+        "n_samples": int(scored.sum()),
+        "specific_force_z_r2": rp.r2(fz[scored], y[scored]),
+        "specific_force_z_rmse_m_s2": float(np.sqrt(np.mean((fz - y)[scored] ** 2))),
+        "ceiling_r2": rp.r2(x.fz_vicon[scored], y[scored]),
+        "cruise_r2": rp.r2(fz[cr], y[cr]),
+        "level_deviation_pct": 100.0 * (1.0 / inv_m / ref - 1.0),
+        "mass_kg": 1.0 / inv_m,
+        "level": level,
+        "delays_s": delays,
+        "excluded": excluded,
+        "saturated_fraction": frac,
+        "thrust_terms": terms._asdict(),
+        "series": {"fz_pred": fz, "scored": scored},
+    }
+
+
+def leave_one_out(
+    flights: Sequence[dict[str, Any]],
+    params: Any,
+    motor: ts.RpmFit,
+    *,
+    level: str = "vicon",
+    start: ThrustTerms | None = None,
+) -> list[dict[str, Any]]:
+    """Each flight scored with the terms fitted on the others (:func:`fit_terms`); excluded
+    flights (saturated) are scored but never trained on. ``level_deviation_pct`` is against the
+    training flights' mean effective mass; each row adds ``trained_on`` (names)."""  # noqa: D205, D209
+    keep = [saturation(f, rp.airborne(f))[0] <= SATURATED_FRACTION for f in flights]
+    rows = []
+    for i, f in enumerate(flights):
+        train = [g for j, g in enumerate(flights) if j != i and keep[j]]
+        if not train:
+            raise ValueError("leave one out needs at least one other flight that is not excluded")
+        terms, masses = fit_terms(train, params, motor, start)
+        row = score(f, params, motor, terms, mass_ref=float(np.mean(masses)), level=level)
+        row["trained_on"] = [g.get("name", "") for g in train]
+        rows.append(row)
+    return rows
+
+
+def protocol_replay(
+    flight: dict[str, Any],
+    *,
+    preset: str,
+    motor: ts.RpmFit,
+    level: str = "vicon",
+    terms: ThrustTerms | None = None,
+) -> dict[str, Any]:
+    """:func:`~quadsim.app.sysid.replay.replay`'s result (the angular acceleration and the
+    horizons as they are) with the body-z specific force scored by :func:`score`: the protocol's
+    entries replace ``specific_force_z_r2``, ``specific_force_z_rmse_m_s2``, ``mass_kg`` and
+    ``time_constant_s``, ``delays_s`` gains ``pwm_to_vicon``, and ``strict`` keeps the replaced
+    values (each fitted on the flight itself).
+
+    Args:
+        flight: A loaded log.
+        preset: The preset (name or TOML path); its terms unless ``terms`` is given.
+        motor: The rotor-speed model.
+        level: :data:`LEVELS`.
+        terms: The coefficients (default the preset's, :meth:`ThrustTerms.of`).
+    """  # noqa: D205
+    params = load_params(preset)
+    terms = terms if terms is not None else ThrustTerms.of(params)
+    base = rp.replay(flight, preset=preset, motor=motor, horizons=())
+    prot = score(flight, params, motor, terms, level=level)
+    strict = {k: base[k] for k in ("specific_force_z_r2", "specific_force_z_rmse_m_s2",
+                                   "mass_kg", "time_constant_s", "delays_s")}  # fmt: skip
+    out = {**base, **{k: v for k, v in prot.items() if k not in ("series", "delays_s")}}
+    out["delays_s"] = {**base["delays_s"], **prot["delays_s"]}
+    out["time_constant_s"] = terms.time_constant
+    out["protocol"] = True
+    out["strict"] = strict
+    series = dict(base["series"])
+    series["fz_pred"] = prot["series"]["fz_pred"]
+    series["airborne"] = prot["series"]["scored"]
+    out["series"] = series
+    return out

@@ -1,0 +1,170 @@
+"""The replay's held-out protocol (``quadsim.app.sysid.replay_protocol``, ``quadsim replay
+--preset cf21_nanobench``) on the three NanoBench flights of ``data/nanobench/``: the figures of
+``docs/validation.md`` pinned tightly enough that a changed coefficient of the preset fails them,
+the model's limits (terms off: today's thrust exactly; the warm-up series is the exact step),
+the exclusion of saturated flights and the command line (``--strict`` keeps the old scoring)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from quadsim.app.sysid import replay as rp
+from quadsim.app.sysid import replay_cli
+from quadsim.app.sysid import replay_protocol as pr
+from quadsim.physics import motor_thermal as mt
+from quadsim.physics.params import load_params
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "nanobench"
+LOGS = {k: DATA / f"{k}_{rest}.csv.gz"
+        for k, rest in (("B2", "circle_medium_rep1"), ("B3", "figure8_medium_rep1"),
+                        ("B9", "trefoil_slow_rep1"))}  # fmt: skip
+PRESET = "cf21_nanobench"
+
+# measured with the preset's terms (python -m quadsim.app.sysid.replay LOG --preset cf21_nanobench)
+R2 = {"B2": 0.907, "B3": 0.784, "B9": 0.906}
+RMSE = {"B2": 0.132, "B3": 0.169, "B9": 0.102}
+CEILING = {"B2": 0.949, "B3": 0.915, "B9": 0.937}
+LEVEL = {"B2": 2.2, "B3": 0.4, "B9": -3.0}
+# held out over these three flights (terms fitted on the other two)
+HELD = {"B2": 0.898, "B3": 0.688, "B9": 0.895}
+
+
+@pytest.fixture(scope="module")
+def motor():
+    return rp.fit_motor()
+
+
+@pytest.fixture(scope="module")
+def params():
+    return load_params(PRESET)
+
+
+@pytest.fixture(scope="module")
+def flights():
+    return {k: rp.load_log(p) for k, p in LOGS.items()}
+
+
+@pytest.fixture(scope="module")
+def scored(flights, params, motor):
+    terms = pr.ThrustTerms.of(params)
+    return {k: pr.score(f, params, motor, terms) for k, f in flights.items()}
+
+
+def test_preset_terms(params):
+    t = pr.ThrustTerms.of(params)
+    assert pr.uses_terms(params) and not pr.uses_terms(load_params("cf2x_L250"))
+    assert 0.03 < t.time_constant < 0.1 and 0.02 < t.warmup_coef < 0.08
+    assert 3.0 < t.warmup_time < 15.0 and 0.01 < t.inflow_coef < 0.06
+    assert t.inflow_coef < mt.momentum_inflow_coef(params.mass * 9.81 / 4, 0.0235, 1.2) / 3
+    with pytest.raises(ValueError, match="first-order rotor lag"):
+        pr.ThrustTerms.of(load_params("cf2x_L250"))
+
+
+def test_scores_with_the_preset(scored):
+    """Tight pins (±0.004 in R², ±0.003 m/s² in RMSE): halving τ_w, a 1.5-times lag, no
+    warm-up, no inflow or twice either moves at least one flight by more."""
+    for k, r in scored.items():
+        assert r["specific_force_z_r2"] == pytest.approx(R2[k], abs=0.004), k
+        assert r["specific_force_z_rmse_m_s2"] == pytest.approx(RMSE[k], abs=0.003), k
+        assert r["ceiling_r2"] == pytest.approx(CEILING[k], abs=0.003), k
+        assert r["level_deviation_pct"] == pytest.approx(LEVEL[k], abs=0.2), k
+        assert r["cruise_r2"] > 0.85 and r["excluded"] is None and r["saturated_fraction"] < 0.05
+        assert abs(r["delays_s"]["pwm_to_imu"]) < 0.03
+        assert r["specific_force_z_r2"] < r["ceiling_r2"]
+    assert np.mean([r["specific_force_z_r2"] for r in scored.values()]) > 0.85
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"warmup_coef": 0.0}, {"inflow_coef": 0.0}, {"time_constant": 1.5}, {"warmup_time": 0.5},
+     {"warmup_coef": 2.0}, {"inflow_coef": 2.0}],
+)  # fmt: skip
+def test_a_changed_coefficient_fails_the_pins(change, flights, params, motor):
+    t = pr.ThrustTerms.of(params)
+    t = t._replace(**{k: (0.0 if v == 0.0 else v * getattr(t, k)) for k, v in change.items()})
+    off = [abs(pr.score(f, params, motor, t)["specific_force_z_r2"] - R2[k])
+           for k, f in flights.items()]  # fmt: skip
+    assert max(off) > 0.004
+
+
+def test_held_out_over_the_repository_flights(flights, params, motor):
+    rows = pr.leave_one_out(list(flights.values()), params, motor)
+    for (k, _), r in zip(flights.items(), rows, strict=True):
+        assert r["specific_force_z_r2"] == pytest.approx(HELD[k], abs=0.01), k
+        assert r["trained_on"] == [f["name"] for j, f in flights.items() if j != k]
+
+
+def test_terms_off_give_todays_thrust(flights, params, motor):
+    f = flights["B9"]
+    dt = float(np.median(np.diff(f["t"])))
+    off = pr.thrust_series(params, motor, f, pr.ThrustTerms(0.05), dt)
+    _, want, _ = rp.rotor_forces(params, motor, f["pwm"], f["vbat"], 0.05, dt)
+    assert np.array_equal(off, want)
+
+
+def test_warmup_series_is_the_exact_step(flights, params, motor):
+    f = {k: v[:400] if hasattr(v, "__len__") and len(v) == len(flights["B2"]["t"]) else v
+         for k, v in flights["B2"].items()}  # fmt: skip
+    dt = float(np.median(np.diff(f["t"])))
+    terms = pr.ThrustTerms(0.05, 0.3, 1.5)
+    got = pr.thrust_series(params, motor, f, terms, dt)
+    w, _, _ = rp.rotor_forces(params, motor, f["pwm"], f["vbat"], 0.05, dt)
+    k, wh = params.rpm2thrust, mt.hover_rpm(params)
+    theta, want = np.zeros(4), []
+    for row in w:
+        per = np.where(row > 0, k[0] + k[1] * row + k[2] * row * row, 0.0)
+        want.append(float(np.sum(per * mt.warmup_factor(theta, 0.3))))
+        theta = mt.warmup_step(theta, mt.warmup_drive(row, wh), 1.5, dt)
+    np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+def test_a_saturated_flight_is_excluded_and_says_why(flights, params, motor):
+    f = dict(flights["B9"])
+    pwm = np.array(f["pwm"], dtype=np.float64)
+    keep = rp.airborne(f)
+    pwm[np.flatnonzero(keep)[: int(0.6 * keep.sum())], 2] = 65535.0
+    f["pwm"] = pwm
+    assert pr.saturation(f, keep) == (pytest.approx(0.6, abs=0.01), 3)
+    r = pr.score(f, params, motor, pr.ThrustTerms.of(params))
+    assert "motor M3 at full PWM" in r["excluded"] and "60 %" in r["excluded"]
+    rows = pr.leave_one_out([f, flights["B2"], flights["B3"]], params, motor)
+    assert rows[0]["excluded"] and all(f["name"] not in r["trained_on"] for r in rows[1:])
+
+
+def test_window_level_leaves_its_samples_out(flights, params, motor, scored):
+    r = pr.score(flights["B9"], params, motor, pr.ThrustTerms.of(params), level="window")
+    assert r["level"] == "window"
+    assert scored["B9"]["n_samples"] - r["n_samples"] == pytest.approx(300, abs=2)  # 3 s at 100 Hz
+    with pytest.raises(ValueError, match="level"):
+        pr.score(flights["B9"], params, motor, pr.ThrustTerms.of(params), level="imu")
+
+
+def test_command_line_protocol_and_strict(tmp_path, capsys):
+    out = tmp_path / "p.json"
+    assert replay_cli.main([str(LOGS["B3"]), "--preset", PRESET, "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    for key in ("ceiling_r2", "cruise_r2", "level_deviation_pct", "excluded", "ang_acc_r2"):
+        assert key in doc
+    assert doc["specific_force_z_r2"] == pytest.approx(R2["B3"], abs=0.004)
+    assert doc["strict"]["specific_force_z_r2"] == pytest.approx(0.70, abs=0.01)
+    assert set(doc["delays_s"]) >= {"pwm_to_imu", "pwm_to_gyro", "imu_to_vicon", "pwm_to_vicon"}
+    assert "replay protocol through cf21_nanobench" in capsys.readouterr().out
+    strict = tmp_path / "s.json"
+    assert replay_cli.main([str(LOGS["B3"]), "--preset", PRESET, "--strict",
+                            "--json", str(strict)]) == 0  # fmt: skip
+    s = json.loads(strict.read_text())
+    assert "ceiling_r2" not in s and "protocol" not in s
+    want = rp.replay(rp.load_log(LOGS["B3"]), preset=PRESET)
+    assert s["specific_force_z_r2"] == pytest.approx(want["specific_force_z_r2"], rel=1e-12)
+    assert math.isfinite(s["mass_kg"])
+
+
+def test_level_window_with_an_old_preset_exits_2(capsys):
+    assert replay_cli.main([str(LOGS["B9"]), "--level", "window"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "--level window: only with the protocol" in err
