@@ -103,12 +103,15 @@ def _child(jobs: list[Job], wfd: int, parent: int) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
         _die_with_parent(parent)
+        pngs = []
+        for job in jobs:  # all drawn first: the parent reads only once its own share is drawn,
+            buf = io.BytesIO()  # and a pipe holds 64 KiB
+            job.draw(buf)
+            pngs.append(buf.getvalue())
         with os.fdopen(wfd, "wb") as w:
-            for job in jobs:
-                buf = io.BytesIO()
-                job.draw(buf)
-                w.write(len(buf.getbuffer()).to_bytes(8, "little"))
-                w.write(buf.getbuffer())
+            for png in pngs:
+                w.write(len(png).to_bytes(8, "little"))
+                w.write(png)
         code = 0
     except BaseException:  # the parent draws this figure again, and raises its error
         code = 1
