@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -304,3 +306,13 @@ def test_simulator_gusts_are_the_wind_module_recursion():
         g, gust = dryden_step(g, noise[i], disc)
         want = np.array([1.0, 1.0, 0.0]) + gust_to_world(gust, d)
         np.testing.assert_allclose(got[i], want, rtol=1e-12, atol=1e-12)
+
+
+def test_a_drone_with_terms_the_plant_lacks_says_so():
+    """cf21_nanobench's warm-up and inflow terms are the replay's, not yet the plant's: the
+    simulator says it flies without them; a preset without them flies silently."""
+    with pytest.warns(UserWarning, match="warmup_coef and inflow_coef .* not in the simulated"):
+        Simulator("cf21_nanobench")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Simulator("cf2x_L250")
