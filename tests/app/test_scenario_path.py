@@ -35,10 +35,10 @@ def test_build_returns_a_typed_assembly_and_reuses_the_draws_of_validation(monke
     objs = build(sc)
     assert len(calls) == 1  # ... and assembly reused it, drawing nothing again
     assert isinstance(objs, Assembly) and not isinstance(objs, dict)
-    assert objs._fields[:10] == (
-        "sim", "trajectory", "control", "gains", "ref_offset", "imu", "mocap", "duration",
-        "output", "seed",
+    assert objs._fields[:8] == (
+        "sim", "trajectory", "control", "gains", "ref_offset", "duration", "output", "seed",
     )  # fmt: skip
+    assert objs.sensors.imu is objs.imu and objs.sensors.parts == objs.parts == ()
     # assembling from the values alone (nothing prepared) draws the same, bitwise
     fresh = build(sc._replace(prepared=None))
     assert len(calls) == 2

@@ -135,11 +135,13 @@ def test_every_preset_states_its_drag_validity_range(name: str) -> None:
     assert thrust_to_weight(p) > 1.0
 
 
-def test_params_field_is_appended_with_a_default() -> None:
+def test_params_fields_are_appended_with_defaults() -> None:
     p = load_params("cf2x_L250")
-    assert Params._fields[-1] == "drag_speed_max" and p.drag_speed_max == 2.0
-    old_style = Params(*p[:-1])  # positional construction without the new field still works
-    assert old_style.drag_speed_max == math.inf
+    new = ("drag_speed_max", "warmup_coef", "warmup_time", "inflow_coef")
+    assert Params._fields[-4:] == new and p.drag_speed_max == 2.0
+    assert (p.warmup_coef, p.warmup_time, p.inflow_coef) == (0.0, math.inf, 0.0)  # off
+    old_style = Params(*p[:-4])  # positional construction without the new fields still works
+    assert old_style.drag_speed_max == math.inf and old_style.inflow_coef == 0.0
     assert p._replace(mass=0.04).drag_speed_max == 2.0
 
 
