@@ -100,6 +100,7 @@ def write_bag(
             tf_topic = "/tf"
             for k in range(n_t):
                 tfs = []
+                row = {key: log[key][k] for key in part_keys}  # the parts' readings at sample k
                 for i, d in enumerate(names):
                     t = float(t_all[k])
                     ns_t = round(t * 1e9)
@@ -138,7 +139,6 @@ def write_bag(
                             ns_t,
                         )
                     for pt in topics:
-                        row = {key: log[key][k] for key in part_keys}
                         put(dds.topic(namespace, d, pt.leaf),
                             encode.part_message(pt, t, row, i, frame=base), ns_t)
                     tfs.append(encode.transform(t, pos, quat, child=base))
