@@ -40,7 +40,7 @@ def test_without_commands_it_is_flys_loop(jit):
         a.gains,
         duration=1.0,
         ref_offset=a.ref_offset,
-        imu=a.imu,
+        sensors=a.sensors,
         seed=a.seed,
         compiled=False,
         jit=False,

@@ -108,7 +108,7 @@ def test_results_do_not_depend_on_the_workers_and_match_fly(tmp_path):
     objs = build(load_scenario(text, text=True))
     acc = SummaryAccumulator(objs.meta)
     fly(objs.sim, objs.trajectory, objs.control, objs.gains, duration=objs.duration,
-        imu=objs.imu, seed=objs.seed, log_every=5, on_chunk=acc.add, keep_log=False)
+        sensors=objs.sensors, seed=objs.seed, log_every=5, on_chunk=acc.add, keep_log=False)
     per = acc.result(0.0)["per_drone"]
     for lane, run in enumerate((3, 4, 5)):
         assert res["tracking_rms_m"][run] == per[lane]["tracking_rms_m"]

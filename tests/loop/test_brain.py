@@ -8,11 +8,14 @@ import pytest
 
 from quadsim.engines import native
 from quadsim.engines.sim import Simulator
-from quadsim.loop.brain import Periods, Sensors, loop_periods
+from quadsim.loop.brain import Periods, Sensors, checked_sensors, loop_periods
 from quadsim.loop.control import control, load_gains
 from quadsim.loop.flight import fly
+from quadsim.loop.parts.rangefinder import Rangefinder
+from quadsim.loop.parts.standard import Imu, Mocap
 from quadsim.loop.trajectories import Circle, Hover
 from quadsim.physics.params import load_params
+from quadsim.physics.power import load_power
 from quadsim.physics.sensors import MocapParams, imu_discrete_std, load_imu
 
 DT = 1 / 500
@@ -44,9 +47,40 @@ def test_fly_validates_the_rates_once_and_says_them():
             load_gains("cf2x_L250_geometric", dt=0.003), duration=0.01)  # fmt: skip
     res = fly(sim, Hover(pos=(0.0, 0.0, 1.0)), control,
               load_gains("cf2x_L250_geometric", dt=4 * DT), duration=0.01,
-              imu=load_imu("bmi088")._replace(rate=250.0))  # fmt: skip
+              sensors=Sensors(load_imu("bmi088")._replace(rate=250.0)))  # fmt: skip
     assert res.meta["rates_hz"] == pytest.approx({"physics": 500.0, "control": 125.0,
                                                    "imu": 250.0})  # fmt: skip
+
+
+def test_sensors_come_as_one_collection_a_record_or_a_list_of_parts():
+    imu = load_imu("bmi088")._replace(rate=250.0)
+    mocap = MocapParams(pos_std=1e-3, att_std=1e-2, latency=3 * DT, rate=100.0)
+    rf = Rangefinder()
+    got = checked_sensors([Imu(imu), rf, Mocap(mocap)])  # built-ins to their fields, in any order
+    assert got == Sensors(imu=imu, mocap=mocap, parts=(rf,))
+    assert checked_sensors(None) == Sensors() and checked_sensors(()) == Sensors()
+    power = checked_sensors(Sensors(power="cf21_stock")).power  # a preset name is loaded
+    for got_v, want_v in zip(power, load_power("cf21_stock"), strict=True):
+        np.testing.assert_array_equal(got_v, want_v)
+    for bad, msg in (([Imu(imu), Imu(imu)], "two imu parts"),
+                     ([rf, Rangefinder()], "share a name"),
+                     ([Imu(imu), Rangefinder("imu")], "share a name"),  # a part named like one
+                     ([rf, "sonar"], "'sonar' is not a sensor part"),
+                     ("bmi088", "expected a Sensors record or a collection"),
+                     (Sensors(parts=(object(),)), "is not a sensor part")):  # fmt: skip
+        with pytest.raises(ValueError, match=msg):
+            checked_sensors(bad)
+    sim = Simulator("cf2x_L250", dt=DT)
+    sim.reset(pos=(0.0, 0.0, 1.0))
+    with pytest.raises(ValueError, match="two imu parts"):
+        fly(sim, Hover(pos=(0.0, 0.0, 1.0)), control, load_gains("cf2x_L250_geometric", dt=DT),
+            duration=0.01, sensors=[Imu(imu), Imu(imu)])  # fmt: skip
+    # the list and the record fly the same flight, sample for sample
+    a = _flight("numpy", False, steps=40, sensors=[Mocap(mocap), Imu(imu)]).log
+    b = _flight("numpy", False, steps=40).log
+    assert a.keys() == b.keys() and "gyro" in a and "mocap_pos" in a
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key], err_msg=key)
 
 
 def _flight(backend, compiled, n=3, steps=120, **kw):
@@ -56,7 +90,8 @@ def _flight(backend, compiled, n=3, steps=120, **kw):
     gains = load_gains("cf2x_L250_geometric", dt=2 * DT)  # 250 Hz
     imu = load_imu("bmi088")._replace(rate=250.0)  # two steps
     mocap = MocapParams(pos_std=1e-3, att_std=1e-2, latency=3 * DT, rate=100.0)  # five steps
-    return fly(sim, CIRCLE, control, gains, duration=steps * DT, imu=imu, mocap=mocap,
+    kw.setdefault("sensors", Sensors(imu, mocap))
+    return fly(sim, CIRCLE, control, gains, duration=steps * DT,
                compiled=compiled, jit=False if compiled is False else None, chunk_steps=35,
                **kw)  # fmt: skip
 
@@ -111,7 +146,8 @@ def test_a_slower_imu_averages_over_its_longer_period():
         sim.reset(pos=(0.0, 0.0, 1.0))
         p = imu._replace(rate=rate, gyro_bias_walk=0.0, gyro_bias_std=0.0)
         res = fly(sim, Hover(pos=(0.0, 0.0, 1.0)), control,
-                  load_gains("cf2x_L250_geometric", dt=DT), duration=0.4, imu=p)  # fmt: skip
+                  load_gains("cf2x_L250_geometric", dt=DT), duration=0.4,
+                  sensors=[Imu(p)])  # fmt: skip
         m = round(1 / (rate * DT))
         g = res.log["gyro"][::m] - res.log["ang_vel"][::m]  # one per sample
         want = imu_discrete_std(p, 1 / rate)["gyro"]

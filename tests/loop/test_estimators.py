@@ -36,8 +36,8 @@ def flight(estimate, *, n=2, duration=12.0, latency=0.01, backend=BACKEND, compi
         est = EkfEstimator(imu, mocap, sim.drone.gravity_vec, sim.dt,
                            loop_periods(sim.dt, gains, Sensors(imu, mocap)),
                            latency_compensation=compensate)  # fmt: skip
-    return fly(sim, TRAJ, control, gains, duration=duration, imu=imu, mocap=mocap, estimator=est,
-               compiled=compiled)  # fmt: skip
+    return fly(sim, TRAJ, control, gains, duration=duration,
+               sensors=Sensors(imu, mocap), estimator=est, compiled=compiled)  # fmt: skip
 
 
 def errors(log, t0=2.0):
@@ -125,7 +125,8 @@ def test_the_complementary_filter_flies_the_loop():
     mocap = sensors.MocapParams(pos_std=1e-3, att_std=math.radians(0.5), latency=0.0, rate=100.0)
     est = ComplementaryEstimator(imu, mocap, sim.drone.gravity_vec, sim.dt,
                                  loop_periods(sim.dt, gains, Sensors(imu, mocap)))  # fmt: skip
-    res = fly(sim, TRAJ, control, gains, duration=12.0, imu=imu, mocap=mocap, estimator=est)
+    res = fly(sim, TRAJ, control, gains, duration=12.0, sensors=Sensors(imu, mocap),
+              estimator=est)  # fmt: skip
     track, pos, att, _ = errors(res.log | {"est_nees": np.zeros(res.log["pos"].shape[:2])})
     t_track = errors(flight(False, latency=0.0).log)[0]
     print(f"\ncomplementary: tracking {track * 1e3:.2f} mm (truth-fed {t_track * 1e3:.2f} mm), "
@@ -173,8 +174,9 @@ def outdoor(n=4, duration=30.0, backend=BACKEND, compiled=None, gnss_latency=0.0
                 [math.radians(0.2)] * 3]  # fmt: skip
     ekf = EkfEstimator(imu, None, sim.drone.gravity_vec, sim.dt, per, gnss=gnss, baro=baro,
                        init_std=std)  # fmt: skip
-    return fly(sim, traj, control, gains, duration=duration, imu=imu, gnss=gnss, baro=baro,
-               estimator=ekf, compiled=compiled)  # fmt: skip
+    return fly(sim, traj, control, gains, duration=duration,
+               sensors=Sensors(imu, baro=baro, gnss=gnss), estimator=ekf,
+               compiled=compiled)  # fmt: skip
 
 
 def test_outdoors_gnss_and_barometer_give_an_estimate_better_than_the_gnss_noise():
@@ -222,8 +224,8 @@ def test_the_ekf_with_an_imu_slower_than_the_physics():
         per = loop_periods(sim.dt, gains, Sensors(imu, mocap))
         assert per.imu == 2
         ekf = est_mod.EkfEstimator(imu, mocap, sim.drone.gravity_vec, sim.dt, per)
-        return fly(sim, TRAJ, control, gains, duration=3.0, imu=imu, mocap=mocap, estimator=ekf,
-                   compiled=compiled)  # fmt: skip
+        return fly(sim, TRAJ, control, gains, duration=3.0,
+                   sensors=Sensors(imu, mocap), estimator=ekf, compiled=compiled)  # fmt: skip
 
     comp, python = run(None), run(False)
     for key in ("pos", "est_pos", "est_quat", "est_cov"):
@@ -245,8 +247,8 @@ def test_motion_capture_dropouts_lose_the_expected_share_and_the_ekf_rides_them_
     gains = load_gains("cf2x_L250_geometric", drone=sim.drone, dt=sim.dt)
     mocap = sensors.MocapParams(pos_std=1e-3, att_std=0.01, latency=0.01, rate=100.0,
                                 dropout=0.1, gap=3.0)  # fmt: skip
-    log = fly(sim, Hover(pos=(0.0, 0.0, 1.0)), control, gains, duration=20.0, mocap=mocap,
-              log_every=5).log  # fmt: skip
+    log = fly(sim, Hover(pos=(0.0, 0.0, 1.0)), control, gains, duration=20.0,
+              sensors=Sensors(mocap=mocap), log_every=5).log  # fmt: skip
     stamp = log["mocap_stamp"]  # one sample per mocap period
     new = np.diff(stamp, axis=0) > 1e-9  # a fresh pose: a later stamp
     lost = 1.0 - new.mean()
@@ -270,8 +272,8 @@ def test_the_ekf_through_dropouts_on_every_loop():
                                     rate=100.0, dropout=0.2, gap=5.0)  # fmt: skip
         ekf = EkfEstimator(imu, mocap, sim.drone.gravity_vec, sim.dt,
                            loop_periods(sim.dt, gains, Sensors(imu, mocap)))  # fmt: skip
-        return fly(sim, TRAJ, control, gains, duration=6.0, imu=imu, mocap=mocap, estimator=ekf,
-                   compiled=compiled)  # fmt: skip
+        return fly(sim, TRAJ, control, gains, duration=6.0,
+                   sensors=Sensors(imu, mocap), estimator=ekf, compiled=compiled)  # fmt: skip
 
     comp, python = run(None), run(False)
     for key in ("pos", "mocap_pos", "mocap_stamp", "est_pos", "est_cov"):
@@ -300,8 +302,8 @@ def test_the_nees_of_64_drones_in_the_loop_is_consistent_and_a_mistuned_filter_i
         told = mocap._replace(pos_std=mocap.pos_std * scale, att_std=mocap.att_std * scale)
         ekf = EkfEstimator(imu, told, sim.drone.gravity_vec, sim.dt,
                            loop_periods(sim.dt, gains, Sensors(imu, mocap)))  # fmt: skip
-        log = fly(sim, TRAJ, control, gains, duration=8.0, imu=imu, mocap=mocap, estimator=ekf,
-                  log_every=5).log  # fmt: skip
+        log = fly(sim, TRAJ, control, gains, duration=8.0,
+                  sensors=Sensors(imu, mocap), estimator=ekf, log_every=5).log  # fmt: skip
         return log["est_nees"][log["time"] > 2.0].mean(axis=1)  # the 64-drone mean per sample
 
     lo, hi = chi2.ppf([0.025, 0.975], 64 * 9) / 64

@@ -13,8 +13,10 @@ from log_helpers import assert_logs_equal
 
 from quadsim.engines import native
 from quadsim.engines.sim import Simulator, Wind
+from quadsim.loop.brain import Sensors
 from quadsim.loop.control import control, load_gains
 from quadsim.loop.flight import fly
+from quadsim.loop.parts.standard import Mocap
 from quadsim.loop.paths import compiled_path_reason
 from quadsim.loop.trajectories import Circle, Hover, Lemniscate
 from quadsim.physics.rotors import make_allocator
@@ -168,13 +170,14 @@ def test_reasons():
     heavy, _, _ = _sim(2, params={"mass": [0.03, 0.031]})
     assert compiled_path_reason(heavy, control, g) is None
     imu = load_imu("bmi088")
-    assert compiled_path_reason(sim, control, g, imu=imu) is None
+    assert compiled_path_reason(sim, control, g, sensors=Sensors(imu)) is None
     mocap = MocapParams(pos_std=1e-3, att_std=1e-2, latency=3 * DT, rate=1 / DT)
-    assert compiled_path_reason(sim, control, g, mocap=mocap) is None
+    assert compiled_path_reason(sim, control, g, sensors=[Mocap(mocap)]) is None
     late = mocap._replace(latency=(MOCAP_DELAY_MAX + 1) * DT)
-    assert "at most" in compiled_path_reason(sim, control, g, mocap=late)
+    assert "at most" in compiled_path_reason(sim, control, g, sensors=Sensors(mocap=late))
     odd = mocap._replace(latency=1.5 * DT)
-    assert compiled_path_reason(sim, control, g, mocap=odd).startswith("mocap: latency")
+    why = compiled_path_reason(sim, control, g, sensors=Sensors(mocap=odd))
+    assert why.startswith("mocap: latency")
 
 
 def test_float32_simulator_flies_compiled():
@@ -211,13 +214,13 @@ def _features(name, n):
         "dryden": ({"wind": gusts}, {}, None),
         # per-drone means (a calm one: the turbulence's u axis is then +x)
         "dryden_per_drone_mean": ({"wind": Wind(mean=means, turbulence=turb)}, {}, None),
-        "imu": ({}, {"imu": imu}, 7),
-        "imu_sim_seed": ({}, {"imu": imu}, None),
-        "mocap_delayed": ({}, {"mocap": mocap}, 7),
-        "mocap_now": ({}, {"mocap": mocap._replace(latency=0.0)}, 7),
-        "imu_mocap_dryden_sim_seed": ({"wind": gusts}, {"imu": imu, "mocap": mocap}, None),
+        "imu": ({}, {"sensors": Sensors(imu)}, 7),
+        "imu_sim_seed": ({}, {"sensors": Sensors(imu)}, None),
+        "mocap_delayed": ({}, {"sensors": Sensors(mocap=mocap)}, 7),
+        "mocap_now": ({}, {"sensors": Sensors(mocap=mocap._replace(latency=0.0))}, 7),
+        "imu_mocap_dryden_sim_seed": ({"wind": gusts}, {"sensors": Sensors(imu, mocap)}, None),
         "all_own_seed": (
-            {"wind": gusts, "params": {"mass": masses}}, {"imu": imu, "mocap": mocap}, 7
+            {"wind": gusts, "params": {"mass": masses}}, {"sensors": Sensors(imu, mocap)}, 7
         ),
     }[name]
 
@@ -271,9 +274,9 @@ def test_each_feature_compiled_equals_python(name):
     print(f"\n{name}: worst relative difference {worst:.1e}")
     _assert_sims_alike(sim_c, sim_p, rng_c, rng_p)
     sensors = {"gyro", "accel", "mocap_pos"} & set(py.log)
-    _, fly_kw, _ = _features(name, 4)
-    assert sensors == ({"gyro", "accel"} if "imu" in fly_kw else set()) | (
-        {"mocap_pos"} if "mocap" in fly_kw else set())  # fmt: skip
+    sens = _features(name, 4)[1].get("sensors", Sensors())
+    assert sensors == ({"gyro", "accel"} if sens.imu is not None else set()) | (
+        {"mocap_pos"} if sens.mocap is not None else set())  # fmt: skip
 
 
 def test_features_change_the_flight():
@@ -400,7 +403,7 @@ def _showcase(compiled, duration=None, chunk_steps=None):
     path = Path(__file__).resolve().parents[2] / "examples" / "figure8_wind.toml"
     a = build(load_scenario(path))
     res = fly(a.sim, a.trajectory, a.control, a.gains, duration=duration or a.duration,
-              ref_offset=a.ref_offset, imu=a.imu, mocap=a.mocap, seed=a.seed,
+              ref_offset=a.ref_offset, sensors=a.sensors, seed=a.seed,
               log_every=a.output["log_every"],
               chunk_steps=chunk_steps or a.output["chunk_steps"] or None,
               compiled=compiled, jit=False if compiled is False else None)  # fmt: skip
@@ -449,8 +452,8 @@ def test_a_drones_noise_does_not_depend_on_the_batch_or_the_chunks(compiled):
         sim = Simulator("cf2x_L250", n=n, dt=DT, backend="native", dtype="float64", wind=wind,
                         seed=5)  # fmt: skip
         sim.reset(pos=(0.0, 0.0, 1.0))
-        res = fly(sim, TRAJS["hover"], control, GAINS["geometric"], duration=60 * DT, imu=imu,
-                  mocap=mocap, chunk_steps=chunk, compiled=compiled,
+        res = fly(sim, TRAJS["hover"], control, GAINS["geometric"], duration=60 * DT,
+                  sensors=Sensors(imu, mocap), chunk_steps=chunk, compiled=compiled,
                   jit=False if compiled is False else None)  # fmt: skip
         assert res.meta["loop"] == ("compiled" if compiled is None else "python")
         logs.append(res.log)

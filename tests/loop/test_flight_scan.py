@@ -16,6 +16,7 @@ import pytest
 from log_helpers import assert_logs_equal
 
 from quadsim.engines.sim import Simulator, Wind
+from quadsim.loop.brain import Sensors
 from quadsim.loop.control import control, load_gains
 from quadsim.loop.flight import fly
 from quadsim.loop.trajectories import Circle, Lemniscate
@@ -50,9 +51,9 @@ def _features(name, n):
         "wind": ({"wind": Wind(mean=np.linspace([-2.0, 0.0, 0.0], [2.0, 1.0, 0.0], n))}, {},
                  None),
         "dryden": ({"wind": gusts}, {}, None),
-        "imu_mocap_dryden_sim_seed": ({"wind": gusts}, {"imu": imu, "mocap": mocap}, None),
+        "imu_mocap_dryden_sim_seed": ({"wind": gusts}, {"sensors": Sensors(imu, mocap)}, None),
         "all_own_seed": (
-            {"wind": gusts, "params": {"mass": masses}}, {"imu": imu, "mocap": mocap}, 7
+            {"wind": gusts, "params": {"mass": masses}}, {"sensors": Sensors(imu, mocap)}, 7
         ),
     }[name]
 

@@ -104,7 +104,7 @@ def _fly(backend, compiled=None, parts=(), n=2, duration=0.3, **kw):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no fallback to a slower loop
         return fly(sim, Hover((0.0, 0.0, 1.0)), control, gains, duration=duration, seed=5,
-                   compiled=compiled, parts=parts, ref_offset=[[0, 0, 0], [0.5, 0, 1.0]][:n],
+                   compiled=compiled, sensors=parts, ref_offset=[[0, 0, 0], [0.5, 0, 1.0]][:n],
                    **kw)  # fmt: skip
 
 

@@ -143,6 +143,7 @@ def test_fit_command_prints_and_fails_cleanly(tmp_path):
 def _fly_step(power, charge, compiled=None):
     import warnings
 
+    from quadsim.loop.brain import Sensors
     from quadsim.loop.control import control, load_gains
     from quadsim.loop.flight import fly
     from quadsim.loop.trajectories import Step
@@ -153,7 +154,8 @@ def _fly_step(power, charge, compiled=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fly(sim, Step(start=(0, 0, 1.0), end=(0, 0, 2.0), t_step=0.5), control, gains,
-                   duration=2.5, power=power, battery_charge=charge, compiled=compiled)  # fmt: skip
+                   duration=2.5, sensors=Sensors(power=power, charge=charge),
+                   compiled=compiled)  # fmt: skip
 
 
 def test_the_battery_in_the_loop_caps_the_rotors_as_it_empties():

@@ -126,9 +126,8 @@ def fly_scenario(
         opts = {"csv": bool(csv), "plots": bool(plots), "animate": animate}
         # the loop fly will run, in every part for `quadsim recover` (fly's meta corrects it at
         # the end if tracing fell back to the per-step loop)
-        name, reason = flight_loop(sim, objs.control, objs.gains, imu=objs.imu, mocap=objs.mocap,
-                                   seed=objs.seed)  # fmt: skip
         sens = objs.sensors
+        name, reason = flight_loop(sim, objs.control, objs.gains, sensors=sens)
         periods = loop_periods(sim.dt, objs.gains, sens)
         loop = {"loop": name, "loop_reason": reason,
                 "rates_hz": rates_hz(sim.dt, periods, sens)}  # fmt: skip

@@ -46,7 +46,7 @@ from ..physics._array import namespace, to_numpy
 from ..physics.commands import COMMANDS, command_allocation, command_kind
 from . import control as control_module
 from .parts import Context, part_outputs
-from .parts.standard import standard_parts
+from .parts.standard import STANDARD, standard_parts
 from .records import numpy_state
 from .sensing import due, make_sense, pick, tree_map
 
@@ -58,6 +58,7 @@ __all__ = [
     "Sensors",
     "brain_init",
     "brain_outputs",
+    "checked_sensors",
     "command_allocation",
     "command_kind",
     "ctrl_leaves",
@@ -96,6 +97,49 @@ class Sensors(NamedTuple):
     power: Any = None
     charge: Any = 1.0
     parts: tuple = ()
+
+
+def checked_sensors(sensors: Any = None) -> Sensors:
+    """``sensors`` as a checked :class:`Sensors` record, as :func:`quadsim.loop.flight.fly` takes.
+
+    Args:
+        sensors: ``None`` (no sensors), a :class:`Sensors` record, or a collection of sensor
+            parts (:mod:`quadsim.loop.parts`): the built-in
+            :class:`~quadsim.loop.parts.standard.Imu`, ``Mocap``, ``Baro`` and ``Gnss`` go to
+            their fields (one of each at most), the others to :attr:`Sensors.parts` in their
+            order. A record's ``power`` may be a preset name (``"cf21_stock"``).
+
+    Raises:
+        ValueError: Something that is not a sensor part, two parts of one name, or two of one
+            built-in kind.
+    """
+    if sensors is None:
+        return Sensors()
+    if not isinstance(sensors, Sensors):
+        if isinstance(sensors, str | bytes) or not hasattr(sensors, "__iter__"):
+            raise ValueError(f"sensors: expected a Sensors record or a collection of sensor parts "
+                             f"(quadsim.loop.parts); got {sensors!r}")  # fmt: skip
+        slots: dict[str, Any] = {}
+        others = []
+        for part in sensors:
+            kind = next((k for k, cls in STANDARD.items() if type(part) is cls), None)
+            if kind is None:
+                others.append(part)
+            elif kind in slots:
+                raise ValueError(f"sensors: two {kind} parts; a flight has one at most")
+            else:
+                slots[kind] = part.params_record
+        sensors = Sensors(**slots, parts=tuple(others))
+    parts = tuple(sensors.parts or ())
+    names = [getattr(p, "name", None) for p in (*standard_parts(sensors), *parts)]
+    for p in parts:
+        if not (isinstance(getattr(p, "name", None), str) and hasattr(p, "measure")
+                and hasattr(p, "outputs")):  # fmt: skip
+            raise ValueError(f"sensors: {p!r} is not a sensor part (quadsim.loop.parts)")
+    if len(set(names)) != len(names):
+        raise ValueError(f"sensors: two sensor parts share a name: {names}")
+    power = pw.load_power(sensors.power) if isinstance(sensors.power, str) else sensors.power
+    return sensors._replace(parts=parts, power=power)
 
 
 class Periods(NamedTuple):

@@ -65,11 +65,11 @@ import numpy as np
 from ..physics import rotors
 from ..physics.integrators import INTEGRATORS
 from ..physics.noise import check_seed
-from ..physics.power import load_power
 from . import driver
 from .brain import (
     COMMANDS,
     Sensors,
+    checked_sensors,
     first_drone,
     initial_brain_state,
     loop_periods,
@@ -176,12 +176,11 @@ def _dtype_name(dtype: Any) -> str | None:
 def fly(
     sim: Any, trajectory: Callable[[Any], Any], control: Callable, gains: Any, *,
     duration: float, ctrl_state: Any = None, allocator: Any = None, ref_offset: Any = None,
-    imu: Any = None, mocap: Any = None, seed: int | None = None, log_every: int = 1,
+    sensors: Any = None, seed: int | None = None, log_every: int = 1,
     chunk_steps: int | None = 1000, on_chunk: Callable[[dict], None] | None = None,
     progress: Callable[[int, int], None] | None = None, keep_log: bool = True,
     meta: dict | None = None, jit: bool | None = None, compiled: bool | None = None,
-    command: str | None = None, estimator: Any = None, baro: Any = None, gnss: Any = None,
-    power: Any = None, battery_charge: Any = 1.0, parts: Any = (),
+    command: str | None = None, estimator: Any = None,
 ) -> FlightResult:  # fmt: skip
     """Fly ``sim`` (already reset) along ``trajectory`` for ``duration`` seconds.
 
@@ -204,9 +203,20 @@ def fly(
             ``None``).
         allocator: From :func:`quadsim.physics.rotors.make_allocator` (default: ``sim.drone``'s).
         ref_offset: Per-drone reference offsets ``(n, 3)`` or ``(3,)`` [m] (formations).
-        imu: :class:`~quadsim.physics.sensors.ImuParams` to simulate and log an IMU at the control
-            rate, or ``None``.
-        mocap: :class:`~quadsim.physics.sensors.MocapParams` to simulate and log motion capture.
+        sensors: What the loop reads and logs, one collection
+            (:func:`~quadsim.loop.brain.checked_sensors`): a
+            :class:`~quadsim.loop.brain.Sensors` record (``Sensors(imu=ImuParams, mocap=...,
+            baro=..., gnss=..., power=..., charge=..., parts=(...))``) or a list of sensor parts
+            (``[Imu(load_imu("bmi088")), Rangefinder()]``, :mod:`quadsim.loop.parts`). The IMU
+            (:class:`~quadsim.physics.sensors.ImuParams`) reads at its rate; motion capture
+            (``MocapParams``), the barometer (``BaroParams``, logged ``baro_alt``) and GNSS
+            (``GnssParams``, logged ``gnss_pos``, ``gnss_vel``) likewise; with ``power``
+            (:class:`~quadsim.physics.power.PowerParams` or a preset name, ``"cf21_stock"``) the
+            rotor commands go through the battery's PWM chain, which starts at ``charge`` (0..1,
+            a number or ``(n,)``), and ``battery_v``, ``battery_i``, ``battery_p``,
+            ``battery_charge`` are logged (``None``: an ideal supply); every other part is read
+            at its rate on every loop and logged as ``<name>_<output>`` (names must differ).
+            ``None``: no sensors.
         seed: Key of the sensor noise (default: ``sim.seed``): the IMU of drone ``i`` at step
             ``k`` reads :func:`quadsim.physics.noise.normals` ``(seed, "imu", k, i)`` (motion
             capture ``"mocap"``, the IMU's turn-on bias ``"imu_init"`` at the flight's first step),
@@ -239,17 +249,6 @@ def fly(
             :class:`~quadsim.loop.estimation.estimators.EkfEstimator`, fed by ``imu`` and
             ``mocap``), which runs inside every loop (traced into the compiled one); its outputs
             (``est_*``) are logged. ``None``: the truth.
-        baro: :class:`~quadsim.physics.sensors.BaroParams` to simulate and log ``baro_alt``
-            (normals ``(seed, "baro", k, i)``).
-        gnss: :class:`~quadsim.physics.sensors.GnssParams` to simulate and log ``gnss_pos`` and
-            ``gnss_vel`` (normals ``(seed, "gnss", k, i)``).
-        power: :class:`~quadsim.physics.power.PowerParams` (or a preset name, ``"cf21_stock"``):
-            the rotor commands go through the battery's PWM chain and ``battery_v``,
-            ``battery_i``, ``battery_p``, ``battery_charge`` are logged. ``None``: an ideal supply.
-        battery_charge: The battery's charge at the start, 0..1 (a number or ``(n,)``).
-        parts: Sensor parts (:mod:`quadsim.loop.parts`, e.g.
-            :class:`~quadsim.loop.parts.rangefinder.Rangefinder`), read at their rates on every
-            loop and logged as ``<name>_<output>``; their names must differ.
 
     Returns:
         :class:`FlightResult`. After the flight ``sim`` holds the state, flags and clock of the
@@ -272,14 +271,11 @@ def fly(
         else np.broadcast_to(np.asarray(ref_offset, dtype=np.float64), (n, 3))
     )
     seed = sim.seed if seed is None else check_seed(seed)
-    if isinstance(power, str):
-
-        power = load_power(power)
-    sens = Sensors(imu, mocap, baro, gnss, power, battery_charge, _check_parts(parts))
+    sens = checked_sensors(sensors)
     periods = loop_periods(sim.dt, gains, sens)  # validated once
     flight = _Flight(sim, trajectory, control, gains, allocator, sens, command, ctrl_state,
                      offset, total, log_every, chunk_steps, seed, periods, estimator)  # fmt: skip
-    make, loop_meta = _runner(flight, jit, compiled, imu, mocap)
+    make, loop_meta = _runner(flight, jit, compiled)
     chunking = Chunking(log_every, cap, n, chunk_steps, timed and loop_meta["loop"] == "compiled")
     t0 = time.perf_counter()
     chunks, k, interrupted, stop_signal = drive(make(), total, chunking, float(dt), on_chunk,
@@ -333,13 +329,13 @@ class _Flight(NamedTuple):
     estimator: Any
 
 
-def _runner(f: _Flight, jit: bool | None, compiled: bool | None, imu: Any,
-            mocap: Any) -> tuple[Callable[[], Any], dict]:  # fmt: skip
+def _runner(f: _Flight, jit: bool | None,
+            compiled: bool | None) -> tuple[Callable[[], Any], dict]:  # fmt: skip
     """The fastest runner that can fly ``f``: ``(a thunk that makes it when the clock starts,
     {"loop": ..., "loop_reason": ...})``; warns once (:class:`TraceFallbackWarning`) when the
     controller could not be traced for a faster one."""  # noqa: D205, D209
     sim = f.sim
-    kw = {"ctrl_state": f.ctrl_state, "imu": imu, "mocap": mocap, "jit": jit}
+    kw = {"ctrl_state": f.ctrl_state, "sensors": f.sens, "jit": jit}
     backend = getattr(sim, "backend", None)
     if compiled is False:
         reason = "compiled=False"
@@ -381,18 +377,6 @@ def _runner(f: _Flight, jit: bool | None, compiled: bool | None, imu: Any,
     if failed:
         _warn_fallback(f.control, failed, f"the per-step Python loop on {step_loop.backend}")
     return (lambda: StepRunner(step_loop, f.log_every)), {"loop": "python", "loop_reason": reason}
-
-
-def _check_parts(parts: Any) -> tuple:
-    """``parts`` as a tuple of sensor parts with distinct names (:mod:`quadsim.loop.parts`)."""
-    parts = tuple(parts or ())
-    names = [getattr(p, "name", None) for p in parts]
-    for p, name in zip(parts, names, strict=True):
-        if not (isinstance(name, str) and hasattr(p, "measure") and hasattr(p, "outputs")):
-            raise ValueError(f"parts: {p!r} is not a sensor part (quadsim.loop.parts)")
-    if len(set(names)) != len(names):
-        raise ValueError(f"parts: two sensor parts share a name: {names}")
-    return parts
 
 
 def _warn_fallback(control: Callable, failed: list[tuple[str, str]], ran: str) -> None:

@@ -17,7 +17,7 @@ from ..engines.native import available
 from ..physics._array import to_numpy
 from ..physics.sensors import mocap_delay_steps
 from . import control as control_module
-from .brain import ctrl_leaves
+from .brain import checked_sensors, ctrl_leaves
 from .records import jax_or_none
 
 __all__ = ["MOCAP_DELAY_MAX", "compiled_path_reason", "flight_loop", "scan_path_reason"]
@@ -28,7 +28,7 @@ MOCAP_DELAY_MAX = 64
 
 def compiled_path_reason(
     sim: Any, control: Callable, gains: Any, *, ctrl_state: Any = None, allocator: Any = None,
-    imu: Any = None, mocap: Any = None, jit: bool | None = None,
+    sensors: Any = None, jit: bool | None = None,
 ) -> str | None:  # fmt: skip
     """Why :func:`fly` cannot run this flight as the compiled closed loop, or ``None`` if it can.
 
@@ -49,8 +49,7 @@ def compiled_path_reason(
         gains: Its gains record.
         ctrl_state: Initial controller state given to ``fly``.
         allocator: Allocator given to ``fly``.
-        imu: IMU parameters given to ``fly``.
-        mocap: Motion-capture parameters given to ``fly``.
+        sensors: The sensors given to ``fly`` (:func:`~quadsim.loop.brain.checked_sensors`).
         jit: ``fly``'s ``jit``.
 
     Returns:
@@ -72,8 +71,8 @@ def compiled_path_reason(
             return f"ctrl_state: {bad}"
     if allocator is not None:
         return "a custom allocator: the compiled loop uses the drone's default allocator"
+    mocap = checked_sensors(sensors).mocap
     if mocap is not None:
-
         try:
             d = mocap_delay_steps(mocap, sim.dt)
         except (ValueError, TypeError, AttributeError) as e:
@@ -92,8 +91,8 @@ def compiled_path_reason(
 
 
 def scan_path_reason(
-    sim: Any, control: Callable, gains: Any, *, ctrl_state: Any = None, imu: Any = None,
-    mocap: Any = None, jit: bool | None = None,
+    sim: Any, control: Callable, gains: Any, *, ctrl_state: Any = None, sensors: Any = None,
+    jit: bool | None = None,
 ) -> str | None:  # fmt: skip
     """Why :func:`fly` cannot run this flight as one ``jax.lax.scan`` per chunk, or ``None``.
 
@@ -108,8 +107,7 @@ def scan_path_reason(
         control: The controller.
         gains: Its gains record.
         ctrl_state: Initial controller state given to ``fly``.
-        imu: IMU parameters given to ``fly``.
-        mocap: Motion-capture parameters given to ``fly``.
+        sensors: The sensors given to ``fly`` (every sensor is scanned).
         jit: ``fly``'s ``jit``.
 
     Returns:
@@ -136,7 +134,7 @@ def flight_loop(sim: Any, control: Callable, gains: Any, **kwargs: Any) -> tuple
     (``jax``, :func:`scan_path_reason` is ``None``) or ``"python"``, and ``reason`` says why the
     faster loop of the backend does not run (``None`` when it does). Tracing the controller can
     still fail; ``fly``'s ``meta`` then corrects it. ``kwargs`` are ``fly``'s ``ctrl_state``,
-    ``allocator``, ``imu``, ``mocap``, ``jit`` and ``compiled`` (others are ignored).
+    ``allocator``, ``sensors``, ``jit`` and ``compiled`` (others are ignored).
     """
     compiled = kwargs.pop("compiled", None)
     kwargs.pop("seed", None)

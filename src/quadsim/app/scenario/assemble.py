@@ -195,12 +195,9 @@ def fly_assembly(objs: Assembly, **kwargs: Any) -> Any:
     """:func:`quadsim.loop.flight.fly` of an assembled scenario: its simulator, reference,
     controller, offsets, sensors, estimator, battery and seed; ``kwargs`` are ``fly``'s other
     arguments (``log_every``, ``chunk_steps``, ``on_chunk``, ``keep_log``, ``meta``, ...)."""  # noqa: D205, D209
-    s = objs.sensors
     return flight.fly(objs.sim, objs.trajectory, objs.control, objs.gains,
-                      duration=objs.duration, ref_offset=objs.ref_offset, imu=s.imu,
-                      mocap=s.mocap, estimator=objs.estimator, baro=s.baro, gnss=s.gnss,
-                      power=s.power, battery_charge=s.charge, seed=objs.seed, parts=s.parts,
-                      **kwargs)  # fmt: skip
+                      duration=objs.duration, ref_offset=objs.ref_offset, sensors=objs.sensors,
+                      estimator=objs.estimator, seed=objs.seed, **kwargs)  # fmt: skip
 
 
 def resolved_files(sc: Scenario) -> dict[str, str]:

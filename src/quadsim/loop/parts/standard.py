@@ -32,7 +32,16 @@ from ...physics.noise import normals
 from ..sensing import pick
 from . import Context, Output, Sensor
 
-__all__ = ["Baro", "Gnss", "Imu", "ImuPartState", "Mocap", "MocapPartState", "standard_parts"]
+__all__ = [
+    "STANDARD",
+    "Baro",
+    "Gnss",
+    "Imu",
+    "ImuPartState",
+    "Mocap",
+    "MocapPartState",
+    "standard_parts",
+]
 
 
 class ImuPartState(NamedTuple):
@@ -205,8 +214,13 @@ class Gnss(_Standard):
         return {"pos": fix.pos, "vel": fix.vel, "stamp": stamp}, state
 
 
+STANDARD = {"imu": Imu, "mocap": Mocap, "baro": Baro, "gnss": Gnss}
+"""The built-in sensor parts by their :class:`~quadsim.loop.brain.Sensors` field, in the order
+the loop reads them."""
+
+
 def standard_parts(sens: Any) -> tuple:
     """The built-in sensors of a :class:`~quadsim.loop.brain.Sensors` record that has them, as
     parts, in the order the loop reads them: IMU, motion capture, barometer, GNSS."""  # noqa: D205, D209
-    kinds = ((Imu, sens.imu), (Mocap, sens.mocap), (Baro, sens.baro), (Gnss, sens.gnss))
+    kinds = ((cls, getattr(sens, kind)) for kind, cls in STANDARD.items())
     return tuple(cls(params) for cls, params in kinds if params is not None)
