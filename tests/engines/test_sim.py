@@ -309,9 +309,10 @@ def test_simulator_gusts_are_the_wind_module_recursion():
 
 
 def test_a_drone_with_terms_the_plant_lacks_says_so():
-    """cf21_nanobench's warm-up and inflow terms are the replay's, not yet the plant's: the
-    simulator says it flies without them; a preset without them flies silently."""
-    with pytest.warns(UserWarning, match="warmup_coef and inflow_coef .* not in the simulated"):
+    """cf21_nanobench's warm-up term is the replay's, not yet the plant's (its inflow term is
+    the plant's too): the simulator says it flies without it; a preset without it flies
+    silently."""
+    with pytest.warns(UserWarning, match=r"warmup_coef \(motor warm-up\) is not in the simul"):
         Simulator("cf21_nanobench")
     with warnings.catch_warnings():
         warnings.simplefilter("error")

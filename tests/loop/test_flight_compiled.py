@@ -212,6 +212,10 @@ def _features(name, n):
         "mass": ({"params": {"mass": masses}}, {}, None),
         "mass_inertia": ({"params": {"mass": masses, "J": J}}, {}, None),
         "dryden": ({"wind": gusts}, {}, None),
+        # axial inflow, one coefficient for all (a constant of the C step) and one per drone
+        "inflow": ({"params": {"inflow_coef": np.full(n, 0.05)}}, {}, None),
+        "inflow_per_drone_dryden": (
+            {"params": {"inflow_coef": np.linspace(0.0, 0.1, n)}, "wind": gusts}, {}, None),
         # per-drone means (a calm one: the turbulence's u axis is then +x)
         "dryden_per_drone_mean": ({"wind": Wind(mean=means, turbulence=turb)}, {}, None),
         "imu": ({}, {"sensors": Sensors(imu)}, 7),

@@ -51,6 +51,7 @@ def _features(name, n):
         "wind": ({"wind": Wind(mean=np.linspace([-2.0, 0.0, 0.0], [2.0, 1.0, 0.0], n))}, {},
                  None),
         "dryden": ({"wind": gusts}, {}, None),
+        "inflow_per_drone": ({"params": {"inflow_coef": np.linspace(0.0, 0.1, n)}}, {}, None),
         "imu_mocap_dryden_sim_seed": ({"wind": gusts}, {"sensors": Sensors(imu, mocap)}, None),
         "all_own_seed": (
             {"wind": gusts, "params": {"mass": masses}}, {"sensors": Sensors(imu, mocap)}, 7

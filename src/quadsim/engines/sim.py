@@ -141,11 +141,10 @@ class Simulator:
                 )
             integrator = INTEGRATORS[integrator]
         self.drone = drone if isinstance(drone, Params) else load_params(drone)
-        unmodelled = [k for k in ("warmup_coef", "inflow_coef") if getattr(self.drone, k, 0.0)]
-        if unmodelled:  # (physics.motor_thermal: in quadsim replay, not yet in the plant)
-            warnings.warn(f"{self.drone.name}: {' and '.join(unmodelled)} (motor warm-up, axial "
-                          f"inflow) are not in the simulated plant yet: it flies without them; "
-                          f"quadsim replay uses them", stacklevel=2)  # fmt: skip
+        if getattr(self.drone, "warmup_coef", 0.0):  # (in quadsim replay, not yet in the plant)
+            warnings.warn(f"{self.drone.name}: warmup_coef (motor warm-up) is not in the "
+                          f"simulated plant yet: it flies without it; quadsim replay uses it",
+                          stacklevel=2)  # fmt: skip
         n_rotors = self.drone.mixing_matrix.shape[1]
         self.system = make_system(model, n_rotors, rotor_dynamics and model != "wrench")
         self.n, self.dt, self.world, self.integrator = n, float(dt), world, integrator

@@ -36,6 +36,12 @@ disturbances:
     m \dot v = m g + R F_b + R D R^T a - k_d \lVert a \rVert a + f_{dist}, \qquad
     J \dot ω = τ - c_ω ω + R^T τ_{dist} - ω × J ω .
 
+Axial inflow (:mod:`quadsim.physics.motor_thermal`, coefficient ``c_i`` [s/m], default 0): every
+rotor's thrust ``f_i`` is multiplied by ``max(1 - c_i v_z, 0)``, with ``v_z = (R^T a)_z`` the
+air-relative velocity along body ``+z`` (climb positive), so the thrust and the roll and pitch
+torques it makes fall in a climb; the rotors' drag torque ``τ_i`` is left as it is (the flights
+that identified ``c_i`` measure thrust only).
+
 Terms whose parameter is an exact Python ``0`` are left out of the traced code.
 """
 
@@ -51,6 +57,7 @@ from typing import Any
 import numpy as np
 
 from .._array import as_like, check_real, check_shape, unstack
+from ..motor_thermal import inflow_factor
 from ..rotation import is_const, kcross, kdot
 
 RPM_TO_RAD_S = 2.0 * math.pi / 60.0
@@ -72,12 +79,14 @@ ROTOR_PARAMS: dict[str, tuple[int | None, ...]] = {
     "drag_matrix": (3, 3),
     "drag_coef": (),
     "rot_drag_coef": (),
+    "inflow_coef": (),
 }
 """Keyword parameters of the rotor-level models and their trailing shapes (``None``: rotors)."""
 
 
-DRAG_DEFAULTS = {"drag_coef": 0.0, "rot_drag_coef": 0.0}
-"""The rotor-level models' optional parameters: no quadratic or rotational drag."""
+DRAG_DEFAULTS = {"drag_coef": 0.0, "rot_drag_coef": 0.0, "inflow_coef": 0.0}
+"""The rotor-level models' optional parameters: no quadratic or rotational drag, no axial-inflow
+thrust loss."""
 
 
 def takes_params(spec: dict, defaults: dict | None = None) -> Callable[[Callable], Callable]:
@@ -283,7 +292,8 @@ def rotor_speed_dot(cmd: Comp, rotor: Comp, c: Comp, ops: Any) -> Comp:
     return tuple(out)
 
 
-def rotor_wrench(rotor: Comp, rotor_dot: Comp | None, ang_vel: Comp, p: Any) -> tuple[Any, Comp]:
+def rotor_wrench(rotor: Comp, rotor_dot: Comp | None, ang_vel: Comp, p: Any,
+                 thrust_scale: Any = None) -> tuple[Any, Comp]:  # fmt: skip
     """Total thrust [N] along body z and body torque [N m] from rotor speeds [RPM].
 
     Args:
@@ -291,8 +301,11 @@ def rotor_wrench(rotor: Comp, rotor_dot: Comp | None, ang_vel: Comp, p: Any) -> 
         rotor_dot: Rotor accelerations [RPM/s], or ``None`` when rotor speeds are not states.
         ang_vel: Body angular velocity [rad/s].
         p: Parameters.
+        thrust_scale: A factor [1] on every rotor's thrust (the axial inflow's), or ``None``.
     """
     f = tuple(poly2(p.rpm2thrust, w) for w in rotor)
+    if thrust_scale is not None:
+        f = tuple(fi * thrust_scale for fi in f)
     tq = tuple(poly2(p.rpm2torque, w) for w in rotor)
     thrust = f[0]
     for fi in f[1:]:
@@ -371,7 +384,8 @@ def rotor_accels(R: tuple[Comp, Comp, Comp], vel: Comp, ang_vel: Comp, cmd: Comp
 
     The rotors' speeds are ``rotor_vel`` [RPM] driven toward ``cmd`` (:func:`rotor_speed_dot`),
     or ``cmd`` itself when ``rotor_vel`` is ``None`` (then ``rotor_vel_dot`` is ``None``); their
-    wrench (:func:`rotor_wrench`) with drag, wind and disturbances gives the accelerations
+    wrench (:func:`rotor_wrench`, its thrust scaled by the axial inflow when ``p.inflow_coef`` is
+    not an exact 0) with drag, wind and disturbances gives the accelerations
     (:func:`linear_accel`, :func:`angular_accel`). The one body of every rotor-level model's
     kernel; the models differ in their attitude and its rate.
     """
@@ -379,7 +393,12 @@ def rotor_accels(R: tuple[Comp, Comp, Comp], vel: Comp, ang_vel: Comp, cmd: Comp
         rotor, rotor_dot = cmd, None
     else:
         rotor, rotor_dot = rotor_vel, rotor_speed_dot(cmd, rotor_vel, p.rotor_dyn_coef, ops)
-    thrust, torque = rotor_wrench(rotor, rotor_dot, ang_vel, p)
+    scale = None
+    if not is_const(p.inflow_coef, 0):
+        air = vel if wind is None else tuple(vel[i] - wind[i] for i in range(3))
+        v_axial = kdot((R[0][2], R[1][2], R[2][2]), air)  # (Rᵀ a)_z: along body +z
+        scale = inflow_factor(v_axial, p.inflow_coef, ops)
+    thrust, torque = rotor_wrench(rotor, rotor_dot, ang_vel, p, scale)
     vel_dot = linear_accel(R, vel, thrust, p, dist_f, wind, ops)
     ang_vel_dot = angular_accel(R, ang_vel, rotational_drag(torque, ang_vel, p), p, dist_t)
     return vel_dot, ang_vel_dot, rotor_dot

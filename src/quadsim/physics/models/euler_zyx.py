@@ -136,6 +136,8 @@ def dynamics(
         drag_matrix: Linear body drag [N s/m].
         drag_coef: Quadratic drag ``k_d`` [N s²/m²], ``f = -k_d |v| v`` (seed 002; default 0).
         rot_drag_coef: Linear rotational drag [N m s/rad], ``τ = -c ω`` (default 0).
+        inflow_coef: Axial-inflow thrust loss ``c_i`` [s/m]: each rotor's thrust times
+            ``max(1 - c_i v_z, 0)``, ``v_z`` the air-relative climb speed along body z (default 0).
         rotor_dyn_coef: Rotor dynamics coefficients.
         small_angle: Use ``rpy_dot = ang_vel`` (seed 003) instead of ``W(rpy) ang_vel``.
 
@@ -217,6 +219,8 @@ def symbolic_dynamics(
         drag_matrix: Linear body drag.
         drag_coef: Quadratic drag ``k_d`` [N s²/m²], ``f = -k_d |v| v`` (seed 002; default 0).
         rot_drag_coef: Linear rotational drag [N m s/rad], ``τ = -c ω`` (default 0).
+        inflow_coef: Axial-inflow thrust loss ``c_i`` [s/m]: each rotor's thrust times
+            ``max(1 - c_i v_z, 0)``, ``v_z`` the air-relative climb speed along body z (default 0).
         rotor_dyn_coef: Rotor dynamics coefficients.
         small_angle: As in :func:`dynamics`.
     """

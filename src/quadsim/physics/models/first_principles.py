@@ -138,6 +138,8 @@ def dynamics(
         drag_matrix: Linear body-frame drag [N s/m], shape ``(3, 3)``, negative semi-definite.
         drag_coef: Quadratic drag ``k_d`` [N s²/m²], ``f = -k_d |v| v`` (seed 002; default 0).
         rot_drag_coef: Linear rotational drag [N m s/rad], ``τ = -c ω`` (default 0).
+        inflow_coef: Axial-inflow thrust loss ``c_i`` [s/m]: each rotor's thrust times
+            ``max(1 - c_i v_z, 0)``, ``v_z`` the air-relative climb speed along body z (default 0).
         rotor_dyn_coef: Spin-up/down coefficients ``[c0, c1, c2, c3]``
             [1/s, 1/(s RPM), 1/s, 1/(s RPM)].
 
@@ -190,6 +192,8 @@ def symbolic_dynamics(
         drag_matrix: Linear drag matrix.
         drag_coef: Quadratic drag ``k_d`` [N s²/m²], ``f = -k_d |v| v`` (seed 002; default 0).
         rot_drag_coef: Linear rotational drag [N m s/rad], ``τ = -c ω`` (default 0).
+        inflow_coef: Axial-inflow thrust loss ``c_i`` [s/m]: each rotor's thrust times
+            ``max(1 - c_i v_z, 0)``, ``v_z`` the air-relative climb speed along body z (default 0).
 
     Returns:
         ``(X_dot, X, U, Y)``: ``X = [pos(3), quat(4), vel(3), ang_vel(3)]`` followed by
