@@ -43,8 +43,10 @@ blade-element momentum theory). The Crazyflie flights fit about 0.05 s/m, 3-4 ti
 
 Pure array-API functions: NumPy, JAX, PyTorch arrays or, with ``ops=CASADI_OPS``
 (:data:`quadsim.physics._array.CASADI_OPS`), CasADi symbols; the same arithmetic on every
-backend. A plant integrates ``θ`` with :func:`warmup_rate` (continuous) or :func:`warmup_step`
-(exact for a held drive) and multiplies each rotor's thrust by :func:`thrust_factor`.
+backend. The rotor-level models multiply each rotor's thrust by :func:`inflow_factor` (their
+``inflow_coef``, :mod:`quadsim.physics.models._rigid`); ``quadsim replay`` also integrates ``θ``
+(:func:`warmup_step`, exact for a held drive) and applies :func:`thrust_factor`. The plant does
+not carry ``θ`` as a state yet.
 """
 
 from __future__ import annotations
