@@ -14,6 +14,15 @@ rosbags_typesys = pytest.importorskip("rosbags.typesys")
 
 from quadsim.app.ros2 import encode  # noqa: E402
 from quadsim.app.ros2 import msgs as m  # noqa: E402
+from quadsim.loop.parts.standard import Imu  # noqa: E402
+from quadsim.physics.sensors import load_imu  # noqa: E402
+
+
+def _imu_message(t, gyro, accel, frame, period=1, dt=0.005):
+    """The IMU part's ``sensor_msgs/Imu`` (its declaration, :func:`encode.part_message`)."""
+    (topic,) = encode.part_topics([Imu(load_imu("bmi088"))], dt, [period])
+    readings = {"gyro": np.asarray([gyro], float), "accel": np.asarray([accel], float)}
+    return encode.part_message(topic, t, readings, 0, frame=frame)
 
 # mavros_msgs/msg/AttitudeTarget as published by the mavros project (constants included)
 ATTITUDE_TARGET_MSG = """\
@@ -50,14 +59,7 @@ def _samples() -> list:
             [1.0, -2.0, 3.0],
             child="d3/base_link",
         ),
-        encode.imu(
-            0.005,
-            [0.01, -0.02, 0.03],
-            [0.1, 0.2, 9.81],
-            frame="d0/base_link",
-            gyro_var=1.5e-6,
-            accel_var=2.5e-5,
-        ),
+        _imu_message(0.005, [0.01, -0.02, 0.03], [0.1, 0.2, 9.81], "d0/base_link"),
         encode.rotors(1.0, [1000.0, 2000.0, 3000.0, 4000.5], frame="d0/base_link"),
         encode.reference(2.5, [0.0, 1.0, 2.0], 0.7),
         m.TFMessage(
@@ -155,10 +157,51 @@ def test_stamps_and_rotor_units():
     j = encode.rotors(0.0, [60.0, 120.0, 0.0, 6000.0], frame="x")
     assert j.velocity == pytest.approx([2 * math.pi, 4 * math.pi, 0.0, 200 * math.pi])
     assert j.name == ["rotor_0", "rotor_1", "rotor_2", "rotor_3"]
-    imu = encode.imu(0.0, [0, 0, 0], [0, 0, 9.81], frame="x", gyro_var=2.0, accel_var=3.0)
-    assert imu.orientation_covariance[0] == -1.0
-    assert imu.angular_velocity_covariance[::4] == [2.0, 2.0, 2.0]
-    assert imu.linear_acceleration_covariance[::4] == [3.0, 3.0, 3.0]
+
+
+@pytest.mark.parametrize("period", [1, 4])
+def test_the_imu_message_comes_from_the_imu_parts_declaration(period):
+    """``sensor_msgs/Imu`` as the IMU part declares it: the readings in ``angular_velocity`` and
+    ``linear_acceleration``, no orientation (REP 145: ``orientation_covariance[0] = -1``), the
+    covariances diagonal with the white-noise variance ``N²/T`` of a sample ``T`` apart (the
+    BMI088 data sheet's densities: 0.014 deg/s/√Hz and 175 µg/√Hz on every axis)."""
+    n_g = np.full(3, math.radians(0.014))
+    n_a = np.full(3, 175e-6 * 9.80665)
+    dt = 0.002
+    msg = _imu_message(1.5, [0.1, -0.2, 0.3], [0.4, 0.5, 9.6], "d2/base_link", period, dt)
+    assert msg.header.frame_id == "d2/base_link" and msg.header.stamp.sec == 1
+    w, a = msg.angular_velocity, msg.linear_acceleration
+    assert (w.x, w.y, w.z, a.x, a.y, a.z) == (0.1, -0.2, 0.3, 0.4, 0.5, 9.6)
+    q = msg.orientation
+    assert (q.x, q.y, q.z, q.w) == (0.0, 0.0, 0.0, 0.0)
+    assert msg.orientation_covariance == [-1.0] + [0.0] * 8
+    cov_g = np.asarray(msg.angular_velocity_covariance).reshape(3, 3)
+    cov_a = np.asarray(msg.linear_acceleration_covariance).reshape(3, 3)
+    np.testing.assert_allclose(cov_g, np.diag(n_g**2 / (period * dt)), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(cov_a, np.diag(n_a**2 / (period * dt)), rtol=1e-12, atol=0)
+    assert cov_g[0, 0] > 0 and cov_a[0, 0] > 0
+
+
+def test_a_part_message_field_must_fit_its_output():
+    """A declaration whose field does not exist, or holds another count of numbers than its
+    output gives, is refused when the topics are made (not at the first message)."""
+    from quadsim.loop.parts import Ros2
+
+    class Bad(Imu):
+        def __init__(self, decl):
+            super().__init__(load_imu("bmi088"))
+            self.decl = decl
+
+        def ros2(self, ctx):
+            return (self.decl,)
+
+    with pytest.raises(ValueError, match="no field 'angular_speed'"):
+        encode.part_topics([Bad(Ros2("sensor_msgs/msg/Imu", (("angular_speed", "gyro"),)))],
+                           0.002, [1])  # fmt: skip
+    with pytest.raises(ValueError, match="holds 3 numbers, given 9"):
+        decl = Ros2("sensor_msgs/msg/Imu", (("angular_velocity", "gyro"),),
+                    (("linear_acceleration", (0.0,) * 9),))
+        encode.part_topics([Bad(decl)], 0.002, [1])
 
 
 def test_the_node_fast_path_sends_the_serializers_bytes():
@@ -170,7 +213,7 @@ def test_the_node_fast_path_sends_the_serializers_bytes():
     rng = np.random.default_rng(7)
     z3, q0 = np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0])
     odom_t = Template(encode.odometry(0.0, z3, q0, z3, z3, child="d12/base_link"))
-    imu_t = Template(encode.imu(0.0, z3, z3, frame="d12/base_link", gyro_var=1e-6, accel_var=2e-5))
+    imu_t = Template(_imu_message(0.0, z3, z3, "d12/base_link"))
     rot_t = Template(encode.rotors(0.0, np.zeros(4), frame="d12/base_link"))
     ref_t = Template(encode.reference(0.0, z3, 0.0))
     io = odom_t.index(
@@ -186,9 +229,7 @@ def test_the_node_fast_path_sends_the_serializers_bytes():
         vals = np.concatenate([p, q, rotate_inverse(q, v), w])
         assert odom_t.render(st.sec, st.nanosec, io, vals) == want.ljust(len(odom_t.base), b"\0")
         g, a = rng.normal(size=3), rng.normal(size=3)
-        want = bytes(
-            encode.imu(t, g, a, frame="d12/base_link", gyro_var=1e-6, accel_var=2e-5).serialize()
-        )
+        want = bytes(_imu_message(t, g, a, "d12/base_link").serialize())
         got = imu_t.render(
             st.sec,
             st.nanosec,

@@ -120,6 +120,38 @@ def test_a_subscriber_process_gets_odometry_and_imu_at_200_hz(tmp_path):
     assert summary["ros2"]["ticks"] == 1800 and summary["n_samples"] == 1800
 
 
+def test_the_imu_is_published_at_its_rate_as_its_part_declares(tmp_path):
+    """An IMU at 100 Hz in a 200-Hz node: ``imu`` is published when a reading is new (its part's
+    ROS 2 declaration, every second tick: 100 Hz measured, stamps 10 ms apart) while ``odom``
+    keeps 200 Hz; each message is the logged reading of its stamp and its covariance the white
+    noise of a 10-ms sample, N²/(0.01 s)."""
+    preset = (ROOT / "src" / "quadsim" / "physics" / "presets" / "sensors" / "adis16470.toml")
+    text = preset.read_text().replace("rate = { value = 2000.0", "rate = { value = 100.0")
+    (tmp_path / "imu100.toml").write_text(text)
+    scen = tmp_path / "s.toml"
+    scen.write_text(SEED001.read_text().replace('imu = "adis16470"', 'imu = "imu100.toml"'))
+    proc, err = _node(tmp_path, str(scen), "--duration", "6", domain=53, ns="slowimu")
+    out = tmp_path / "probe.json"
+    probe = subprocess.run([PY, str(ROOT / "tests" / "app" / "ros2_probe.py"), str(out), "3",
+                            "--ns", "slowimu", "--domain-id", "53"],
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert probe.returncode == 0, probe.stderr
+    assert proc.wait(timeout=120) == 0, err.read_text()
+    got, log = json.loads(out.read_text()), _log(tmp_path)
+    for key, hz in (("d0/odom", 200.0), ("d0/imu", 100.0)):
+        rows = np.array(got[key])
+        rate = (len(rows) - 1) / (rows[-1, 0] - rows[0, 0])
+        assert rate == pytest.approx(hz, rel=0.03), key
+        assert np.allclose(np.diff(rows[:, 1]), 1.0 / hz, atol=1e-9), key
+    rows = np.array(got["d0/imu"])
+    k = np.searchsorted(log["time"], rows[:, 1] - 1e-9)
+    assert np.array_equal(rows[:, 2:5], log["gyro"][k, 0])
+    from quadsim.physics.sensors import load_imu
+
+    imu = load_imu(tmp_path / "imu100.toml")
+    assert rows[0, 8] == pytest.approx(np.max(imu.gyro_noise_density) ** 2 / 0.01, rel=1e-12)
+
+
 def test_rotor_speeds_from_another_process_fly_as_simulator_step(tmp_path):
     """Rotor speeds sent by another process reach the plant unchanged (each applied command is
     one that was sent, to the rounding of rad/s and back), and the logged flight equals a fresh

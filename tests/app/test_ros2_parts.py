@@ -34,7 +34,7 @@ def _scenario(tmp: Path, rate: float) -> Path:
 
 def test_the_range_message_is_the_ros2_type_with_inf_without_a_reading():
     part = Rangefinder("tof", max_range=3.0)
-    (topic,) = encode.part_topics([part])
+    (topic,) = encode.part_topics([part], 0.002, [20])
     store = rosbags_typesys.get_typestore(rosbags_typesys.Stores.ROS2_HUMBLE)
     name = "sensor_msgs/msg/Range"
     for rng, valid in ((0.987654321, 1.0), (0.0, 0.0)):
@@ -50,7 +50,7 @@ def test_the_range_message_is_the_ros2_type_with_inf_without_a_reading():
         theirs = store.serialize_cdr(back, name)
         assert bytes(theirs) == bytes(msg.serialize())
     with pytest.raises(ValueError, match="second ROS 2 message"):
-        encode.part_topics([part, part])
+        encode.part_topics([part, part], 0.002, [20, 20])
 
 
 def test_fly_rosbag_holds_the_rangefinder(tmp_path):

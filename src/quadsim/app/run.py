@@ -20,7 +20,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ..loop.brain import loop_periods, rates_hz
+from ..loop.brain import loop_periods, part_periods, rates_hz, sensor_parts
 from ..loop.parts import log_columns
 from ..loop.paths import flight_loop
 from . import io, preflight
@@ -195,7 +195,6 @@ def kept_on_failure(out: Path) -> Any:
 def _write_rosbag(out: Path, summary: dict, objs: Any, periods: Any, progress: bool) -> dict:
     """``trajectory.mcap`` from ``trajectory.parquet``; the summary lists it."""
     from .ros2.bag import write_bag
-    from .ros2.encode import imu_variances
 
     bar, update = _progress_bar(1, progress)
     if bar is not None:
@@ -208,8 +207,8 @@ def _write_rosbag(out: Path, summary: dict, objs: Any, periods: Any, progress: b
 
     try:
         write_bag(out / "trajectory.parquet", out / "trajectory.mcap",
-                  imu_var=imu_variances(objs.imu, float(periods.imu_dt or objs.sim.dt)),
-                  parts=objs.parts, progress=step)  # fmt: skip
+                  parts=sensor_parts(objs.sensors), dt=float(objs.sim.dt),
+                  periods=part_periods(periods, objs.sensors), progress=step)  # fmt: skip
     finally:
         if bar is not None:
             bar.close()

@@ -2,14 +2,14 @@
 
 :func:`write_bag` reads ``trajectory.parquet`` (:func:`quadsim.app.io.read_log`) and writes, for
 every logged sample ``t`` and drone ``d<i>``, the messages the node publishes for that state
-(:mod:`quadsim.app.ros2.encode`, one home for both): ``/<ns>/d<i>/odom``, ``imu`` (when the run had
-an IMU), ``rotor_speeds`` and ``reference`` (when the log has one), every sensor part's messages
-(:func:`quadsim.app.ros2.encode.part_topics`: the rangefinder's ``sensor_msgs/Range`` on
-``/<ns>/d<i>/<name>``), and one ``/tf`` message with every drone's transform; log and publish
-time are the simulated time [ns]. Channels carry the ``cdr`` encoding and ``ros2msg`` schemas
-(:func:`quadsim.app.ros2.msgs.msgdef`), the MCAP ``ros2`` profile, zstd-compressed chunks: the
-form ``ros2 bag record -s mcap`` writes, which ``ros2 bag play FILE.mcap`` (ROS 2 Iron and
-newer), Foxglove and the ``rosbags`` library read.
+(:mod:`quadsim.app.ros2.encode`, one home for both): ``/<ns>/d<i>/odom``, ``rotor_speeds`` and
+``reference`` (when the log has one), every sensor part's messages
+(:func:`quadsim.app.ros2.encode.part_topics`: the IMU's ``sensor_msgs/Imu`` on ``imu``, the
+rangefinder's ``sensor_msgs/Range`` on ``/<ns>/d<i>/<name>``), and one ``/tf`` message with
+every drone's transform; log and publish time are the simulated time [ns]. Channels carry the
+``cdr`` encoding and ``ros2msg`` schemas (:func:`quadsim.app.ros2.msgs.msgdef`), the MCAP
+``ros2`` profile, zstd-compressed chunks: the form ``ros2 bag record -s mcap`` writes, which
+``ros2 bag play FILE.mcap`` (ROS 2 Iron and newer), Foxglove and the ``rosbags`` library read.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ def write_bag(
     bag_path: str | os.PathLike[str],
     *,
     namespace: str = "quadsim",
-    imu_var: tuple[float, float] = (0.0, 0.0),
     parts: Any = (),
+    dt: float = 1.0,
+    periods: Any = None,
     progress: Any = None,
 ) -> dict[str, int]:
     """Write the run's log ``log_path`` (Parquet) as the MCAP bag ``bag_path``.
@@ -44,10 +45,12 @@ def write_bag(
         log_path: ``trajectory.parquet`` of a run.
         bag_path: The ``.mcap`` file to write (replaced; written to a temporary name first).
         namespace: ROS 2 namespace of the topics, as ``quadsim ros2 --namespace``.
-        imu_var: Per-sample gyro and accelerometer variances for the IMU messages
-            (:func:`quadsim.app.ros2.encode.imu_variances`).
-        parts: The run's sensor parts: their ROS 2 messages
-            (:func:`quadsim.app.ros2.encode.part_topics`) at every logged sample.
+        parts: The run's sensor parts (:func:`quadsim.loop.brain.sensor_parts`, the IMU's
+            included): their ROS 2 messages (:func:`quadsim.app.ros2.encode.part_topics`) at
+            every logged sample.
+        dt: The physics step [s].
+        periods: Each part's period in physics steps (:func:`quadsim.loop.brain.part_periods`;
+            default 1 each): a message's covariances may depend on it.
         progress: Called with ``(samples done, samples)`` now and then, or ``None``.
 
     Returns:
@@ -59,10 +62,10 @@ def write_bag(
     t_all = np.asarray(log["time"], dtype=np.float64)  # (T,)
     n_t, n = log["pos"].shape[:2]
     names = [f"d{i}" for i in range(n)]
-    has_imu = "gyro" in log and "accel" in log
     has_ref = "ref_pos" in log and "ref_yaw" in log
     rotor_key = "rotor_rpm" if "rotor_rpm" in log else "cmd_rpm"
-    topics = encode.part_topics(parts)
+    periods = (1,) * len(parts) if periods is None else periods
+    topics = encode.part_topics(parts, dt, periods)
     part_keys = {key for key, _ in part_outputs([pt.part for pt in topics])}
     counts: dict[str, int] = {}
 
@@ -113,19 +116,6 @@ def write_bag(
                         ),
                         ns_t,
                     )
-                    if has_imu:
-                        put(
-                            dds.topic(namespace, d, "imu"),
-                            encode.imu(
-                                t,
-                                log["gyro"][k, i],
-                                log["accel"][k, i],
-                                frame=base,
-                                gyro_var=imu_var[0],
-                                accel_var=imu_var[1],
-                            ),
-                            ns_t,
-                        )
                     if rotor_key in log:
                         put(
                             dds.topic(namespace, d, "rotor_speeds"),

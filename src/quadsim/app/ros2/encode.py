@@ -5,16 +5,15 @@ FLU body. With the attitude ``q`` (body to world), world velocity ``v`` and body
 
 * ``nav_msgs/Odometry``: pose ``(p, q)`` in ``world``; twist in the body, ``R(q)ᵀ v`` and ``ω``
   (the ROS convention: the twist is in ``child_frame_id``); covariances zero (the truth);
-* ``sensor_msgs/Imu``: the simulated gyro and accelerometer (specific force), frame
-  ``<drone>/base_link``, no orientation (``orientation_covariance[0] = -1``), the covariances
-  diagonal with the per-sample white-noise variances of the sensor preset;
 * ``geometry_msgs/TransformStamped``: ``world`` -> ``<drone>/base_link``;
 * ``sensor_msgs/JointState``: rotor ``i`` is the joint ``rotor_i``, its speed in rad/s
   (``RPM · 2π/60``), positions and efforts empty;
 * ``geometry_msgs/PoseStamped``: the reference position and yaw (``world``);
-* a sensor part's messages (:meth:`quadsim.loop.parts.Sensor.ros2`, e.g. the rangefinder's
-  ``sensor_msgs/Range``) on ``/<ns>/<drone>/<leaf>``, frame ``<drone>/base_link``: its constants,
-  and its readings in the fields it names (``+inf`` where its ``valid`` output is 0).
+* every sensor part's messages (:meth:`quadsim.loop.parts.Sensor.ros2`: the IMU's
+  ``sensor_msgs/Imu``, the rangefinder's ``sensor_msgs/Range``) on ``/<ns>/<drone>/<leaf>``,
+  frame ``<drone>/base_link``: its constants, and its readings in the fields it names (an
+  output of size ``k`` fills a field of ``k`` floats in order; ``+inf`` where its ``valid``
+  output is 0).
 
 Stamps: the simulated time ``t`` [s] as ``builtin_interfaces/Time`` (``sec``, ``nanosec``;
 rounded to the nanosecond).
@@ -23,22 +22,23 @@ rounded to the nanosecond).
 from __future__ import annotations
 
 import math
+from dataclasses import fields as dataclass_fields
+from dataclasses import is_dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ...loop.parts import output_key
+from ...loop.parts import Context, output_key
 from ...physics.rotation import rotate_inverse
 from . import msgs as m
 
 __all__ = [
     "RPM_TO_RAD_S",
     "PartTopic",
-    "imu",
-    "imu_variances",
     "odometry",
     "part_message",
     "part_topics",
+    "part_values",
     "reference",
     "rotor_names",
     "rotors",
@@ -90,36 +90,6 @@ def odometry(
     )
 
 
-def imu(
-    t: float, gyro: Any, accel: Any, *, frame: str, gyro_var: float = 0.0, accel_var: float = 0.0
-) -> m.Imu:
-    """``sensor_msgs/Imu`` of one reading: gyro [rad/s], specific force [m/s²], body frame."""
-    cov_o = [-1.0] + [0.0] * 8
-    cov_g = [gyro_var, 0.0, 0.0, 0.0, gyro_var, 0.0, 0.0, 0.0, gyro_var]
-    cov_a = [accel_var, 0.0, 0.0, 0.0, accel_var, 0.0, 0.0, 0.0, accel_var]
-    return m.Imu(
-        header=_header(t, frame),
-        orientation=m.Quaternion(x=0.0, y=0.0, z=0.0, w=0.0),
-        orientation_covariance=cov_o,
-        angular_velocity=_vec(gyro),
-        angular_velocity_covariance=cov_g,
-        linear_acceleration=_vec(accel),
-        linear_acceleration_covariance=cov_a,
-    )
-
-
-def imu_variances(imu: Any, dt: float) -> tuple[float, float]:
-    """Per-sample white-noise variances of the gyro [(rad/s)²] and the accelerometer
-    [(m/s²)²] of an :class:`~quadsim.physics.sensors.ImuParams` sampled every ``dt`` [s]: ``N² /
-    dt``
-    with the noise densities ``N`` (the largest axis); ``(0, 0)`` without an IMU."""  # noqa: D205, D209
-    if imu is None:
-        return 0.0, 0.0
-    g = float(np.max(np.asarray(imu.gyro_noise_density, dtype=np.float64)))
-    a = float(np.max(np.asarray(imu.accel_noise_density, dtype=np.float64)))
-    return g * g / dt, a * a / dt
-
-
 def rotor_names(n_rotors: int) -> list[str]:
     """The joint names of the rotors: ``rotor_0`` ... ``rotor_{N-1}``."""
     return [f"rotor_{i}" for i in range(n_rotors)]
@@ -157,46 +127,96 @@ def reference(t: float, ref_pos: Any, ref_yaw: float, *, frame: str = "world") -
 
 class PartTopic(NamedTuple):
     """One ROS 2 message of a sensor part: the part, its declaration
-    (:class:`quadsim.loop.parts.Ros2`) and the topic's last name."""  # noqa: D205, D209
+    (:class:`quadsim.loop.parts.Ros2`, made at the part's sample period) and the topic's last
+    name."""  # noqa: D205, D209
 
     part: Any
     decl: Any
     leaf: str
 
 
-def part_topics(parts: Any) -> list[PartTopic]:
+def part_topics(parts: Any, dt: float, periods: Any) -> list[PartTopic]:
     """Every ROS 2 message the sensor ``parts`` declare, in order.
 
+    Args:
+        parts: The sensor parts (:func:`quadsim.loop.brain.sensor_parts`: the IMU's included).
+        dt: The physics step [s].
+        periods: Each part's period in physics steps (:func:`quadsim.loop.brain.part_periods`).
+
     Raises:
-        ValueError: A type quadsim does not speak, or two messages on one leaf.
+        ValueError: A type quadsim does not speak, a field its outputs cannot fill, or two
+            messages on one leaf.
     """
     out: list[PartTopic] = []
-    for part in parts:
-        for decl in part.ros2():
-            m.message_class(decl.type)
+    for part, period in zip(parts, periods, strict=True):
+        for decl in part.ros2(Context(dt=float(dt), xp=np, period=int(period))):
             leaf = decl.leaf or part.name
             if any(t.leaf == leaf for t in out):
                 raise ValueError(f"sensor {part.name}: a second ROS 2 message on {leaf!r}")
-            out.append(PartTopic(part, decl, leaf))
+            topic = PartTopic(part, decl, leaf)
+            _fill(topic, 0.0, {}, 0, "")  # every field takes what the declaration puts in it
+            out.append(topic)
     return out
+
+
+def part_values(topic: PartTopic, readings: dict, i: int) -> np.ndarray:
+    """Drone ``i``'s readings in ``topic``'s fields, in order, float64: ``+inf`` where the
+    declaration's ``valid`` output is 0 (``readings``: the log keys ``<part>_<output>``, arrays
+    with a leading drone axis)."""  # noqa: D205, D209
+    outputs = {o.name: o for o in topic.part.outputs}
+
+    def reading(out: str) -> np.ndarray:
+        return np.ravel(np.asarray(readings[output_key(topic.part, outputs[out])])[i])
+
+    values = np.concatenate([reading(out) for _, out in topic.decl.fields]).astype(np.float64)
+    if topic.decl.valid and float(reading(topic.decl.valid)[0]) == 0.0:
+        values[:] = math.inf
+    return values
+
+
+def _floats(obj: Any, path: str) -> tuple[Any, list]:
+    """The container of the field ``path`` of ``obj`` and the keys of its floats, in order: a
+    number (``[name]`` of its parent), a list (its indices) or a message (its fields)."""  # noqa: D205, D209
+    *up, last = path.split(".")
+    for step in up:
+        obj = getattr(obj, step)
+    value = getattr(obj, last)
+    if isinstance(value, list):
+        return value, list(range(len(value)))
+    if is_dataclass(value):
+        return value, [f.name for f in dataclass_fields(value)]
+    return obj, [last]
+
+
+def _fill(topic: PartTopic, t: float, readings: dict, i: int, frame: str) -> Any:
+    """The message of ``topic`` with its constants, and drone ``i``'s readings (zeros without
+    ``readings``)."""  # noqa: D205, D209
+    decl = topic.decl
+    msg = m.message_class(decl.type)(header=_header(t, frame))
+    sizes = [next(o.size for o in topic.part.outputs if o.name == out) for _, out in decl.fields]
+    values = part_values(topic, readings, i) if readings else np.zeros(sum(sizes))
+    ends = np.cumsum([0, *sizes])
+    assign = [(path, np.ravel(np.asarray(v, dtype=np.float64))) for path, v in decl.constants]
+    spans = zip(decl.fields, ends[:-1], ends[1:], strict=True)
+    assign += [(path, values[a:b]) for (path, _), a, b in spans]
+    for path, new in assign:
+        try:
+            obj, keys = _floats(msg, path)
+        except AttributeError:
+            raise ValueError(f"sensor {topic.part.name}: {decl.type} has no field {path!r}") \
+                from None  # fmt: skip
+        if len(new) != len(keys):
+            raise ValueError(f"sensor {topic.part.name}: {decl.type}.{path} holds {len(keys)} "
+                             f"numbers, given {len(new)}")  # fmt: skip
+        for key, v in zip(keys, new.tolist(), strict=True):
+            if isinstance(obj, list):
+                obj[key] = type(obj[key])(v)
+            else:
+                setattr(obj, key, type(getattr(obj, key))(v))
+    return msg
 
 
 def part_message(topic: PartTopic, t: float, readings: dict, i: int, *, frame: str) -> Any:
     """The message of ``topic`` at ``t`` [s] from drone ``i``'s readings (``readings``: the log
     keys ``<part>_<output>``, arrays with a leading drone axis)."""  # noqa: D205, D209
-    outputs = {o.name: o for o in topic.part.outputs}
-
-    def reading(out: str) -> float:
-        return float(np.asarray(readings[output_key(topic.part, outputs[out])])[i])
-
-    msg = m.message_class(topic.decl.type)(header=_header(t, frame))
-    ok = not topic.decl.valid or reading(topic.decl.valid) != 0.0
-    values = [(path, value) for path, value in topic.decl.constants]
-    values += [(path, reading(out) if ok else math.inf) for path, out in topic.decl.fields]
-    for path, value in values:
-        *up, last = path.split(".")
-        obj = msg
-        for step in up:
-            obj = getattr(obj, step)
-        setattr(obj, last, type(getattr(obj, last))(value))
-    return msg
+    return _fill(topic, t, readings, i, frame)

@@ -268,13 +268,6 @@ class LiveLoop:
         """Simulated time [s]."""
         return float(self.sim.time)
 
-    def imu_variances(self) -> tuple[float, float]:
-        """Per-sample white-noise variances of the gyro and the accelerometer
-        (:func:`quadsim.app.ros2.encode.imu_variances` at the IMU's sample period)."""  # noqa: D205, D209
-        from .encode import imu_variances
-
-        return imu_variances(self.imu, float(self.periods.imu_dt or self.sim.dt))
-
 
 def yaw_of(q: Any) -> float:
     """Yaw [rad] of a scalar-last quaternion ``(x, y, z, w)`` (ZYX)."""

@@ -9,9 +9,11 @@ Every physics step (the scenario's ``sim.dt``: 200 Hz for seed 001) the node
    controller, then the plant with the command of each drone's mode),
 4. publishes, stamped with the simulated time ``t_k`` of the state it describes (the state
    before the step, as a row of the log): per drone ``/<ns>/<drone>/odom``
-   (``nav_msgs/Odometry``), ``imu`` (``sensor_msgs/Imu``), ``rotor_speeds``
-   (``sensor_msgs/JointState``, rad/s) and ``reference`` (``geometry_msgs/PoseStamped``); all
-   drones on ``/tf``; with ``--rate max`` ``/clock`` (``rosgraph_msgs/Clock``),
+   (``nav_msgs/Odometry``), ``rotor_speeds`` (``sensor_msgs/JointState``, rad/s) and
+   ``reference`` (``geometry_msgs/PoseStamped``), and every sensor part's messages when its
+   reading is new (:meth:`quadsim.loop.parts.Sensor.ros2`: the IMU's ``imu``,
+   ``sensor_msgs/Imu``, at the IMU's rate); all drones on ``/tf``; with ``--rate max``
+   ``/clock`` (``rosgraph_msgs/Clock``),
 5. appends the sample to the log (the same parts, ``trajectory.parquet`` and ``summary.json``
    as ``quadsim fly``; ``summary.json`` adds ``ros2``: pacing and command counts).
 
@@ -45,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from ...loop.brain import part_periods, sensor_parts
 from ...loop.records import log_record, numpy_state
 from ...loop.sensing import due
 from ...physics.rotation import rotate_inverse, to_euler
@@ -115,7 +118,6 @@ class Ros2Node:
         self.lateness: list[float] = []
         self.work: list[float] = []  # seconds each tick took (commands, step, publishing)
         self.ticks = 0
-        self.imu_var = self.loop.imu_variances()
         self._make_templates()
 
     # ------------------------------------------------------------------ endpoints
@@ -141,7 +143,7 @@ class Ros2Node:
         self.sub: list[dict[str, Any]] = []
         # per drone: (where the endpoints go, writer or reader, QoS, (leaf topic, type) ...)
         kinds = (
-            (self.pub, DataWriter, dds.sensor_qos, (("odom", m.Odometry), ("imu", m.Imu),
+            (self.pub, DataWriter, dds.sensor_qos, (("odom", m.Odometry),
              ("rotor_speeds", m.JointState), ("reference", m.PoseStamped))),
             (self.sub, DataReader, dds.command_qos, (("cmd_rotor_speeds", m.JointState),
              ("cmd_pose", m.PoseStamped), ("cmd_attitude", m.AttitudeTarget),
@@ -154,9 +156,13 @@ class Ros2Node:
                     name = dds.topic(self.ns, d, leaf)
                     ends[-1][leaf] = endpoint(dp, tp(name, typ), qos=qos())
                     self.topics[f"{d}/{leaf}"] = name
-        # every sensor part's messages (encode.part_topics), published when a reading is new
-        period = dict(zip(map(id, self.loop.sens.parts), self.loop.periods.parts, strict=True))
-        self.part_pubs = [(pt, period[id(pt.part)]) for pt in part_topics(self.loop.sens.parts)]
+        # every sensor part's messages (encode.part_topics: the IMU's too), published when a
+        # reading is new
+        lp = self.loop
+        parts, periods = sensor_parts(lp.sens), part_periods(lp.periods, lp.sens)
+        period = dict(zip(map(id, parts), periods, strict=True))
+        self.part_pubs = [(pt, period[id(pt.part)])
+                          for pt in part_topics(parts, lp.sim.dt, periods)]  # fmt: skip
         for d, ends in zip(self.names, self.pub, strict=True):
             for pt, _ in self.part_pubs:
                 if pt.leaf in ends:
@@ -268,13 +274,11 @@ class Ros2Node:
         from .cdr import Template
 
         z3, q0 = np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0])
-        gv, av = self.imu_var
         self.tpl = []
         for d in self.names:
             base = f"{d}/base_link"
             tpl = {
                 "odom": Template(encode.odometry(0.0, z3, q0, z3, z3, child=base)),
-                "imu": Template(encode.imu(0.0, z3, z3, frame=base, gyro_var=gv, accel_var=av)),
                 "rotor_speeds": Template(
                     encode.rotors(0.0, np.zeros(self.loop.n_rotors), frame=base)
                 ),
@@ -288,22 +292,37 @@ class Ros2Node:
                 "twist.twist.linear",
                 "twist.twist.angular",
             ),
-            "imu": self.tpl[0]["imu"].index("angular_velocity", "linear_acceleration"),
             "rotor_speeds": self.tpl[0]["rotor_speeds"].index("velocity"),
             "reference": self.tpl[0]["reference"].index("pose.position", "pose.orientation"),
         }
         tf = m.TFMessage(
             transforms=[encode.transform(0.0, z3, q0, child=f"{d}/base_link") for d in self.names]
         )
+        self.part_tpl = [[self._part_template(pt, f"{d}/base_link") for pt, _ in self.part_pubs]
+                         for d in self.names]  # fmt: skip
         self.tf_tpl = Template(tf)
         self.tf_idx = self.tf_tpl.index("transforms")
         self.clock_tpl = Template(m.Clock())
+
+    @staticmethod
+    def _part_template(topic: Any, frame: str) -> tuple[Any, np.ndarray] | None:
+        """A part message's template and the places of its readings, or ``None`` where it
+        has numbers other than ``float64`` in them (``sensor_msgs/Range``: sent as a message)."""  # noqa: D205, D209
+        from .cdr import Template
+        from .encode import part_message
+
+        try:
+            tpl = Template(part_message(topic, 0.0, {}, 0, frame=frame))
+            index = tpl.index(*(path for path, _ in topic.decl.fields))
+        except (KeyError, ValueError):
+            return None
+        return tpl, index
 
     def publish(self, t: float, state: Any, out: dict) -> None:
         """Publish the state ``x_k`` and the readings at ``t_k`` of every drone: the messages of
         :mod:`quadsim.app.ros2.encode`, rendered from templates (:mod:`quadsim.app.ros2.cdr`)."""  # noqa: D205, D209
         from .cdr import write
-        from .encode import RPM_TO_RAD_S, part_message, stamp, yaw_quat
+        from .encode import RPM_TO_RAD_S, part_message, part_values, stamp, yaw_quat
 
         st = stamp(t)
         sec, ns = st.sec, st.nanosec
@@ -317,21 +336,25 @@ class Ros2Node:
             [out["ref_pos"], [yaw_quat(float(y)) for y in out["ref_yaw"]]], axis=-1
         )
         rot = np.asarray(rotor, dtype=np.float64) * RPM_TO_RAD_S
-        imu = np.concatenate([out["gyro"], out["accel"]], axis=-1) if "gyro" in out else None
         idx = self.idx
         for i in range(self.n):
             w, tpl = self.pub[i], self.tpl[i]
             write(w["odom"], tpl["odom"].render(sec, ns, idx["odom"], odom[i]))
-            if imu is not None:
-                write(w["imu"], tpl["imu"].render(sec, ns, idx["imu"], imu[i]))
             write(
                 w["rotor_speeds"], tpl["rotor_speeds"].render(sec, ns, idx["rotor_speeds"], rot[i])
             )
             write(w["reference"], tpl["reference"].render(sec, ns, idx["reference"], ref[i]))
-        for pt, period in self.part_pubs:  # a part's message when its reading is new
+        for j, (pt, period) in enumerate(self.part_pubs):  # when its reading is new
             if due(float(self.ticks), period, np):
                 for i, d in enumerate(self.names):
-                    self.pub[i][pt.leaf].write(part_message(pt, t, out, i, frame=f"{d}/base_link"))
+                    fast = self.part_tpl[i][j]
+                    if fast is None:
+                        self.pub[i][pt.leaf].write(
+                            part_message(pt, t, out, i, frame=f"{d}/base_link"))
+                    else:
+                        tp, index = fast
+                        write(self.pub[i][pt.leaf],
+                              tp.render(sec, ns, index, part_values(pt, out, i)))
         write(
             self.tf_writer,
             self.tf_tpl.render(sec, ns, self.tf_idx, np.concatenate([pos, quat], -1).ravel()),

@@ -14,8 +14,9 @@ A **sensor part** is an object the loop carries in a collection (:attr:`Sensors.
 * ``init(n, truth, ctx) -> state`` and ``measure(k, truth, state, z, ctx) -> (readings, state)``,
   pure array-API functions of the true :class:`~quadsim.engines.state.State` ``(n, ...)``, its
   state (a tree of arrays or ``None``), its normals ``z`` ``(n, count)`` and a :class:`Context`;
-* ``ros2()``: the ROS 2 messages its readings become (:class:`Ros2`; ``quadsim ros2`` publishes
-  them when a reading is new, ``--rosbag`` writes them at every logged sample).
+* ``ros2(ctx)``: the ROS 2 messages its readings become (:class:`Ros2`; ``quadsim ros2`` publishes
+  them when a reading is new, ``--rosbag`` writes them at every logged sample); ``ctx`` gives its
+  sample period, on which a covariance may depend.
 
 The loop wires the rest: each part's normals are cut from the step's, its readings are taken at
 its period and held in between (``<name>_fresh`` tells when a reading is new), its state joins the
@@ -107,8 +108,11 @@ class Ros2(NamedTuple):
     Attributes:
         type: Its ROS 2 type, ``"pkg/msg/Type"`` (one of :mod:`quadsim.app.ros2.msgs`).
         fields: ``((field, output), ...)``: the message's fields (a dotted path) that take the
-            part's readings (its outputs' names).
-        constants: ``((field, value), ...)``: the message's fixed fields.
+            part's readings (its outputs' names). An output of size ``k > 1`` fills a field
+            that holds ``k`` floats, in order: a vector (``angular_velocity``: ``x, y, z``) or
+            a fixed-size array.
+        constants: ``((field, value), ...)``: the message's fixed fields; a value is a number,
+            or a sequence of numbers for an array field (a covariance).
         valid: An output whose ``0`` means "no reading": the ``fields`` are then ``+inf`` (the
             ROS convention for a range sensor that detects nothing, REP 117), or ``""``.
         leaf: The topic's last name, ``/<namespace>/<drone>/<leaf>`` (default the part's name).
@@ -116,7 +120,7 @@ class Ros2(NamedTuple):
 
     type: str
     fields: tuple[tuple[str, str], ...]
-    constants: tuple[tuple[str, float], ...] = ()
+    constants: tuple[tuple[str, Any], ...] = ()
     valid: str = ""
     leaf: str = ""
 
@@ -210,8 +214,9 @@ class Sensor:
         """``(readings by output name, state)`` at step ``k`` of the true state ``truth``."""
         raise NotImplementedError
 
-    def ros2(self) -> tuple[Ros2, ...]:
-        """The ROS 2 messages its readings are published as (default: none)."""
+    def ros2(self, ctx: Context) -> tuple[Ros2, ...]:
+        """The ROS 2 messages its readings are published as (default: none); ``ctx`` has the
+        physics step and the part's period (its samples are ``ctx.period * ctx.dt`` apart)."""  # noqa: D205, D209
         return ()
 
     def __repr__(self) -> str:

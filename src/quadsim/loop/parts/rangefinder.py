@@ -118,7 +118,7 @@ class Rangefinder(Sensor):
         reading = xp.where(valid, rc + std * z[..., 0], 0.0 * rc)
         return {"range": reading, "valid": xp.where(valid, 1.0 + 0.0 * rc, 0.0 * rc)}, state
 
-    def ros2(self) -> tuple[Ros2, ...]:
+    def ros2(self, ctx: Context) -> tuple[Ros2, ...]:
         """``sensor_msgs/Range`` (infrared), ``+inf`` without a reading."""
         return (Ros2("sensor_msgs/msg/Range", (("range", "range"),),
                      (("radiation_type", 1), ("field_of_view", _FOV),

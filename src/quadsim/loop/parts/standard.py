@@ -30,7 +30,7 @@ import numpy as np
 from ...physics import sensors
 from ...physics.noise import normals
 from ..sensing import pick
-from . import Context, Output, Sensor
+from . import Context, Output, Ros2, Sensor
 
 __all__ = [
     "STANDARD",
@@ -108,6 +108,22 @@ class Imu(_Standard):
         reading, imu_new = sensors.imu_measure(truth.quat, truth.ang_vel, acc, ctx.gravity,
                                                self.params_record, imu_s, imu_dt, z)  # fmt: skip
         return {"gyro": reading.gyro, "accel": reading.accel}, ImuPartState(imu_new, truth.vel)
+
+    def ros2(self, ctx: Context) -> tuple[Ros2, ...]:
+        """``sensor_msgs/Imu`` on ``imu``: no orientation (``orientation_covariance[0] = -1``,
+        REP 145), the readings' white-noise variances ``N²/T`` per axis at the sample period
+        ``T`` on the covariances' diagonals (:func:`quadsim.physics.sensors.imu_discrete_std`)."""  # noqa: D205, D209
+        std = sensors.imu_discrete_std(self.params_record, ctx.period * ctx.dt)
+
+        def diagonal(s: Any) -> tuple[float, ...]:
+            return tuple(np.diag(np.asarray(s, dtype=np.float64) ** 2).ravel().tolist())
+
+        return (Ros2("sensor_msgs/msg/Imu",
+                     (("angular_velocity", "gyro"), ("linear_acceleration", "accel")),
+                     (("orientation.w", 0.0), ("orientation_covariance", (-1.0,) + (0.0,) * 8),
+                      ("angular_velocity_covariance", diagonal(std["gyro"])),
+                      ("linear_acceleration_covariance", diagonal(std["accel"]))),
+                     leaf="imu"),)  # fmt: skip
 
 
 class Mocap(_Standard):
