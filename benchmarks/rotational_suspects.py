@@ -29,6 +29,7 @@ import numpy as np
 from scipy.signal import butter, coherence, csd, filtfilt, lfilter, savgol_filter, welch
 
 from quadsim.app.sysid import replay as rp
+from quadsim.app.sysid import replay_rotation as rr
 from quadsim.app.sysid import thrust_stand as ts
 from quadsim.app.sysid.csvlog import read_columns
 from quadsim.app.validation import nanobench as nb
@@ -38,9 +39,9 @@ from quadsim.physics.params import load_params
 ROOT = Path(__file__).resolve().parents[1]
 SATURATED = ("B6_",)  # one motor at 65535 on every airborne sample: not scored
 PRESET = "cf2x_L250"
-DELAYS = tuple(range(0, 9))  # PWM-to-gyro delays tried [samples of 10 ms]
-LAGS_S = (0.0, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15)  # rotor time constants tried [s]
-TRIM_HZ = (0.5, 1.0, 2.0)  # trim-removal cut-offs tried [Hz]
+DELAYS = rr.DELAYS  # PWM-to-gyro delays tried [samples of 10 ms]
+LAGS_S = rr.LAGS_S  # rotor time constants tried [s]
+TRIM_HZ = rr.TRIM_GRID_HZ  # trim-removal cut-offs tried [Hz]
 ORDERS = {  # the logged m1..m4 taken as the preset's rotors in this order
     "Bitcraze (M1 FR, M2 BR, M3 BL, M4 FL)": (0, 1, 2, 3),
     "mirrored left-right": (3, 2, 1, 0),
@@ -110,6 +111,8 @@ def prepare(path: Path, motor: ts.RpmFit, each: list[ts.RpmFit], params) -> dict
     lagged = {tc: rp.rotor_forces(params, motor, fl["pwm"], fl["vbat"], tc, dt)[2] for tc in LAGS_S}
     return {
         "name": fl["name"],
+        "flight": fl,
+        "motor": motor,
         "scored": not fl["name"].startswith(SATURATED),
         "t": t,
         "dt": dt,
@@ -287,11 +290,11 @@ def spectrum(f: dict) -> list[tuple[float, float, float, float, float]]:
 
 def trimmed(f: dict, tc: float, n: int, fc: float | None) -> np.ndarray:
     """The model's predicted ω̇ (roll, pitch) on the airborne samples: rotor lag ``tc``, delay
-    ``n`` samples, 10 Hz low-pass and, with ``fc``, the part below ``fc`` [Hz] removed."""  # noqa: D205, D209
-    x = rp.lowpass(_delay(f["raw_tc"][tc][:, :2], n), f["dt"])
+    ``n`` samples, 10 Hz low-pass and, with ``fc``, the part below ``fc`` [Hz] removed (the
+    protocol's :func:`quadsim.app.sysid.replay_rotation.trimmed_prediction`)."""  # noqa: D205, D209
     if fc:
-        x = x - _band(x, None, fc)
-    return x[f["keep"]]
+        return rr.trimmed_prediction(f["flight"], PARAMS, f["motor"], tc, n, fc)[f["keep"]]
+    return rp.lowpass(_delay(f["raw_tc"][tc][:, :2], n), f["dt"])[f["keep"]]
 
 
 def ceiling(f: dict, model: np.ndarray) -> list[tuple[float, float, float]]:

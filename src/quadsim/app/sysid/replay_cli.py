@@ -117,11 +117,13 @@ def _fmt(v: Any, spec: str, scale: float = 1.0) -> str:
 
 def _protocol_row(name: str, r: dict[str, Any]) -> str:
     d = r.get("delays_s", {})
+    w = r.get("ang_acc_trimmed_r2", (math.nan, math.nan))
     return (
         f"{name:40s} {r.get('n_samples', 0):5d} {_fmt(r['specific_force_z_r2'], '.3f'):>6s} "
         f"{_fmt(r['specific_force_z_rmse_m_s2'], '.3f'):>6s} {_fmt(r['ceiling_r2'], '.3f'):>6s} "
         f"{_fmt(r['cruise_r2'], '.3f'):>6s} {_fmt(r['level_deviation_pct'], '+.1f'):>6s} "
         f"{_fmt(d.get('pwm_to_imu'), '.0f', 1e3):>6s} {_fmt(d.get('imu_to_vicon'), '.0f', 1e3):>6s}"
+        f" {_fmt(w[0], '.2f'):>5s} {_fmt(w[1], '.2f'):>5s}"
         f"  {'EXCLUDED: ' + r['excluded'] if r.get('excluded') else ''}"
     )
 
@@ -131,9 +133,10 @@ def _print_protocol(preset: str, results: list[dict], held: list[dict]) -> None:
     print(f"replay protocol through {preset}: T_m {1e3 * t['time_constant']:.0f} ms, warm-up "
           f"{100 * t['warmup_coef']:.1f} % over {t['warmup_time']:.1f} s, inflow "
           f"{100 * t['inflow_coef']:.1f} %/(m/s); thrust level and delays from Vicon "
-          f"(level: {results[0]['level']}); 10 Hz, airborne")  # fmt: skip
+          f"(level: {results[0]['level']}); 10 Hz, airborne; wx, wy: roll and pitch angular "
+          f"acceleration with the trim (< 2 Hz) removed")  # fmt: skip
     head = (f"{'n':>5s} {'fz R2':>6s} {'RMSE':>6s} {'ceil':>6s} {'cruise':>6s} {'lvl %':>6s} "
-            f"{'d_imu':>6s} {'i2v':>6s}")  # fmt: skip
+            f"{'d_imu':>6s} {'i2v':>6s} {'wx R2':>5s} {'wy R2':>5s}")  # fmt: skip
     print(f"{'flight (the preset terms)':40s} {head}")
     for r in results:
         print(_protocol_row(r["name"], r))

@@ -28,7 +28,10 @@ Reported next to ``specific_force_z_r2`` (the score) and its RMSE: ``ceiling_r2`
 against the Vicon-derived specific force, shifted: what a perfect model could reach),
 ``cruise_r2`` (the samples from the first reaching 90 % of the median airborne height to the
 last, :func:`cruise`), ``level_deviation_pct`` (the flight's effective mass against the
-reference: the preset's or the training flights' mean), ``delays_s``.
+reference: the preset's or the training flights' mean), ``delays_s``; and for roll and pitch
+``ang_acc_trimmed_r2``, the angular acceleration with the trim removed
+(:mod:`quadsim.app.sysid.replay_rotation`: its terms fitted on the other flights when held out,
+the preset's rotor lag and inertia alone for one flight), next to the replay's ``ang_acc_r2``.
 """  # noqa: D205
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from ...physics import rotation
 from ...physics.params import load_params
 from ..validation import nanobench
 from . import replay as rp
+from . import replay_rotation as rr
 from . import thrust_stand as ts
 
 __all__ = [
@@ -320,8 +324,12 @@ def leave_one_out(
 ) -> list[dict[str, Any]]:
     """Each flight scored with the terms fitted on the others (:func:`fit_terms`); excluded
     flights (saturated) are scored but never trained on. ``level_deviation_pct`` is against the
-    training flights' mean effective mass; each row adds ``trained_on`` (names)."""  # noqa: D205, D209
+    training flights' mean effective mass; each row adds ``trained_on`` (names) and the roll
+    and pitch with the trim removed, their terms fitted on the same flights
+    (:func:`quadsim.app.sysid.replay_rotation.leave_one_out_rotation`: ``ang_acc_trimmed_r2``,
+    ``rotation_terms``)."""  # noqa: D205, D209
     keep = [saturation(f, rp.airborne(f))[0] <= SATURATED_FRACTION for f in flights]
+    rot = rr.leave_one_out_rotation(flights, params, motor, keep)
     rows = []
     for i, f in enumerate(flights):
         train = [g for j, g in enumerate(flights) if j != i and keep[j]]
@@ -330,6 +338,7 @@ def leave_one_out(
         terms, masses = fit_terms(train, params, motor, start)
         row = score(f, params, motor, terms, mass_ref=float(np.mean(masses)), level=level)
         row["trained_on"] = [g.get("name", "") for g in train]
+        row.update(rot[i])
         rows.append(row)
     return rows
 
@@ -345,8 +354,11 @@ def protocol_replay(
     """:func:`~quadsim.app.sysid.replay.replay`'s result (the angular acceleration and the
     horizons as they are) with the body-z specific force scored by :func:`score`: the protocol's
     entries replace ``specific_force_z_r2``, ``specific_force_z_rmse_m_s2``, ``mass_kg`` and
-    ``time_constant_s``, ``delays_s`` gains ``pwm_to_vicon``, and ``strict`` keeps the replaced
-    values (each fitted on the flight itself).
+    ``time_constant_s``, ``delays_s`` gains ``pwm_to_vicon``, ``strict`` keeps the replaced
+    values (each fitted on the flight itself), and ``ang_acc_trimmed_r2`` (roll, pitch) is the
+    angular acceleration with the trim removed and nothing fitted on the gyro
+    (:meth:`quadsim.app.sysid.replay_rotation.RotationTerms.nominal` of the terms' rotor lag;
+    ``rotation_terms``).
 
     Args:
         flight: A loaded log.
@@ -366,6 +378,8 @@ def protocol_replay(
     out["time_constant_s"] = terms.time_constant
     out["protocol"] = True
     out["strict"] = strict
+    out.update(rr.score_rotation(flight, params, motor, rr.RotationTerms.nominal(
+        terms.time_constant)))
     series = dict(base["series"])
     series["fz_pred"] = prot["series"]["fz_pred"]
     series["airborne"] = prot["series"]["scored"]
