@@ -78,12 +78,12 @@ from typing import Any
 import numpy as np
 
 from ..engines.sim_native import kernel_params, varying_params
+from ..engines.stepping import make_step
 from ..physics._array import CASADI_OPS
 from ..physics._symbolic import SymArray, symbolic
 from ..physics.systems import Env
 from ..physics.wind import dryden_step, gust_to_world
 from ..physics.world import Status
-from ..physics.world import apply as world_apply
 from .brain import (
     Sensors,
     brain_init,
@@ -300,24 +300,19 @@ def _rows(system: Any, world: Any, dryden: Any, bfields: list, sample: bool,
 
 def _plant(system: Any, p: Any, xs: list, rows: dict, rpm: list, U: Any, gust: Any,
            integrator: Callable, world: Any, k: Any, dt: float, dtype: Any) -> tuple:  # fmt: skip
-    """The plant's step on the traced rows: ``(state after, world flags, gust state after)``.
+    """The plant's step on the traced rows: ``(state after, world flags, gust state after)``,
+    by the engines' one step (:func:`quadsim.engines.stepping.make_step`).
 
     ``gust`` is ``(gust state, its normals, discretisation)`` with Dryden turbulence, else
     ``None``; the wind ``U`` is held over the step.
-    """
+    """  # noqa: D205
     wind, gust1 = (U[0], U[1], U[2]), []
     if gust is not None:  # the Simulator's Dryden process, one step (its state before it)
         wind, gust1 = _gusty_wind(U, *gust, dtype)
-    env = Env(wind=wind, dist_f=None, dist_t=None)
-    x0 = tuple(xs[:system.size])
-    x1 = integrator(lambda y: system.deriv(y, tuple(rpm), p, CASADI_OPS, env), x0, dt, system,
-                    CASADI_OPS)  # fmt: skip
-    flags = []
-    if world is not None:
-        st = Status(*(xs[rows[name].start] for name in Status._fields))
-        x1, st = world_apply(x0, x1, st, k, (k + 1) * dt, world, system.slices(), CASADI_OPS)
-        flags = list(st)
-    return x1, flags, gust1
+    step = make_step(system, p, dt, integrator, world, xp=CASADI_OPS)
+    st = None if world is None else Status(*(xs[rows[name].start] for name in Status._fields))
+    x1, st = step(tuple(xs[:system.size]), tuple(rpm), st, k, Env(wind=wind))
+    return x1, [] if world is None else list(st), gust1
 
 
 def _gusty_wind(U: Any, state: SymArray, noise: list, disc: Any, dtype: Any) -> tuple:
