@@ -308,12 +308,20 @@ def test_simulator_gusts_are_the_wind_module_recursion():
         np.testing.assert_allclose(got[i], want, rtol=1e-12, atol=1e-12)
 
 
-def test_a_drone_with_terms_the_plant_lacks_says_so():
-    """cf21_nanobench's warm-up term is the replay's, not yet the plant's (its inflow term is
-    the plant's too): the simulator says it flies without it; a preset without it flies
-    silently."""
-    with pytest.warns(UserWarning, match=r"warmup_coef \(motor warm-up\) is not in the simul"):
-        Simulator("cf21_nanobench")
+def test_a_drone_with_a_warmup_flies_it_and_the_wrench_model_says_it_cannot():
+    """cf21_nanobench's warm-up is in the plant: its simulator carries the motors' warm-up states
+    (cold at a reset) and says nothing; a drone without the term has no such state; the wrench
+    model, which has no rotors, says it flies without it."""
+    from quadsim.engines.state import State, WarmState
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        Simulator("cf2x_L250")
+        warm = Simulator("cf21_nanobench", n=3)
+        plain = Simulator("cf2x_L250", n=3)
+    assert isinstance(warm.state, WarmState) and isinstance(plain.state, State)
+    np.testing.assert_array_equal(warm.state.motor_heat, np.zeros((3, 4)))
+    assert dict(warm.system.fields)["motor_heat"] == 4 and "motor_heat" not in dict(
+        plain.system.fields)
+    with pytest.warns(UserWarning, match=r"warmup_coef \(motor warm-up\) is not flown by the "
+                                         r"wrench model"):  # fmt: skip
+        Simulator("cf21_nanobench", model="wrench")

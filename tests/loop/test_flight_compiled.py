@@ -216,6 +216,12 @@ def _features(name, n):
         "inflow": ({"params": {"inflow_coef": np.full(n, 0.05)}}, {}, None),
         "inflow_per_drone_dryden": (
             {"params": {"inflow_coef": np.linspace(0.0, 0.1, n)}, "wind": gusts}, {}, None),
+        # motor warm-up (a state per rotor), one coefficient for all and one per drone
+        "warmup": ({"params": {"warmup_coef": np.full(n, 0.05), "warmup_time": np.full(n, 0.1)}},
+                   {}, None),
+        "warmup_per_drone_imu": (
+            {"params": {"warmup_coef": np.linspace(0.0, 0.1, n),
+                        "warmup_time": np.linspace(0.05, 0.2, n)}}, {"sensors": Sensors(imu)}, 7),
         # per-drone means (a calm one: the turbulence's u axis is then +x)
         "dryden_per_drone_mean": ({"wind": Wind(mean=means, turbulence=turb)}, {}, None),
         "imu": ({}, {"sensors": Sensors(imu)}, 7),
@@ -262,7 +268,8 @@ def _assert_sims_alike(sim_c, sim_p, *_):
 
 
 FEATURES = ["mass", "mass_inertia", "dryden", "dryden_per_drone_mean", "imu", "imu_sim_seed",
-            "mocap_delayed", "mocap_now", "imu_mocap_dryden_sim_seed", "all_own_seed"]
+            "mocap_delayed", "mocap_now", "imu_mocap_dryden_sim_seed", "all_own_seed", "inflow",
+            "inflow_per_drone_dryden", "warmup", "warmup_per_drone_imu"]
 
 
 @pytest.mark.parametrize("name", FEATURES)
@@ -292,6 +299,9 @@ def test_features_change_the_flight():
     nominal = fly(sim, TRAJS["lemniscate"], control, GAINS["geometric"], duration=103 * DT,
                   ref_offset=offset, log_every=5, chunk_steps=20)  # fmt: skip
     assert np.abs(base.log["pos"] - nominal.log["pos"]).max() > 1e-6  # the masses act
+    (warm, _, sim_w, _), _ = _fly_pair("warmup")
+    assert np.abs(warm.log["pos"] - nominal.log["pos"]).max() > 1e-6  # the warm-up acts
+    assert np.all(np.asarray(sim_w.state.motor_heat) > 0.5)  # 0.2 s at a 0.1-s time constant
     (gusty, *_), _ = _fly_pair("dryden")
     (calm, *_), _ = _fly_pair("mass", 4)
     assert np.abs(gusty.log["vel"] - calm.log["vel"]).max() > 1e-4

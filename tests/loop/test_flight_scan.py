@@ -52,6 +52,8 @@ def _features(name, n):
                  None),
         "dryden": ({"wind": gusts}, {}, None),
         "inflow_per_drone": ({"params": {"inflow_coef": np.linspace(0.0, 0.1, n)}}, {}, None),
+        "warmup_per_drone": ({"params": {"warmup_coef": np.linspace(0.0, 0.1, n),
+                                         "warmup_time": np.linspace(0.05, 0.2, n)}}, {}, None),
         "imu_mocap_dryden_sim_seed": ({"wind": gusts}, {"sensors": Sensors(imu, mocap)}, None),
         "all_own_seed": (
             {"wind": gusts, "params": {"mass": masses}}, {"sensors": Sensors(imu, mocap)}, 7
@@ -111,7 +113,8 @@ def test_scan_equals_the_jax_per_step_loop_with_every_feature():
     _assert_sims_alike(sim_s, sim_p, rng_s, rng_p)
 
 
-@pytest.mark.parametrize("name", ["plain", "mass", "wind", "dryden", "imu_mocap_dryden_sim_seed"])
+@pytest.mark.parametrize("name", ["plain", "mass", "wind", "dryden", "imu_mocap_dryden_sim_seed",
+                                  "inflow_per_drone", "warmup_per_drone"])
 def test_scan_equals_the_numpy_reference(name):
     """The reference path: NumPy simulator, per-step NumPy brain (``jit=False``)."""
     scan, sc, sim_s, _ = _fly("jax", name)

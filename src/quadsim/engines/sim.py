@@ -31,11 +31,11 @@ from ..physics.integrators import INTEGRATORS, rk4
 from ..physics.noise import check_seed, normals
 from ..physics.params import Params, PhysicalError, check_physical, load_params
 from ..physics.rotors import make_allocator
-from ..physics.systems import System, make_system
+from ..physics.systems import System, has_warmup, make_system
 from ..physics.wind import dryden_discretize, dryden_init, dryden_sequence, gust_to_world
 from ..physics.world import FAULT_NAMES, Status, World
 from .array_engine import backend_namespace, make_engine
-from .state import EulerState, State, as_cmd, check_unit_quat, initial_status
+from .state import as_cmd, check_unit_quat, initial_status, state_class
 
 __all__ = ["SimulationError", "Simulator", "Wind", "diverged"]
 
@@ -141,12 +141,13 @@ class Simulator:
                 )
             integrator = INTEGRATORS[integrator]
         self.drone = drone if isinstance(drone, Params) else load_params(drone)
-        if getattr(self.drone, "warmup_coef", 0.0):  # (in quadsim replay, not yet in the plant)
-            warnings.warn(f"{self.drone.name}: warmup_coef (motor warm-up) is not in the "
-                          f"simulated plant yet: it flies without it; quadsim replay uses it",
-                          stacklevel=2)  # fmt: skip
+        warm = has_warmup(self.drone, params)
+        if warm and model == "wrench":
+            warnings.warn(f"{self.drone.name}: warmup_coef (motor warm-up) is not flown by the "
+                          f"wrench model, which has no rotors", stacklevel=2)  # fmt: skip
         n_rotors = self.drone.mixing_matrix.shape[1]
-        self.system = make_system(model, n_rotors, rotor_dynamics and model != "wrench")
+        self.system = make_system(model, n_rotors, rotor_dynamics and model != "wrench",
+                                  warm and model != "wrench")  # fmt: skip
         self.n, self.dt, self.world, self.integrator = n, float(dt), world, integrator
         self.xp, self.dtype = backend_namespace(backend, dtype)
         self.backend = backend
@@ -210,7 +211,8 @@ class Simulator:
 
         Each argument broadcasts to the batch: position [m] (default origin), attitude (xyzw
         quaternion, or roll/pitch/yaw for the Euler model; default level), velocity [m/s], body
-        rates [rad/s] (default zero), rotor speeds [RPM] (default hover).
+        rates [rad/s] (default zero), rotor speeds [RPM] (default hover); a drone with a motor
+        warm-up starts cold (``motor_heat`` 0).
 
         Raises:
             ValueError: A value is not finite, or a quaternion's norm differs from 1 by more than
@@ -240,8 +242,10 @@ class Simulator:
             arr(vel, [0.0] * 3, "vel"),
             arr(ang_vel, [0.0] * 3, "ang_vel"),
             arr(rotor_vel, [self.hover_rpm] * self.system.n_cmd, "rotor_vel"),
+            arr(None, [0.0] * self.system.n_cmd, "motor_heat"),
         ]
-        cls = State if att_size == 4 else EulerState
+        cls = state_class(self.system)
+        fields = fields[:len(cls._fields)]
         status = initial_status(xp, (n,), dtype=self.dtype) if self.world is not None else None
         self.k = 0
         self.gust_state = None  # drawn at the first step, so reset(seed=s) == Simulator(seed=s)
@@ -277,6 +281,7 @@ class Simulator:
             "pos": [0.0] * 3, "vel": [0.0] * 3, "ang_vel": [0.0] * 3,
             "quat": [0.0, 0.0, 0.0, 1.0], "rpy": [0.0] * 3,
             "rotor_vel": [self.hover_rpm] * self.system.n_cmd,
+            "motor_heat": [0.0] * self.system.n_cmd,
         }  # fmt: skip
         given = {"pos": pos, "quat" if att_size == 4 else "rpy": attitude, "vel": vel,
                  "ang_vel": ang_vel, "rotor_vel": rotor_vel}  # fmt: skip

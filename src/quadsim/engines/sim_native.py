@@ -30,7 +30,7 @@ from ..physics.systems import Env, System
 from ..physics.world import Status, World
 from . import native_memo
 from .native import compile_rollout
-from .state import as_cmd
+from .state import as_cmd, state_class
 from .stepping import make_step
 
 __all__ = ["NativeEngine"]
@@ -118,7 +118,8 @@ class NativeEngine:
         nx, nc = system.size, system.n_cmd
         self.n_ext, self.n_in = nx + N_STATUS + 1, nc + 9
         self.per_drone, self.slices = per_drone, system.slices()
-        self._field_slices = list(self.slices.values())
+        # the rows of each field of the state class, in its order (None: a field it lacks)
+        self._field_slices = [self.slices.get(name) for name in state_class(system)._fields]
         self._fault_rows = (nx + 3, nx + 4)  # fault_step, fault_code
         varying = varying_params(system, params, per_drone)
         self._params = np.stack([v for _, _, v in varying]).astype(self.dtype) if varying else None
@@ -170,7 +171,7 @@ class NativeEngine:
     def unpack_state(self, X: np.ndarray, cls: type) -> Any:
         """The model state (views) of an extended SoA state ``(..., n_ext, n)``."""
         if X.ndim == 2:
-            return cls(*[X[s].T for s in self._field_slices])
+            return cls(*[None if s is None else X[s].T for s in self._field_slices])
         return cls(**{name: np.swapaxes(X[..., s, :], -1, -2) for name, s in self.slices.items()})
 
     def unpack(self, X: np.ndarray, cls: type) -> tuple[Any, Status]:
@@ -260,7 +261,7 @@ class NativeEngine:
             self._ext_zero = all(a is None for a in ext)
         self._advance()
         self._X = X = self._Xp[:, :n].copy()
-        return self._cls(*[X[s].T for s in self._field_slices])
+        return self._cls(*[None if s is None else X[s].T for s in self._field_slices])
 
     def rollout(self, u: Any, gusts: Any, record: bool, steps: int | None) -> Any:
         """``T`` steps from the loaded states (see :class:`quadsim.engines.array_engine.Engine`)."""

@@ -25,9 +25,12 @@ from ..physics.world import Status
 __all__ = [
     "EulerState",
     "State",
+    "WarmEulerState",
+    "WarmState",
     "as_cmd",
     "check_unit_quat",
     "initial_status",
+    "state_class",
     "state_from_comps",
     "state_to_comps",
 ]
@@ -61,11 +64,45 @@ class EulerState(NamedTuple):
     rotor_vel: Any = None
 
 
+class WarmState(NamedTuple):
+    """:class:`State` of drones with a motor warm-up (``warmup_coef > 0``): the same fields and
+    ``motor_heat``, the motors' warm-up states ``θ`` [1] ``(..., N)`` (0 cold, 1 warm in hover;
+    :mod:`quadsim.physics.motor_thermal`). A class of its own, so a :class:`State` keeps its
+    five fields."""  # noqa: D205, D209
+
+    pos: Any
+    quat: Any
+    vel: Any
+    ang_vel: Any
+    rotor_vel: Any
+    motor_heat: Any
+
+
+class WarmEulerState(NamedTuple):
+    """:class:`EulerState` with ``motor_heat`` (:class:`WarmState`)."""
+
+    pos: Any
+    rpy: Any
+    vel: Any
+    ang_vel: Any
+    rotor_vel: Any
+    motor_heat: Any
+
+
+def state_class(system: System) -> type:
+    """The state class of ``system``: :class:`State` or :class:`EulerState`, or their
+    ``Warm`` twins when it carries ``motor_heat``."""  # noqa: D205, D209
+    warm = any(name == "motor_heat" for name, _ in system.fields)
+    if system.attitude == "quat":
+        return WarmState if warm else State
+    return WarmEulerState if warm else EulerState
+
+
 def state_to_comps(state: NamedTuple) -> tuple:
     """The flat component tuple of a state (the kernels' ``x``).
 
     The fields in order, each split along its last axis (``pos`` 3, ``quat`` 4 or ``rpy`` 3,
-    ``vel`` 3, ``ang_vel`` 3, ``rotor_vel`` N); ``None`` fields are left out.
+    ``vel`` 3, ``ang_vel`` 3, ``rotor_vel`` N, ``motor_heat`` N); ``None`` fields are left out.
     """
     return tuple(c for f in state if f is not None for c in unstack(f))
 
@@ -77,8 +114,8 @@ def state_from_comps(x: tuple, system: System, xp: Any, like: Any) -> NamedTuple
     on ``xp`` like ``like`` (dtype, device).
     """
     fields = {name: stack(xp, x[s], like) for name, s in system.slices().items()}
-    cls = State if system.attitude == "quat" else EulerState
-    return cls(**fields)
+    cls = state_class(system)
+    return cls(**{name: fields.get(name) for name in cls._fields})
 
 
 def check_unit_quat(quat: np.ndarray, drones: np.ndarray, where: str) -> None:

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engines.state import State, state_from_comps, state_to_comps
+from ..engines.state import state_class, state_from_comps, state_to_comps
 from ..engines.stepping import make_step
 from ..physics import rotors
 from ..physics._array import unstack
@@ -256,7 +256,7 @@ class ScanRunner:
         """Put the state, flags and clock of the last completed chunk into ``sim``."""
         (state, status, *_), steps = self.latest
         self.sim.k = self.k_sim0 + steps
-        self.sim.state = State(*state)
+        self.sim.state = state_class(self.sim.system)(*state)
         if status is not None:
             self.sim.status = Status(*status)
 

@@ -25,7 +25,7 @@ from ..physics.envelope import envelope
 from ..physics.integrators import INTEGRATORS
 from ..physics.params import Params, load_params
 from ..physics.rotors import make_allocator
-from ..physics.systems import make_system
+from ..physics.systems import has_warmup, make_system
 from .brain import (
     Periods,
     Sensors,
@@ -94,11 +94,12 @@ class ClosedLoop:
     def initial_state(
         self, n: int, pos: Any = (0.0, 0.0, 0.0), quat: Any = (0.0, 0.0, 0.0, 1.0),
         vel: Any = (0.0, 0.0, 0.0), ang_vel: Any = (0.0, 0.0, 0.0), rotor_vel: Any = None,
-        ctrl_state: Any = None, brain_state: Any = None,
+        ctrl_state: Any = None, brain_state: Any = None, motor_heat: Any = 0.0,
     ) -> np.ndarray:  # fmt: skip
         """Compiled states ``(n_x, n)`` at step 0.
 
-        Each field broadcasts to ``(n, size)`` (rotor speeds default to hover). The rest is the
+        Each field broadcasts to ``(n, size)`` (rotor speeds default to hover; motors with a
+        warm-up start cold, ``motor_heat`` 0). The rest is the
         brain's state (:class:`~quadsim.loop.brain.BrainState`): ``brain_state`` per drone (leaves
         ``(n, ...)``, of the structure the loop was traced with), or
         :func:`~quadsim.loop.brain.brain_init` of the start pose (the IMU's turn-on biases of seed
@@ -111,7 +112,8 @@ class ClosedLoop:
         """
         X = np.zeros((self.n_x, n))
         given = {"pos": pos, "quat": quat, "vel": vel, "ang_vel": ang_vel,
-                 "rotor_vel": self._hover if rotor_vel is None else rotor_vel}  # fmt: skip
+                 "rotor_vel": self._hover if rotor_vel is None else rotor_vel,
+                 "motor_heat": motor_heat}  # fmt: skip
         for name, size in self.system.fields:
             X[self.rows[name]] = np.broadcast_to(np.asarray(given[name], np.float64), (n, size)).T
         if "crash_time" in self.rows:  # the Simulator's all-clear flags
@@ -232,7 +234,7 @@ def compile_closed_loop(
         raise ValueError(f"dt = {dt} s differs from the gains' control period {gains.dt} s")
     integrator = INTEGRATORS[integrator] if isinstance(integrator, str) else integrator
     n_rot = params.mixing_matrix.shape[1]
-    system = make_system(model, n_rot, rotor_dynamics)
+    system = make_system(model, n_rot, rotor_dynamics, has_warmup(params))
     if system.n_cmd != n_rot or system.attitude != "quat":
         raise ValueError(f"the closed loop needs a rotor-level quaternion model "
                          f"(first_principles); got {model!r}")  # fmt: skip

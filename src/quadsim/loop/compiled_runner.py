@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engines.state import State
+from ..engines.state import state_class
 from ..physics._array import to_numpy
 from ..physics.world import Status
 from .brain import Sensors, brain_outputs
@@ -157,9 +157,10 @@ class CompiledRunner:
         if rec is None:
             return
         sim.k = self.k_sim0 + self.latest_k
+        cls = state_class(sim.system)
         fields = [np.asarray(rec["prev_" + name][-1], np.float64) if "prev_" + name in rec
-                  else None for name in State._fields]  # fmt: skip
-        sim.state = State(*fields)
+                  else None for name in cls._fields]  # fmt: skip
+        sim.state = cls(*fields)
         if self.status0 is not None:
             sim.status = Status(*(
                 np.asarray(rec["prev_" + name][-1]).reshape(n).astype(to_numpy(old).dtype)

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..engines.state import State
+from ..engines.state import State, WarmState
 from ..physics._array import to_numpy
 from ..physics.rotation import from_euler
 
@@ -20,12 +20,14 @@ __all__ = ["flag", "jax_or_none", "jax_x64", "log_record", "numpy_state"]
 
 
 def numpy_state(state: Any) -> State:
-    """A :class:`~quadsim.engines.state.State` of NumPy float64; Euler angles become quaternions."""
+    """A :class:`~quadsim.engines.state.State` (:class:`~quadsim.engines.state.WarmState` with a
+    motor warm-up) of NumPy float64; Euler angles become quaternions."""  # noqa: D205, D209
     fields = [None if f is None else to_numpy(f).astype(np.float64) for f in state]
+    cls = WarmState if hasattr(state, "motor_heat") else State
     if hasattr(state, "rpy"):
-        pos, rpy, vel, ang_vel, rotor_vel = fields
-        return State(pos, from_euler(rpy), vel, ang_vel, rotor_vel)
-    return State(*fields)
+        pos, rpy, vel, ang_vel, *rest = fields
+        return cls(pos, from_euler(rpy), vel, ang_vel, *rest)
+    return cls(*fields)
 
 
 def flag(status: Any, name: str, n: int) -> np.ndarray:

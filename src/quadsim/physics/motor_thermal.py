@@ -45,8 +45,11 @@ Pure array-API functions: NumPy, JAX, PyTorch arrays or, with ``ops=CASADI_OPS``
 (:data:`quadsim.physics._array.CASADI_OPS`), CasADi symbols; the same arithmetic on every
 backend. The rotor-level models multiply each rotor's thrust by :func:`inflow_factor` (their
 ``inflow_coef``, :mod:`quadsim.physics.models._rigid`); ``quadsim replay`` also integrates ``θ``
-(:func:`warmup_step`, exact for a held drive) and applies :func:`thrust_factor`. The plant does
-not carry ``θ`` as a state yet.
+(:func:`warmup_step`, exact for a held drive) and applies :func:`thrust_factor`. A plant whose
+drone has a warm-up (``warmup_coef > 0``) carries ``θ`` per rotor as the state ``motor_heat``
+(from 0, cold, at a reset) and multiplies each rotor's thrust by :func:`warmup_factor` too
+(:func:`quadsim.physics.models._rigid.rotor_accels`; ``Ω`` the rotor's actual speed, ``Ω_h`` the
+nominal drone's hover speed).
 """
 
 from __future__ import annotations
@@ -54,11 +57,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numpy as np
 from array_api_compat import is_array_api_obj
 
 from ._array import namespace, numpy_namespace
-from .params import invert_curve
 
 __all__ = [
     "hover_rpm",
@@ -89,10 +90,9 @@ def _clip0(ops: Any, x: Any) -> Any:
 
 def hover_rpm(params: Any) -> float:
     """The hover speed ``Ω_h`` [RPM] of a :class:`~quadsim.physics.params.Params`: each rotor's
-    thrust curve at ``m g / N`` (N the rotor count)."""  # noqa: D205, D209
-    n = np.asarray(params.rotor_positions).shape[0]
-    weight = float(params.mass) * float(np.linalg.norm(params.gravity_vec))
-    return invert_curve(params.rpm2thrust, weight / n)
+    thrust curve at ``m g / N`` (N the rotor count; :attr:`Params.hover_rpm
+    <quadsim.physics.params.Params.hover_rpm>`)."""  # noqa: D205, D209
+    return params.hover_rpm
 
 
 def warmup_drive(rpm: Any, rpm_hover: float) -> Any:
@@ -100,9 +100,10 @@ def warmup_drive(rpm: Any, rpm_hover: float) -> Any:
 
     Args:
         rpm: Rotor speeds ``Ω`` [RPM], any shape.
-        rpm_hover: The hover speed ``Ω_h`` [RPM] (:func:`hover_rpm`), > 0.
+        rpm_hover: The hover speed ``Ω_h`` [RPM] (:func:`hover_rpm`), > 0 (checked when a
+            number; a traced or per-drone parameter is the model's, checked where it is made).
     """
-    if not rpm_hover > 0.0:
+    if isinstance(rpm_hover, int | float) and not rpm_hover > 0.0:
         raise ValueError(f"rpm_hover must be > 0; got {rpm_hover}")
     r = rpm / rpm_hover
     return r * r * r

@@ -109,6 +109,14 @@ class Params(NamedTuple):
     warmup_time: float = math.inf
     inflow_coef: float = 0.0
 
+    @property
+    def hover_rpm(self) -> float:
+        """The hover speed ``Ω_h`` [RPM]: each rotor's thrust curve at ``m g / N`` (N rotors;
+        NaN when the curve does not reach it). The motor warm-up's drive is relative to it."""  # noqa: D205, D209
+        n = np.asarray(self.rotor_positions).shape[0]
+        weight = float(self.mass) * float(np.linalg.norm(self.gravity_vec))
+        return invert_curve(self.rpm2thrust, weight / n)
+
 
 def invert_curve(coefs: Any, value: float) -> float:
     """Rotor speed at which ``c0 + c1 Ω + c2 Ω^2 == value``, on the curve's increasing branch.

@@ -42,6 +42,11 @@ air-relative velocity along body ``+z`` (climb positive), so the thrust and the 
 torques it makes fall in a climb; the rotors' drag torque ``τ_i`` is left as it is (the flights
 that identified ``c_i`` measure thrust only).
 
+Motor warm-up (:mod:`quadsim.physics.motor_thermal`, with the state ``θ_i`` per rotor,
+``motor_heat``, when a model carries it): every rotor's thrust is also multiplied by
+``max(1 - c_w θ_i, 0)``, and ``\dot θ_i = ((Ω_i / Ω_h)^3 - θ_i) / τ_w`` (``warmup_coef``,
+``warmup_time``, ``hover_rpm``; ``Ω_i`` the rotor's actual speed).
+
 Terms whose parameter is an exact Python ``0`` are left out of the traced code.
 """
 
@@ -57,7 +62,7 @@ from typing import Any
 import numpy as np
 
 from .._array import as_like, check_real, check_shape, unstack
-from ..motor_thermal import inflow_factor
+from ..motor_thermal import inflow_factor, warmup_drive, warmup_factor, warmup_rate
 from ..rotation import is_const, kcross, kdot
 
 RPM_TO_RAD_S = 2.0 * math.pi / 60.0
@@ -80,13 +85,18 @@ ROTOR_PARAMS: dict[str, tuple[int | None, ...]] = {
     "drag_coef": (),
     "rot_drag_coef": (),
     "inflow_coef": (),
+    "warmup_coef": (),
+    "warmup_time": (),
+    "hover_rpm": (),
 }
 """Keyword parameters of the rotor-level models and their trailing shapes (``None``: rotors)."""
 
 
-DRAG_DEFAULTS = {"drag_coef": 0.0, "rot_drag_coef": 0.0, "inflow_coef": 0.0}
+DRAG_DEFAULTS = {"drag_coef": 0.0, "rot_drag_coef": 0.0, "inflow_coef": 0.0, "warmup_coef": 0.0,
+                 "warmup_time": math.inf, "hover_rpm": 1.0}  # fmt: skip
 """The rotor-level models' optional parameters: no quadratic or rotational drag, no axial-inflow
-thrust loss."""
+thrust loss, no motor warm-up (``hover_rpm`` [RPM], the hover speed ``Ω_h`` the warm-up's drive
+is relative to, is then unused)."""
 
 
 def takes_params(spec: dict, defaults: dict | None = None) -> Callable[[Callable], Callable]:
@@ -301,10 +311,13 @@ def rotor_wrench(rotor: Comp, rotor_dot: Comp | None, ang_vel: Comp, p: Any,
         rotor_dot: Rotor accelerations [RPM/s], or ``None`` when rotor speeds are not states.
         ang_vel: Body angular velocity [rad/s].
         p: Parameters.
-        thrust_scale: A factor [1] on every rotor's thrust (the axial inflow's), or ``None``.
+        thrust_scale: A factor [1] on every rotor's thrust (the axial inflow's), a tuple of one
+            per rotor (with the warm-up's), or ``None``.
     """
     f = tuple(poly2(p.rpm2thrust, w) for w in rotor)
-    if thrust_scale is not None:
+    if isinstance(thrust_scale, tuple):
+        f = tuple(fi * si for fi, si in zip(f, thrust_scale, strict=True))
+    elif thrust_scale is not None:
         f = tuple(fi * thrust_scale for fi in f)
     tq = tuple(poly2(p.rpm2torque, w) for w in rotor)
     thrust = f[0]
@@ -379,16 +392,19 @@ def angular_accel(
 
 def rotor_accels(R: tuple[Comp, Comp, Comp], vel: Comp, ang_vel: Comp, cmd: Comp,
                  rotor_vel: Comp | None, dist_f: Comp | None, dist_t: Comp | None, p: Any,
-                 ops: Any, wind: Comp | None) -> tuple[Comp, Comp, Comp | None]:  # fmt: skip
-    """``(vel_dot, ang_vel_dot, rotor_vel_dot)`` of a rotor-driven rigid body at attitude ``R``.
+                 ops: Any, wind: Comp | None, heat: Comp | None = None,
+                 ) -> tuple[Comp, Comp, Comp | None, Comp | None]:  # fmt: skip
+    """``(vel_dot, ang_vel_dot, rotor_vel_dot, motor_heat_dot)`` of a rotor-driven rigid body at
+    attitude ``R``.
 
     The rotors' speeds are ``rotor_vel`` [RPM] driven toward ``cmd`` (:func:`rotor_speed_dot`),
     or ``cmd`` itself when ``rotor_vel`` is ``None`` (then ``rotor_vel_dot`` is ``None``); their
     wrench (:func:`rotor_wrench`, its thrust scaled by the axial inflow when ``p.inflow_coef`` is
-    not an exact 0) with drag, wind and disturbances gives the accelerations
-    (:func:`linear_accel`, :func:`angular_accel`). The one body of every rotor-level model's
-    kernel; the models differ in their attitude and its rate.
-    """
+    not an exact 0, and per rotor by the warm-up of the motors' state ``heat``, ``θ`` [1], when
+    given; ``motor_heat_dot`` is ``None`` without) with drag, wind and disturbances gives the
+    accelerations (:func:`linear_accel`, :func:`angular_accel`). The one body of every
+    rotor-level model's kernel; the models differ in their attitude and its rate.
+    """  # noqa: D205
     if rotor_vel is None:
         rotor, rotor_dot = cmd, None
     else:
@@ -398,7 +414,13 @@ def rotor_accels(R: tuple[Comp, Comp, Comp], vel: Comp, ang_vel: Comp, cmd: Comp
         air = vel if wind is None else tuple(vel[i] - wind[i] for i in range(3))
         v_axial = kdot((R[0][2], R[1][2], R[2][2]), air)  # (Rᵀ a)_z: along body +z
         scale = inflow_factor(v_axial, p.inflow_coef, ops)
+    heat_dot = None
+    if heat is not None:
+        warm = tuple(warmup_factor(th, p.warmup_coef, ops) for th in heat)
+        scale = warm if scale is None else tuple(w * scale for w in warm)
+        heat_dot = tuple(warmup_rate(th, warmup_drive(w, p.hover_rpm), p.warmup_time)
+                         for th, w in zip(heat, rotor, strict=True))  # fmt: skip
     thrust, torque = rotor_wrench(rotor, rotor_dot, ang_vel, p, scale)
     vel_dot = linear_accel(R, vel, thrust, p, dist_f, wind, ops)
     ang_vel_dot = angular_accel(R, ang_vel, rotational_drag(torque, ang_vel, p), p, dist_t)
-    return vel_dot, ang_vel_dot, rotor_dot
+    return vel_dot, ang_vel_dot, rotor_dot, heat_dot

@@ -80,7 +80,8 @@ def _euler_rates(rpy: tuple, nu: tuple, ops: Any, eps: float) -> tuple:
     return tuple(ops.where(singular, nan + 0.0 * r, r) for r in rates)
 
 
-def kernel(rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t, p, ops, small_angle, eps, wind=None):
+def kernel(rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t, p, ops, small_angle, eps, wind=None,
+           heat=None):  # fmt: skip
     """Component kernel of :func:`dynamics` (shared with its CasADi twin and the simulator).
 
     As :func:`quadsim.physics.models.first_principles.kernel`, with ``rpy`` [rad] (3) for the
@@ -88,13 +89,15 @@ def kernel(rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t, p, ops, small_angl
     on ``cos² pitch``.
 
     Returns:
-        ``(rpy_dot, vel_dot, ang_vel_dot, rotor_vel_dot)`` as component tuples.
+        ``(rpy_dot, vel_dot, ang_vel_dot, rotor_vel_dot)`` as component tuples, and
+        ``motor_heat_dot`` after them when ``heat`` is given.
     """
     R = rotation_matrix(rpy, ops)
-    vel_dot, ang_vel_dot, rotor_dot = rotor_accels(R, vel, ang_vel, cmd, rotor_vel, dist_f,
-                                                   dist_t, p, ops, wind)  # fmt: skip
+    vel_dot, ang_vel_dot, rotor_dot, heat_dot = rotor_accels(R, vel, ang_vel, cmd, rotor_vel,
+                                                             dist_f, dist_t, p, ops, wind, heat)
     rpy_dot = tuple(ang_vel) if small_angle else _euler_rates(rpy, ang_vel, ops, eps)
-    return rpy_dot, vel_dot, ang_vel_dot, rotor_dot
+    out = (rpy_dot, vel_dot, ang_vel_dot, rotor_dot)
+    return out if heat is None else (*out, heat_dot)
 
 
 @takes_params(ROTOR_PARAMS, DRAG_DEFAULTS)
@@ -107,10 +110,11 @@ def dynamics(
     rotor_vel: Any | None = None,
     dist_f: Any | None = None,
     dist_t: Any | None = None,
+    motor_heat: Any | None = None,
     *,
     small_angle: bool = False,
     **params: Any,
-) -> tuple[Any, Any, Any, Any, Any | None]:
+) -> tuple[Any, ...]:
     """Euler-angle quadrotor dynamics with rotor speeds in RPM.
 
     Args:
@@ -122,6 +126,7 @@ def dynamics(
         rotor_vel: Actual rotor speeds [RPM] or ``None`` (commands act directly).
         dist_f: World disturbance force [N], shape ``(..., 3)``.
         dist_t: World disturbance torque [N m], shape ``(..., 3)``.
+        motor_heat: The motors' warm-up states ``θ`` [1] ``(..., N)`` or ``None`` (no warm-up).
         **params: The model parameters by keyword, as below (each a keyword-only argument
             of the signature, :func:`~quadsim.physics.models._rigid.takes_params`).
         mass: Parameters as in :func:`quadsim.physics.models.first_principles.dynamics`.
@@ -138,29 +143,33 @@ def dynamics(
         rot_drag_coef: Linear rotational drag [N m s/rad], ``τ = -c ω`` (default 0).
         inflow_coef: Axial-inflow thrust loss ``c_i`` [s/m]: each rotor's thrust times
             ``max(1 - c_i v_z, 0)``, ``v_z`` the air-relative climb speed along body z (default 0).
+        warmup_coef: Motor warm-up thrust loss ``c_w`` [1]: each rotor's thrust times
+            ``max(1 - c_w θ, 0)`` with its state ``θ`` (``motor_heat``; default 0).
+        warmup_time: The warm-up's time constant ``τ_w`` [s] (default ``inf``).
+        hover_rpm: The hover speed ``Ω_h`` [RPM] the warm-up's drive ``(Ω/Ω_h)³`` is relative
+            to (default 1; unused without ``motor_heat``).
         rotor_dyn_coef: Rotor dynamics coefficients.
         small_angle: Use ``rpy_dot = ang_vel`` (seed 003) instead of ``W(rpy) ang_vel``.
 
     Returns:
-        ``(pos_dot, rpy_dot, vel_dot, ang_vel_dot, rotor_vel_dot)``; ``rpy_dot`` is NaN where
-        ``cos² pitch`` is below machine epsilon (gimbal lock) unless ``small_angle``.
+        ``(pos_dot, rpy_dot, vel_dot, ang_vel_dot, rotor_vel_dot)``, and ``motor_heat_dot``
+        after them when ``motor_heat`` is given; ``rpy_dot`` is NaN where ``cos² pitch`` is
+        below machine epsilon (gimbal lock) unless ``small_angle``.
     """
-    xp = namespace(pos, rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t)
+    xp = namespace(pos, rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t, motor_heat)
     p = numeric_params(xp, pos, ROTOR_PARAMS, **params)
     n = len(p.mixing_matrix[0])
-    pos, rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t = check_state(
+    pos, rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t, heat = check_state(
         xp, pos=(pos, 3), rpy=(rpy, 3), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, n),
-        rotor_vel=(rotor_vel, n), dist_f=(dist_f, 3), dist_t=(dist_t, 3))  # fmt: skip
+        rotor_vel=(rotor_vel, n), dist_f=(dist_f, 3), dist_t=(dist_t, 3),
+        motor_heat=(motor_heat, n))  # fmt: skip
     eps = float(xp.finfo(pos.dtype).eps)
     s = unstack_opt(rpy, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t)
-    ed, vd, wd, rd = kernel(*s, p, xp, small_angle, eps)
-    return (
-        vel,
-        stack(xp, ed, pos),
-        stack(xp, vd, pos),
-        stack(xp, wd, pos),
-        None if rd is None else stack(xp, rd, pos),
-    )
+    ed, vd, wd, rd, *hd = kernel(*s, p, xp, small_angle, eps, None, unstack_opt(heat)[0])
+    hd = hd[0] if hd else None
+    out = (vel, stack(xp, ed, pos), stack(xp, vd, pos), stack(xp, wd, pos),
+           None if rd is None else stack(xp, rd, pos))  # fmt: skip
+    return out if hd is None else (*out, stack(xp, hd, pos))
 
 
 def dynamics_flat(state: Any, cmd: Any, *, small_angle: bool = False, **params: Any) -> Any:
@@ -192,6 +201,7 @@ def symbolic_dynamics(
     model_rotor_vel: bool = True,
     model_dist_f: bool = False,
     model_dist_t: bool = False,
+    model_motor_heat: bool = False,
     *,
     small_angle: bool = False,
     **params: Any,
@@ -205,6 +215,7 @@ def symbolic_dynamics(
         model_rotor_vel: Append rotor speeds [RPM] to the state.
         model_dist_f: Append a constant world disturbance force [N].
         model_dist_t: Append a constant world disturbance torque [N m].
+        model_motor_heat: Append the motors' warm-up states ``θ`` [1] after the rotor speeds.
         **params: The model parameters by keyword, as below (each a keyword-only argument
             of the signature, :func:`~quadsim.physics.models._rigid.takes_params`).
         mass: Parameters as in :func:`dynamics` (one drone, no batch dimensions).
@@ -221,18 +232,26 @@ def symbolic_dynamics(
         rot_drag_coef: Linear rotational drag [N m s/rad], ``τ = -c ω`` (default 0).
         inflow_coef: Axial-inflow thrust loss ``c_i`` [s/m]: each rotor's thrust times
             ``max(1 - c_i v_z, 0)``, ``v_z`` the air-relative climb speed along body z (default 0).
+        warmup_coef: Motor warm-up thrust loss ``c_w`` [1]: each rotor's thrust times
+            ``max(1 - c_w θ, 0)`` with its state ``θ`` (``motor_heat``; default 0).
+        warmup_time: The warm-up's time constant ``τ_w`` [s] (default ``inf``).
+        hover_rpm: The hover speed ``Ω_h`` [RPM] the warm-up's drive ``(Ω/Ω_h)³`` is relative
+            to (default 1; unused without ``motor_heat``).
         rotor_dyn_coef: Rotor dynamics coefficients.
         small_angle: As in :func:`dynamics`.
     """
     p = symbolic_params(ROTOR_PARAMS, **params)
     n = len(p.mixing_matrix[0])
     parts = {"pos": 3, "rpy": 3, "vel": 3, "ang_vel": 3, "rotor_vel": n * model_rotor_vel,
-             "dist_f": 3 * model_dist_f, "dist_t": 3 * model_dist_t}  # fmt: skip
+             "motor_heat": n * model_motor_heat, "dist_f": 3 * model_dist_f,
+             "dist_t": 3 * model_dist_t}  # fmt: skip
     sym, U, comps = casadi_state(parts, n)
-    ed, vd, wd, rd = kernel(
+    ed, vd, wd, rd, *hd = kernel(
         comps("rpy"), comps("vel"), comps("ang_vel"), comps("cmd"), comps("rotor_vel"),
-        comps("dist_f"), comps("dist_t"), p, CASADI_OPS, small_angle, _F64_EPS,
+        comps("dist_f"), comps("dist_t"), p, CASADI_OPS, small_angle, _F64_EPS, None,
+        comps("motor_heat"),
     )  # fmt: skip
     derivs = [comps("vel"), ed, vd, wd] + ([rd] if model_rotor_vel else [])
+    derivs += hd
     derivs += [None] * (model_dist_f + model_dist_t)
     return casadi_assemble(sym, derivs, U, ("pos", "rpy"))

@@ -76,6 +76,7 @@ def kernel(
     p: Any,
     ops: Any,
     wind: tuple | None = None,
+    heat: tuple | None = None,
 ) -> tuple:
     """Component kernel of :func:`dynamics` (shared with its CasADi twin and the simulator).
 
@@ -84,15 +85,17 @@ def kernel(
     ``rotor_vel`` [RPM] (N; ``rotor_vel`` ``None``: the commands act directly), ``dist_f`` [N],
     ``dist_t`` [N m] and ``wind`` [m/s] (3, world, or ``None``); ``p`` the parameters
     (:data:`~quadsim.physics.models._rigid.ROTOR_PARAMS`), ``ops`` the ``where``/``sqrt``
-    namespace.
+    namespace; ``heat`` the motors' warm-up states ``θ`` [1] (N) or ``None`` (no warm-up).
 
     Returns:
-        ``(quat_dot, vel_dot, ang_vel_dot, rotor_vel_dot)`` as component tuples;
-        ``rotor_vel_dot`` is ``None`` when ``rotor_vel`` is.
+        ``(quat_dot, vel_dot, ang_vel_dot, rotor_vel_dot)`` as component tuples, and
+        ``motor_heat_dot`` after them when ``heat`` is given; ``rotor_vel_dot`` is ``None`` when
+        ``rotor_vel`` is.
     """
-    vel_dot, ang_vel_dot, rotor_dot = rotor_accels(kmatrix(quat), vel, ang_vel, cmd, rotor_vel,
-                                                   dist_f, dist_t, p, ops, wind)  # fmt: skip
-    return kquat_dot(quat, ang_vel), vel_dot, ang_vel_dot, rotor_dot
+    vel_dot, ang_vel_dot, rotor_dot, heat_dot = rotor_accels(
+        kmatrix(quat), vel, ang_vel, cmd, rotor_vel, dist_f, dist_t, p, ops, wind, heat)
+    out = (kquat_dot(quat, ang_vel), vel_dot, ang_vel_dot, rotor_dot)
+    return out if heat is None else (*out, heat_dot)
 
 
 @takes_params(ROTOR_PARAMS, DRAG_DEFAULTS)
@@ -105,8 +108,9 @@ def dynamics(
     rotor_vel: Any | None = None,
     dist_f: Any | None = None,
     dist_t: Any | None = None,
+    motor_heat: Any | None = None,
     **params: Any,
-) -> tuple[Any, Any, Any, Any, Any | None]:
+) -> tuple[Any, ...]:
     """First-principles quadrotor dynamics with rotor speeds in RPM.
 
     All state arrays share a leading batch shape ``...``; parameters may carry the same leading
@@ -124,6 +128,8 @@ def dynamics(
             modelled.
         dist_f: Disturbance force on the CoM, world frame [N], shape ``(..., 3)``.
         dist_t: Disturbance torque, world frame [N m], shape ``(..., 3)``.
+        motor_heat: The motors' warm-up states ``θ`` [1], shape ``(..., N)``, or ``None`` (no
+            warm-up: the return has no ``motor_heat_dot``).
         **params: The model parameters by keyword, as below (each a keyword-only argument
             of the signature, :func:`~quadsim.physics.models._rigid.takes_params`).
         mass: Mass [kg].
@@ -140,28 +146,33 @@ def dynamics(
         rot_drag_coef: Linear rotational drag [N m s/rad], ``τ = -c ω`` (default 0).
         inflow_coef: Axial-inflow thrust loss ``c_i`` [s/m]: each rotor's thrust times
             ``max(1 - c_i v_z, 0)``, ``v_z`` the air-relative climb speed along body z (default 0).
+        warmup_coef: Motor warm-up thrust loss ``c_w`` [1]: each rotor's thrust times
+            ``max(1 - c_w θ, 0)`` with its state ``θ`` (``motor_heat``; default 0).
+        warmup_time: The warm-up's time constant ``τ_w`` [s] (default ``inf``).
+        hover_rpm: The hover speed ``Ω_h`` [RPM] the warm-up's drive ``(Ω/Ω_h)³`` is relative
+            to (default 1; unused without ``motor_heat``).
         rotor_dyn_coef: Spin-up/down coefficients ``[c0, c1, c2, c3]``
             [1/s, 1/(s RPM), 1/s, 1/(s RPM)].
 
     Returns:
-        ``(pos_dot, quat_dot, vel_dot, ang_vel_dot, rotor_vel_dot)`` with the shapes of the state;
-        ``rotor_vel_dot`` is ``None`` when ``rotor_vel`` is ``None``.
+        ``(pos_dot, quat_dot, vel_dot, ang_vel_dot, rotor_vel_dot)`` with the shapes of the state,
+        and ``motor_heat_dot`` after them when ``motor_heat`` is given; ``rotor_vel_dot`` is
+        ``None`` when ``rotor_vel`` is ``None``.
     """
-    xp = namespace(pos, quat, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t)
+    xp = namespace(pos, quat, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t, motor_heat)
     p = numeric_params(xp, pos, ROTOR_PARAMS, **params)
     n = len(p.mixing_matrix[0])
-    pos, quat, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t = check_state(
+    pos, quat, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t, heat = check_state(
         xp, pos=(pos, 3), quat=(quat, 4), vel=(vel, 3), ang_vel=(ang_vel, 3), cmd=(cmd, n),
-        rotor_vel=(rotor_vel, n), dist_f=(dist_f, 3), dist_t=(dist_t, 3))  # fmt: skip
+        rotor_vel=(rotor_vel, n), dist_f=(dist_f, 3), dist_t=(dist_t, 3),
+        motor_heat=(motor_heat, n))  # fmt: skip
     s = unstack_opt(quat, vel, ang_vel, cmd, rotor_vel, dist_f, dist_t)
-    qd, vd, wd, rd = kernel(*s, p, xp)
-    return (
-        vel,
-        stack(xp, qd, pos),
-        stack(xp, vd, pos),
-        stack(xp, wd, pos),
-        None if rd is None else stack(xp, rd, pos),
-    )
+    h = unstack_opt(heat)[0]
+    qd, vd, wd, rd, *hd = kernel(*s, p, xp, None, h)
+    hd = hd[0] if hd else None
+    out = (vel, stack(xp, qd, pos), stack(xp, vd, pos), stack(xp, wd, pos),
+           None if rd is None else stack(xp, rd, pos))  # fmt: skip
+    return out if hd is None else (*out, stack(xp, hd, pos))
 
 
 @takes_params(ROTOR_PARAMS, DRAG_DEFAULTS)
@@ -169,6 +180,7 @@ def symbolic_dynamics(
     model_rotor_vel: bool = True,
     model_dist_f: bool = False,
     model_dist_t: bool = False,
+    model_motor_heat: bool = False,
     **params: Any,
 ) -> tuple[Any, Any, Any, Any]:
     """CasADi twin of :func:`dynamics` (same kernel, fresh ``MX`` symbols on every call).
@@ -177,6 +189,8 @@ def symbolic_dynamics(
         model_rotor_vel: Append the rotor speeds [RPM] to the state and model rotor dynamics.
         model_dist_f: Append a constant world disturbance force [N] to the state.
         model_dist_t: Append a constant world disturbance torque [N m] to the state.
+        model_motor_heat: Append the motors' warm-up states ``θ`` [1] (``motor_heat``, after
+            the rotor speeds) and model the warm-up.
         **params: The model parameters by keyword, as below (each a keyword-only argument
             of the signature, :func:`~quadsim.physics.models._rigid.takes_params`).
         mass: See :func:`dynamics` for this and the other parameters (one drone, no batch).
@@ -194,6 +208,11 @@ def symbolic_dynamics(
         rot_drag_coef: Linear rotational drag [N m s/rad], ``τ = -c ω`` (default 0).
         inflow_coef: Axial-inflow thrust loss ``c_i`` [s/m]: each rotor's thrust times
             ``max(1 - c_i v_z, 0)``, ``v_z`` the air-relative climb speed along body z (default 0).
+        warmup_coef: Motor warm-up thrust loss ``c_w`` [1]: each rotor's thrust times
+            ``max(1 - c_w θ, 0)`` with its state ``θ`` (``motor_heat``; default 0).
+        warmup_time: The warm-up's time constant ``τ_w`` [s] (default ``inf``).
+        hover_rpm: The hover speed ``Ω_h`` [RPM] the warm-up's drive ``(Ω/Ω_h)³`` is relative
+            to (default 1; unused without ``motor_heat``).
 
     Returns:
         ``(X_dot, X, U, Y)``: ``X = [pos(3), quat(4), vel(3), ang_vel(3)]`` followed by
@@ -204,12 +223,14 @@ def symbolic_dynamics(
     p = symbolic_params(ROTOR_PARAMS, **params)
     n = len(p.mixing_matrix[0])
     parts = {"pos": 3, "quat": 4, "vel": 3, "ang_vel": 3, "rotor_vel": n * model_rotor_vel,
-             "dist_f": 3 * model_dist_f, "dist_t": 3 * model_dist_t}  # fmt: skip
+             "motor_heat": n * model_motor_heat, "dist_f": 3 * model_dist_f,
+             "dist_t": 3 * model_dist_t}  # fmt: skip
     sym, U, comps = casadi_state(parts, n)
-    qd, vd, wd, rd = kernel(
+    qd, vd, wd, rd, *hd = kernel(
         comps("quat"), comps("vel"), comps("ang_vel"), comps("cmd"), comps("rotor_vel"),
-        comps("dist_f"), comps("dist_t"), p, CASADI_OPS,
+        comps("dist_f"), comps("dist_t"), p, CASADI_OPS, None, comps("motor_heat"),
     )  # fmt: skip
     derivs = [comps("vel"), qd, vd, wd] + ([rd] if model_rotor_vel else [])
+    derivs += hd
     derivs += [None] * (model_dist_f + model_dist_t)
     return casadi_assemble(sym, derivs, U, ("pos", "quat"))
