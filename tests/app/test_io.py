@@ -43,6 +43,7 @@ def synthetic_chunk(rng: np.random.Generator, t0: float = 0.0, dtype=np.float64)
         "vel": f(T, N, 3),
         "ang_vel": f(T, N, 3),
         "rotor_rpm": f(T, N, R) * 1e4,
+        "motor_heat": rng.uniform(0.0, 1.0, (T, N, R)).astype(dtype),
         "cmd_rpm": f(T, N, R) * 1e4,
         "cmd_wrench": f(T, N, 4),
         "lost_wrench": f(T, N, 4),

@@ -97,7 +97,10 @@ class ScanLoop:
             flags = {name: none if status is None else getattr(status, name)
                      for name in ("crashed", "landed")}  # fmt: skip
             rec = {key: out[key] for key in sorted(out)}
-            rec.update(pos=pos, quat=quat, vel=vel, ang_vel=ang_vel, rotor_rpm=rotor, **flags)
+            heat = getattr(state, "motor_heat", None)
+            heat = {} if heat is None else {"motor_heat": heat.astype(f64)}
+            rec.update(pos=pos, quat=quat, vel=vel, ang_vel=ang_vel, rotor_rpm=rotor, **heat,
+                       **flags)  # fmt: skip
             return out, rec, bstate
 
         def step(carry, inp, offset):
@@ -338,8 +341,9 @@ def build_scan(sim: Any, trajectory: Callable, control: Callable, gains: Any, al
 
 def _log_order(rec: dict, times: np.ndarray) -> dict:
     """The Python loop's keys and order: the brain's (sorted), then time, state and flags."""
-    state_keys = ("pos", "quat", "vel", "ang_vel", "rotor_rpm", "crashed", "landed")
+    state_keys = ("pos", "quat", "vel", "ang_vel", "rotor_rpm", "motor_heat", "crashed",
+                  "landed")  # fmt: skip
     out = {key: rec[key] for key in rec if key not in state_keys}
     out["time"] = np.asarray(times, np.float64)
-    out.update({key: rec[key] for key in state_keys})
+    out.update({key: rec[key] for key in state_keys if key in rec})
     return out

@@ -105,10 +105,11 @@ class CompiledRunner:
         for key in self.scalars:
             brain[key] = brain[key][..., 0]
         brain["saturated"] = np.asarray(fields["saturated"])
+        heat = {"motor_heat": f("prev_motor_heat")} if "prev_motor_heat" in fields else {}
         return {
             **{key: brain[key] for key in self.brain_keys}, "time": None,
             "pos": f("prev_pos"), "quat": f("prev_quat"), "vel": f("prev_vel"),
-            "ang_vel": f("prev_ang_vel"), "rotor_rpm": f(rotor), **flags,
+            "ang_vel": f("prev_ang_vel"), "rotor_rpm": f(rotor), **heat, **flags,
         }  # fmt: skip
 
     def start(self) -> None:

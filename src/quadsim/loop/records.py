@@ -37,8 +37,9 @@ def flag(status: Any, name: str, n: int) -> np.ndarray:
 
 def log_record(out: dict, state: Any, t: float, rpm: Any, status: Any, n: int) -> dict:
     """One logged sample of the per-step loops: the brain's outputs (sorted: JAX's order either
-    way), the time, the state ``x_k``, the rotor speeds (actual, else the command ``rpm``) and
-    the world's flags (``status``, ``None`` without a world)."""  # noqa: D205, D209
+    way), the time, the state ``x_k``, the rotor speeds (actual, else the command ``rpm``), the
+    motors' warm-up states (with a warm-up) and the world's flags (``status``, ``None`` without a
+    world)."""  # noqa: D205, D209
     rec = {key: np.asarray(out[key]) for key in sorted(out)}
     rec.update(
         time=np.asarray(t),
@@ -47,9 +48,10 @@ def log_record(out: dict, state: Any, t: float, rpm: Any, status: Any, n: int) -
         vel=state.vel,
         ang_vel=state.ang_vel,
         rotor_rpm=state.rotor_vel if state.rotor_vel is not None else rpm,
-        crashed=flag(status, "crashed", n),
-        landed=flag(status, "landed", n),
     )
+    if getattr(state, "motor_heat", None) is not None:
+        rec["motor_heat"] = state.motor_heat
+    rec.update(crashed=flag(status, "crashed", n), landed=flag(status, "landed", n))
     return rec
 
 

@@ -52,6 +52,8 @@ COLUMNS: tuple[Field, ...] = (
     _f("vel", "vx vy vz", "m/s", "velocity, world frame"),
     _f("ang_vel", "wx wy wz", "rad/s", "angular velocity, body frame"),
     _f("rotor_rpm", "rpm_{i}", "RPM", "actual rotor speed", per_rotor=True),
+    _f("motor_heat", "heat_{i}", "1",
+       "motor warm-up state (0 cold, 1 warm in hover; a drone with a warm-up)", per_rotor=True),
     _f("cmd_rpm", "cmd_rpm_{i}", "RPM", "commanded rotor speed (after allocation)", per_rotor=True),
     _f(
         "cmd_wrench",
