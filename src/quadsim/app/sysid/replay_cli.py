@@ -51,7 +51,13 @@ def _figure(res: dict[str, Any]) -> Any:
     FigureCanvasAgg(fig)
     axs = fig.subplots(4, 1, sharex=True)
     pairs = [("f_z [m/s²]", s["fz_pred"], s["fz_meas"], res["specific_force_z_r2"])]
+    trim = "ang_trim_pred" in s  # the protocol's roll and pitch: the trim removed
     for j, a in enumerate("xyz"):
+        if trim and j < 2:
+            hz = res["rotation_terms"]["trim_hz"]
+            pairs.append((f"ω̇_{a} > {hz:g} Hz [rad/s²]", s["ang_trim_pred"][:, j],
+                          s["ang_trim_meas"][:, j], res["ang_acc_trimmed_r2"][j]))  # fmt: skip
+            continue
         pairs.append(
             (f"ω̇_{a} [rad/s²]", s["ang_pred"][:, j], s["ang_meas"][:, j], res["ang_acc_r2"][j])
         )

@@ -378,10 +378,10 @@ def protocol_replay(
     out["time_constant_s"] = terms.time_constant
     out["protocol"] = True
     out["strict"] = strict
-    out.update(rr.score_rotation(flight, params, motor, rr.RotationTerms.nominal(
-        terms.time_constant)))
+    rot = rr.score_rotation(flight, params, motor, rr.RotationTerms.nominal(terms.time_constant))
+    out.update({k: v for k, v in rot.items() if k != "series"})
     series = dict(base["series"])
     series["fz_pred"] = prot["series"]["fz_pred"]
     series["airborne"] = prot["series"]["scored"]
-    out["series"] = series
+    out["series"] = {**series, **rot["series"]}
     return out

@@ -173,7 +173,14 @@ def _score(flight: dict[str, Any], design: tuple[dict, np.ndarray],
 def score_rotation(
     flight: dict[str, Any], params: Any, motor: ts.RpmFit, terms: RotationTerms,
 ) -> dict[str, Any]:  # fmt: skip
-    """``ang_acc_trimmed_r2`` (roll, pitch) of ``flight`` with ``terms`` and the terms as a
-    dict (``rotation_terms``; ``delay`` in samples, ``delay_s`` in seconds)."""  # noqa: D205, D209
+    """``ang_acc_trimmed_r2`` (roll, pitch) of ``flight`` with ``terms``, the terms as a dict
+    (``rotation_terms``; ``delay`` in samples, ``delay_s`` in seconds) and, under ``"series"``,
+    the prediction and the measurement on every sample (``ang_trim_pred``, ``ang_trim_meas``
+    ``(T, 2)`` [rad/s²]) for plots."""  # noqa: D205, D209
     c = (terms.time_constant, terms.delay, terms.trim_hz)
-    return _score(flight, rotation_design(flight, params, motor, [c]), terms)
+    out = _score(flight, rotation_design(flight, params, motor, [c]), terms)
+    dt = float(np.median(np.diff(np.asarray(flight["t"], dtype=np.float64))))
+    pred = trimmed_prediction(flight, params, motor, *c) * np.asarray(terms.gain)
+    meas = rp.gyro_derivative(np.asarray(flight["gyro"], dtype=np.float64), dt)[:, :2]
+    out["series"] = {"ang_trim_pred": pred + np.asarray(terms.offset), "ang_trim_meas": meas}
+    return out
