@@ -154,43 +154,27 @@ def test_compiled_per_env_parameters():
             assert_same(fast.step(a), ref.step(a), f"seed {seed} step {i}")
 
 
-def test_compiled_axial_inflow():
-    """The plant's axial inflow (a drone with ``inflow_coef``) flies the same compiled and not."""
+@pytest.mark.parametrize("term", [{"inflow_coef": 0.08}, {"warmup_coef": 0.1, "warmup_time": 0.2}],
+                         ids=["axial_inflow", "motor_warmup"])  # fmt: skip
+def test_compiled_rotor_terms(term):
+    """The plant's axial inflow and motor warm-up (a state per rotor, cold at each new episode)
+    fly the same compiled and not, and move the envs (against a drone without the term)."""
     from quadsim.physics.params import load_params
 
-    drone = load_params("cf2x_L250")._replace(inflow_coef=0.08)
-    fast, ref = pair(HoverVectorEnv, "rotor_speeds", n=8, drone=drone)
-    off, _ = pair(HoverVectorEnv, "rotor_speeds", n=8)
+    level = "rotor_speeds" if "inflow_coef" in term else "thrust_rates"
+    drone = load_params("cf2x_L250")._replace(**term)
+    fast, ref = pair(HoverVectorEnv, level, n=8, drone=drone)
+    off, _ = pair(HoverVectorEnv, level, n=8)
     for env in (fast, ref, off):
         env.reset(seed=3)
     rng = np.random.default_rng(3)
     moved = 0.0
     for i in range(60):
-        a = actions(rng, "rotor_speeds", 8)
+        a = actions(rng, level, 8)
         got = fast.step(a)
         assert_same(got, ref.step(a), f"step {i}")
         moved = max(moved, float(np.abs(got[0] - off.step(a)[0]).max()))
-    assert moved > 1e-3  # the term is on: the climbing envs differ from those without it
-
-
-def test_compiled_motor_warmup():
-    """The plant's motor warm-up (a state per rotor, cold at each new episode) flies the same
-    compiled and not, and moves the envs."""
-    from quadsim.physics.params import load_params
-
-    drone = load_params("cf2x_L250")._replace(warmup_coef=0.1, warmup_time=0.2)
-    fast, ref = pair(HoverVectorEnv, "thrust_rates", n=8, drone=drone)
-    off, _ = pair(HoverVectorEnv, "thrust_rates", n=8)
-    for env in (fast, ref, off):
-        env.reset(seed=4)
-    rng = np.random.default_rng(4)
-    moved = 0.0
-    for i in range(60):
-        a = actions(rng, "thrust_rates", 8)
-        got = fast.step(a)
-        assert_same(got, ref.step(a), f"step {i}")
-        moved = max(moved, float(np.abs(got[0] - off.step(a)[0]).max()))
-    assert moved > 1e-3
+    assert moved > 1e-3  # the term is on
 
 
 def test_compiled_single_env_and_overrides():

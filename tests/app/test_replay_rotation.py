@@ -5,16 +5,14 @@ spin conventions), the Crazyflie's motor order is Bitcraze's, and on the reposit
 NanoBench flights ``benchmarks/rotational_suspects.py`` (imported by path) pins what explains
 the 8-20 times too large predicted angular acceleration: the prediction's trim below 1 Hz, the
 rotors' lag and an inertia 1.4-1.8 times the preset's; with those fitted on the other flights the
-held-out roll and pitch R² reach the issue's 0.5. The protocol's own
-(``quadsim.app.sysid.replay_rotation``, what ``quadsim replay`` reports) gives the same figures;
-its trim removal all but cancels a slow moment added to the PWM, and its nominal terms fit
-nothing.
+held-out roll and pitch R² reach the issue's 0.5.
+The protocol's own (``quadsim.app.sysid.replay_rotation``, what ``quadsim replay`` reports) is
+tested in ``tests/app/test_replay_protocol.py``.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 from pathlib import Path
 from types import ModuleType
 
@@ -22,9 +20,6 @@ import numpy as np
 import pytest
 
 from quadsim.app.sysid import replay as rp
-from quadsim.app.sysid import replay_cli
-from quadsim.app.sysid import replay_protocol as pr
-from quadsim.app.sysid import replay_rotation as rr
 from quadsim.app.sysid import thrust_stand as ts
 from quadsim.physics import rotors
 from quadsim.physics.params import load_params
@@ -125,89 +120,3 @@ def test_held_out_roll_and_pitch_meet_the_target(suspects):
         assert tc >= 0.02, name
         assert all(0.3 < g < 1.5 for g in gains), name
         assert max(plain[name][0]) < 0.3, name
-
-
-# --------------------------------------------------------------------------- the protocol's
-
-DATA = Path(__file__).resolve().parents[2] / "data" / "nanobench"
-LOGS = {k: DATA / f"{k}_{rest}.csv.gz"
-        for k, rest in (("B2", "circle_medium_rep1"), ("B3", "figure8_medium_rep1"),
-                        ("B9", "trefoil_slow_rep1"))}  # fmt: skip
-PRESET = "cf21_nanobench"
-# held out over these three flights (terms fitted on the other two): roll, pitch
-HELD = {"B2": (0.743, 0.661), "B3": (0.774, 0.767), "B9": (0.790, 0.615)}
-# nothing fitted (the preset's rotor lag, 68 ms, and inertia; trim below 2 Hz)
-NOMINAL = {"B2": (0.656, 0.618), "B3": (0.643, 0.668), "B9": (0.790, 0.414)}
-
-
-@pytest.fixture(scope="module")
-def motor():
-    return rp.fit_motor()
-
-
-@pytest.fixture(scope="module")
-def params():
-    return load_params(PRESET)
-
-
-@pytest.fixture(scope="module")
-def flights():
-    return {k: rp.load_log(p) for k, p in LOGS.items()}
-
-
-def test_the_protocols_held_out_roll_and_pitch(flights, params, motor):
-    """``replay_rotation.leave_one_out_rotation`` (what ``quadsim replay`` reports): the
-    script's L3 figures, >= 0.5 on both axes of every flight."""
-    rows = rr.leave_one_out_rotation(list(flights.values()), params, motor, [True] * 3)
-    for (k, _), r in zip(flights.items(), rows, strict=True):
-        got = r["ang_acc_trimmed_r2"]
-        assert got == pytest.approx(HELD[k], abs=0.01), k
-        assert min(got) >= 0.5, k  # issue 29's target
-        t = r["rotation_terms"]
-        assert 0.0 < t["time_constant"] <= 0.15 and 0.5 < min(t["gain"]) < 1.5, k
-    # a flight is never trained on itself: with B9 alone to train, B2 scores otherwise
-    solo = rr.leave_one_out_rotation([flights["B2"], flights["B9"]], params, motor, [True, True])
-    assert solo[0]["ang_acc_trimmed_r2"] != rows[0]["ang_acc_trimmed_r2"]
-
-
-def test_nominal_terms_fit_nothing(flights, params, motor):
-    terms = rr.RotationTerms.nominal(pr.ThrustTerms.of(params).time_constant)
-    assert terms.time_constant == pytest.approx(1.0 / 14.760)
-    assert (terms.delay, terms.trim_hz, terms.gain, terms.offset) == (0, 2.0, (1, 1), (0, 0))
-    for k, f in flights.items():
-        got = rr.score_rotation(f, params, motor, terms)["ang_acc_trimmed_r2"]
-        assert got == pytest.approx(NOMINAL[k], abs=0.01), k
-
-
-def test_a_slow_moment_on_the_pwm_is_removed_as_trim(flights, params, motor):
-    """A 0.1-Hz roll moment added to the PWM (right motors up, left down, 3000 counts) moves
-    the untrimmed prediction by more than its own RMS; the trimmed one by under 2 % of that."""
-    f = flights["B3"]
-    t, keep = np.asarray(f["t"]), rp.airborne(f)
-    pwm = np.array(f["pwm"], dtype=np.float64)
-    d = 3000.0 * np.sin(2 * np.pi * 0.1 * t)[:, None]
-    slow = dict(f, pwm=np.where(pwm > 0, pwm + np.hstack([d, d, -d, -d]), 0.0))
-
-    def raw(fl):
-        tau = rp.rotor_forces(params, motor, fl["pwm"], fl["vbat"], 0.08, 0.01)[2]
-        return rp.lowpass(rp.euler_ang_acc(params, tau, np.asarray(fl["gyro"])), 0.01)[keep, 0]
-
-    moved_raw = np.sqrt(np.mean((raw(slow) - raw(f)) ** 2))
-    a, b = (rr.trimmed_prediction(x, params, motor, 0.08, 0, 2.0)[keep, 0] for x in (f, slow))
-    moved = np.sqrt(np.mean((a - b) ** 2))
-    assert moved_raw > np.sqrt(np.mean(raw(f) ** 2))
-    assert moved < 0.02 * moved_raw
-
-
-def test_replay_json_reports_roll_and_pitch(tmp_path, capsys):
-    out = tmp_path / "r.json"
-    logs = [str(p) for p in LOGS.values()]
-    assert replay_cli.main([*logs, "--preset", PRESET, "--json", str(out)]) == 0
-    doc = json.loads(out.read_text())
-    for r, k in zip(doc["held_out"], LOGS, strict=True):
-        assert r["ang_acc_trimmed_r2"] == pytest.approx(HELD[k], abs=0.01)
-        assert set(r["rotation_terms"]) >= {"time_constant", "delay_s", "trim_hz", "gain"}
-        assert len(r["ang_acc_r2"]) == 3  # the replay's own, as it is
-    for r, k in zip(doc["flights"], LOGS, strict=True):
-        assert r["ang_acc_trimmed_r2"] == pytest.approx(NOMINAL[k], abs=0.01)
-    assert "wx R2" in capsys.readouterr().out
