@@ -164,3 +164,5 @@ def test_per_drone_coefficients_are_simulator_params():
     np.testing.assert_allclose(vz, want, rtol=1e-6, atol=1e-9)
     with pytest.raises(ValueError, match="warmup_coef"):
         Simulator("cf2x_L250", n=2, params={"warmup_coef": np.array([0.05, 1.5])})
+    with pytest.raises(ValueError, match=r"hover_rpm'\]\[0\]: must be a finite speed > 0"):
+        Simulator("cf21_nanobench", n=2, params={"hover_rpm": np.array([-5.0, 20000.0])})

@@ -180,7 +180,8 @@ def check_physical(values: Mapping[str, Any]) -> None:
         * ``warmup_coef`` in ``[0, 1)`` (a motor cannot gain thrust warming up, nor lose all of
           it), ``warmup_time`` > 0 (``inf``: never warms), ``inflow_coef`` in ``[0, 1)`` s/m
           (climbing never adds thrust at a fixed speed; momentum theory bounds it by ``1 / v_h``,
-          about 0.2 s/m for a Crazyflie and less for larger rotors).
+          about 0.2 s/m for a Crazyflie and less for larger rotors); ``hover_rpm`` (the warm-up's
+          ``Ω_h``, a model parameter) finite and > 0.
 
     Args:
         values: Parameter name -> value (number or array, optionally per drone).
@@ -279,6 +280,10 @@ def _check_thrust_terms(values: Mapping[str, Any], arr: Any, need: Any) -> None:
     if "warmup_time" in values:
         a = arr("warmup_time", 0)
         need("warmup_time", a > 0.0, lambda i: f"must be > 0 (inf: never warms); got {a[i]}")
+    if "hover_rpm" in values:  # the model's Ω_h (Params.hover_rpm), set per drone
+        a = arr("hover_rpm", 0)
+        need("hover_rpm", np.isfinite(a) & (a > 0.0),
+             lambda i: f"must be a finite speed > 0 [RPM]; got {a[i]}")  # fmt: skip
 
 
 def thrust_to_weight(p: Params) -> float:
