@@ -127,12 +127,13 @@ def reference(t: float, ref_pos: Any, ref_yaw: float, *, frame: str = "world") -
 
 class PartTopic(NamedTuple):
     """One ROS 2 message of a sensor part: the part, its declaration
-    (:class:`quadsim.loop.parts.Ros2`, made at the part's sample period) and the topic's last
-    name."""  # noqa: D205, D209
+    (:class:`quadsim.loop.parts.Ros2`, made at the part's sample period), the topic's last name
+    and the part's period [physics steps] (a reading is new every ``period`` steps)."""  # noqa: D205, D209
 
     part: Any
     decl: Any
     leaf: str
+    period: int = 1
 
 
 def part_topics(parts: Any, dt: float, periods: Any) -> list[PartTopic]:
@@ -153,25 +154,26 @@ def part_topics(parts: Any, dt: float, periods: Any) -> list[PartTopic]:
             leaf = decl.leaf or part.name
             if any(t.leaf == leaf for t in out):
                 raise ValueError(f"sensor {part.name}: a second ROS 2 message on {leaf!r}")
-            topic = PartTopic(part, decl, leaf)
-            _fill(topic, 0.0, {}, 0, "")  # every field takes what the declaration puts in it
+            topic = PartTopic(part, decl, leaf, int(period))
+            part_message(topic, 0.0, {}, 0, frame="")  # every field takes what it is given
             out.append(topic)
     return out
 
 
-def part_values(topic: PartTopic, readings: dict, i: int) -> np.ndarray:
-    """Drone ``i``'s readings in ``topic``'s fields, in order, float64: ``+inf`` where the
-    declaration's ``valid`` output is 0 (``readings``: the log keys ``<part>_<output>``, arrays
-    with a leading drone axis)."""  # noqa: D205, D209
+def part_values(topic: PartTopic, readings: dict, i: int | None = None) -> np.ndarray:
+    """The readings in ``topic``'s fields, in order, float64 ``(n, k)`` (every drone) or ``(k,)``
+    (drone ``i``): ``+inf`` where the declaration's ``valid`` output is 0 (``readings``: the log
+    keys ``<part>_<output>``, arrays with a leading drone axis)."""  # noqa: D205, D209
     outputs = {o.name: o for o in topic.part.outputs}
 
     def reading(out: str) -> np.ndarray:
-        return np.ravel(np.asarray(readings[output_key(topic.part, outputs[out])])[i])
+        a = np.asarray(readings[output_key(topic.part, outputs[out])], dtype=np.float64)
+        return a.reshape(len(a), -1)
 
-    values = np.concatenate([reading(out) for _, out in topic.decl.fields]).astype(np.float64)
-    if topic.decl.valid and float(reading(topic.decl.valid)[0]) == 0.0:
-        values[:] = math.inf
-    return values
+    values = np.concatenate([reading(out) for _, out in topic.decl.fields], axis=1)
+    if topic.decl.valid:
+        values = np.where(reading(topic.decl.valid)[:, :1] == 0.0, math.inf, values)
+    return values if i is None else values[i]
 
 
 def _floats(obj: Any, path: str) -> tuple[Any, list]:
@@ -188,9 +190,10 @@ def _floats(obj: Any, path: str) -> tuple[Any, list]:
     return obj, [last]
 
 
-def _fill(topic: PartTopic, t: float, readings: dict, i: int, frame: str) -> Any:
-    """The message of ``topic`` with its constants, and drone ``i``'s readings (zeros without
-    ``readings``)."""  # noqa: D205, D209
+def part_message(topic: PartTopic, t: float, readings: dict, i: int, *, frame: str) -> Any:
+    """The message of ``topic`` at ``t`` [s]: its constants, and drone ``i``'s readings
+    (``readings``: the log keys ``<part>_<output>``, arrays with a leading drone axis; zeros when
+    empty)."""  # noqa: D205, D209
     decl = topic.decl
     msg = m.message_class(decl.type)(header=_header(t, frame))
     sizes = [next(o.size for o in topic.part.outputs if o.name == out) for _, out in decl.fields]
@@ -214,9 +217,3 @@ def _fill(topic: PartTopic, t: float, readings: dict, i: int, frame: str) -> Any
             else:
                 setattr(obj, key, type(getattr(obj, key))(v))
     return msg
-
-
-def part_message(topic: PartTopic, t: float, readings: dict, i: int, *, frame: str) -> Any:
-    """The message of ``topic`` at ``t`` [s] from drone ``i``'s readings (``readings``: the log
-    keys ``<part>_<output>``, arrays with a leading drone axis)."""  # noqa: D205, D209
-    return _fill(topic, t, readings, i, frame)

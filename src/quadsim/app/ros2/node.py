@@ -159,12 +159,10 @@ class Ros2Node:
         # every sensor part's messages (encode.part_topics: the IMU's too), published when a
         # reading is new
         lp = self.loop
-        parts, periods = sensor_parts(lp.sens), part_periods(lp.periods, lp.sens)
-        period = dict(zip(map(id, parts), periods, strict=True))
-        self.part_pubs = [(pt, period[id(pt.part)])
-                          for pt in part_topics(parts, lp.sim.dt, periods)]  # fmt: skip
+        self.part_pubs = part_topics(sensor_parts(lp.sens), lp.sim.dt,
+                                     part_periods(lp.periods, lp.sens))  # fmt: skip
         for d, ends in zip(self.names, self.pub, strict=True):
-            for pt, _ in self.part_pubs:
+            for pt in self.part_pubs:
                 if pt.leaf in ends:
                     raise ValueError(f"sensor {pt.part.name}: its ROS 2 topic {pt.leaf!r} is "
                                      f"taken by quadsim's own")  # fmt: skip
@@ -298,7 +296,7 @@ class Ros2Node:
         tf = m.TFMessage(
             transforms=[encode.transform(0.0, z3, q0, child=f"{d}/base_link") for d in self.names]
         )
-        self.part_tpl = [[self._part_template(pt, f"{d}/base_link") for pt, _ in self.part_pubs]
+        self.part_tpl = [[self._part_template(pt, f"{d}/base_link") for pt in self.part_pubs]
                          for d in self.names]  # fmt: skip
         self.tf_tpl = Template(tf)
         self.tf_idx = self.tf_tpl.index("transforms")
@@ -344,8 +342,9 @@ class Ros2Node:
                 w["rotor_speeds"], tpl["rotor_speeds"].render(sec, ns, idx["rotor_speeds"], rot[i])
             )
             write(w["reference"], tpl["reference"].render(sec, ns, idx["reference"], ref[i]))
-        for j, (pt, period) in enumerate(self.part_pubs):  # when its reading is new
-            if due(float(self.ticks), period, np):
+        for j, pt in enumerate(self.part_pubs):  # when its reading is new
+            if due(float(self.ticks), pt.period, np):
+                values = part_values(pt, out)  # (n, k): every drone's, once
                 for i, d in enumerate(self.names):
                     fast = self.part_tpl[i][j]
                     if fast is None:
@@ -354,7 +353,7 @@ class Ros2Node:
                     else:
                         tp, index = fast
                         write(self.pub[i][pt.leaf],
-                              tp.render(sec, ns, index, part_values(pt, out, i)))
+                              tp.render(sec, ns, index, values[i]))
         write(
             self.tf_writer,
             self.tf_tpl.render(sec, ns, self.tf_idx, np.concatenate([pos, quat], -1).ravel()),

@@ -178,9 +178,11 @@ def score_rotation(
     the prediction and the measurement on every sample (``ang_trim_pred``, ``ang_trim_meas``
     ``(T, 2)`` [rad/s²]) for plots."""  # noqa: D205, D209
     c = (terms.time_constant, terms.delay, terms.trim_hz)
-    out = _score(flight, rotation_design(flight, params, motor, [c]), terms)
+    keep = rp.airborne(flight)
     dt = float(np.median(np.diff(np.asarray(flight["t"], dtype=np.float64))))
-    pred = trimmed_prediction(flight, params, motor, *c) * np.asarray(terms.gain)
+    raw = trimmed_prediction(flight, params, motor, *c)  # every sample, once
     meas = rp.gyro_derivative(np.asarray(flight["gyro"], dtype=np.float64), dt)[:, :2]
-    out["series"] = {"ang_trim_pred": pred + np.asarray(terms.offset), "ang_trim_meas": meas}
+    out = _score(flight, ({c: raw[keep]}, meas[keep]), terms)
+    pred = raw * np.asarray(terms.gain) + np.asarray(terms.offset)
+    out["series"] = {"ang_trim_pred": pred, "ang_trim_meas": meas}
     return out

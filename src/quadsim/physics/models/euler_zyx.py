@@ -232,11 +232,9 @@ def symbolic_dynamics(
         rot_drag_coef: Linear rotational drag [N m s/rad], ``τ = -c ω`` (default 0).
         inflow_coef: Axial-inflow thrust loss ``c_i`` [s/m]: each rotor's thrust times
             ``max(1 - c_i v_z, 0)``, ``v_z`` the air-relative climb speed along body z (default 0).
-        warmup_coef: Motor warm-up thrust loss ``c_w`` [1]: each rotor's thrust times
-            ``max(1 - c_w θ, 0)`` with its state ``θ`` (``motor_heat``; default 0).
-        warmup_time: The warm-up's time constant ``τ_w`` [s] (default ``inf``).
-        hover_rpm: The hover speed ``Ω_h`` [RPM] the warm-up's drive ``(Ω/Ω_h)³`` is relative
-            to (default 1; unused without ``motor_heat``).
+        warmup_coef: The warm-up's ``c_w`` [1], as in :func:`dynamics` (default 0).
+        warmup_time: Its time constant ``τ_w`` [s] (default ``inf``).
+        hover_rpm: Its reference speed ``Ω_h`` [RPM] (default 1).
         rotor_dyn_coef: Rotor dynamics coefficients.
         small_angle: As in :func:`dynamics`.
     """
