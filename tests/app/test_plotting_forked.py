@@ -188,3 +188,23 @@ def test_a_killed_parent_takes_its_children_with_it(tmp_path):
         if p.poll() is None:
             p.kill()
             p.wait()
+
+
+def test_the_collector_is_frozen_while_drawing_and_thawed_after_even_on_error(tmp_path):
+    import gc
+
+    seen = []
+
+    def draw(target):
+        seen.append(gc.get_freeze_count())
+        if len(seen) == 2:
+            raise RuntimeError("a figure that fails")
+        Path(target).write_bytes(b"png")
+        return Path(target)
+
+    before = gc.get_freeze_count()
+    assert forked.draw_all([forked.Job(draw, (), {}, tmp_path / "a.png")]) == [tmp_path / "a.png"]
+    with pytest.raises(RuntimeError, match="a figure that fails"):
+        forked.draw_all([forked.Job(draw, (), {}, tmp_path / "b.png")])
+    assert seen[0] > before  # the objects alive before the figures were left out of collections
+    assert gc.get_freeze_count() == before  # and given back, also after an error

@@ -18,11 +18,18 @@ the parent, which draws it in-process, so its error is raised as it would be wit
 Figures are drawn in-process, one after another, where forking is not safe or not useful: a
 platform other than Linux, one usable core, a single figure, or a process that has loaded JAX
 PyTorch, CycloneDDS or Ray (their threads do not survive a fork).
+
+While the figures are drawn, every object that existed before is frozen out of the garbage
+collector (:func:`gc.freeze`, as Python's documentation advises before a fork): a figure makes
+tens of thousands of objects, and each collection it triggers would otherwise walk the whole
+program's (the simulator, NumPy, PyArrow) too. The four flight figures take about a quarter less
+time so; the collector still frees the figures' own cycles.
 """
 
 from __future__ import annotations
 
 import ctypes
+import gc
 import io
 import os
 import selectors
@@ -174,7 +181,15 @@ def draw_all(jobs: Sequence[Job]) -> list[Path]:
     With :func:`cores` above 1 the figures are shared out between this process and forked
     children (module docstring); else they are drawn here, one after another.
     """
-    k = cores(len(jobs))
+    gc.freeze()  # what exists now is left out of every collection while the figures are drawn
+    try:
+        return _draw_shared(jobs, cores(len(jobs)))
+    finally:
+        gc.unfreeze()
+
+
+def _draw_shared(jobs: Sequence[Job], k: int) -> list[Path]:
+    """:func:`draw_all` in ``k`` processes (this one and ``k - 1`` forked children)."""
     if k == 1:
         return [job.draw(job.path) for job in jobs]
     import matplotlib.figure  # noqa: F401 - once here, not again in every child
