@@ -295,3 +295,65 @@ def test_sensor_rows_need_the_sample(drone, gains):
     assert {"gyro", "accel", "mocap_pos", "j", "imu_vel"} <= set(rows)
     assert "held_cmd_rpm" not in rows  # every period is one step: nothing held
     assert F.n_in() == 4 and F.numel_in(3) == 18  # the normals: IMU 12, motion capture 6
+
+
+def _step_args(drone):
+    from quadsim.physics.integrators import rk4
+    from quadsim.physics.systems import make_system
+
+    system = make_system("first_principles", 4, True)
+    return system, {k: getattr(drone, k) for k in system.param_spec}, rk4
+
+
+def test_open_loop_step_is_the_simulators_step_on_the_given_command(drone):
+    """control=None: no brain; the rotor command is the input after the wind, as Simulator.step
+    takes it (in a wind, to 1e-12), and the step counter runs on."""
+    from quadsim.loop.closed_loop import closed_loop_step
+
+    system, params, rk4 = _step_args(drone)
+    F, rows, template = closed_loop_step(system, params, None, None, None, None, DT, rk4)
+    assert template is None and list(rows)[-2:] == ["step", "cmd_rpm"]
+    sim = Simulator("cf2x_L250", dt=DT, backend="numpy", world=None)
+    sim.reset(pos=(0.0, 0.0, 1.0), vel=(0.3, -0.2, 0.1), ang_vel=(0.5, -0.4, 0.2))
+    x = np.zeros(F.nnz_in(0))
+    for name, _ in system.fields:
+        x[rows[name]] = np.ravel(getattr(sim.state, name))
+    rpm, wind = np.array([15000.0, 16000.0, 14500.0, 15500.0]), np.array([1.0, -0.5, 0.2])
+    for _ in range(3):
+        x = np.asarray(F(x, np.concatenate([wind, rpm]), np.zeros(3))).ravel()
+        sim.step(rpm, wind=wind)
+    for name, _ in system.fields:
+        np.testing.assert_allclose(x[rows[name]], np.ravel(getattr(sim.state, name)), rtol=0,
+                                   atol=1e-12, err_msg=name)  # fmt: skip
+    assert x[rows["step"]][0] == 3.0
+    np.testing.assert_array_equal(x[rows["cmd_rpm"]], rpm)
+    with pytest.raises(ValueError, match="no sample"):
+        closed_loop_step(system, params, None, None, None, None, DT, rk4, sample=True)
+
+
+def test_a_set_point_input_is_the_controllers_reference(drone, gains):
+    """trajectory=None: the controller's reference is the input after the wind; the same step as
+    with a trajectory that gives that reference (the geometric controller on a hover point)."""
+    from quadsim.loop.closed_loop import closed_loop_step
+    from quadsim.physics.rotors import make_allocator
+
+    system, params, rk4 = _step_args(drone)
+    alloc = make_allocator(drone)
+    target = Hover(pos=(0.3, -0.2, 1.1))
+
+    def set_point_control(state, ref, g, c):  # the set point (3) as the hover's position
+        return control(state, target(0.0)._replace(pos=ref), g, c)
+
+    Fs, rows_s, _ = closed_loop_step(system, params, set_point_control, gains, None, alloc, DT,
+                                     rk4, ref_inputs=3)  # fmt: skip
+    Ft, rows_t, _ = closed_loop_step(system, params, control, gains, target, alloc, DT, rk4)
+    assert rows_s == rows_t and Fs.nnz_in(1) == 6 and Ft.nnz_in(1) == 3
+    x = np.zeros(Fs.nnz_in(0))
+    x[rows_s["pos"]], x[rows_s["quat"]] = (0.0, 0.0, 1.0), (0.0, 0.0, 0.0, 1.0)
+    x[rows_s["rotor_vel"]] = 15000.0
+    xs = xt = x
+    for _ in range(20):
+        xs = np.asarray(Fs(xs, [0.0, 0.0, 0.0, 0.3, -0.2, 1.1], np.zeros(3))).ravel()
+        xt = np.asarray(Ft(xt, np.zeros(3), np.zeros(3))).ravel()
+    np.testing.assert_allclose(xs, xt, rtol=1e-12, atol=1e-9)
+    assert np.linalg.norm(xs[rows_s["vel"]]) > 1e-3  # it flew towards the set point

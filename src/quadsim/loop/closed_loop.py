@@ -48,6 +48,12 @@ recorded sample holds ``x_{s}`` and the command that led to it). With a
 faults) runs after the integrator as in the Simulator, and its flags ``landed, crashed, crash_time,
 fault_step, fault_code`` (floats: 0/1, s, step index, code) follow the plant state.
 
+**Set points and open loop.** Without a trajectory the controller's reference is an input, a
+set point given each step after the wind (``ref_inputs``); without a controller there is no
+brain and the rotor command itself is the input. The Gymnasium envs' compiled step
+(:mod:`quadsim.app.envs.compiled`) runs this same step so: its thrust levels' inner loop as the
+controller with the agent's action as the set point, ``rotor_speeds`` open loop.
+
 **Per-drone model parameters.** ``params`` entries may carry a leading drone axis (as
 ``Simulator(params=...)`` gives them, e.g. a mass per drone). Entries equal for every drone stay
 numeric constants that CasADi folds; each entry that differs becomes one row of ``p`` after the
@@ -130,6 +136,7 @@ def closed_loop_step(
     world: Any = None, sample: bool = False, *, sens: Any = None,
     gravity_vec: Any = (0.0, 0.0, -9.81), ctrl_state: Any = DEFAULT_CTRL, brain_state: Any = None,
     command: str | None = None, periods: Any = None, dryden: Any = None, estimator: Any = None,
+    ref_inputs: int = 0,
 ) -> tuple[Any, dict[str, slice], Any]:  # fmt: skip
     """The one-drone closed-loop step as a CasADi ``SX`` Function (see the module docstring).
 
@@ -141,9 +148,13 @@ def closed_loop_step(
         params: Model parameters by name: one drone's, or with a leading drone axis where they
             differ per drone (:func:`per_drone_params`; those entries become ``p[3:]``).
         control: Controller ``(state, ref, gains, cstate) -> (command, cstate)``: the command is
-            a wrench (4) or rotor speeds (n_rotors) [RPM] (``command``).
+            a wrench (4) or rotor speeds (n_rotors) [RPM] (``command``). ``None``: no brain (no
+            sensors, estimator, controller or allocation; no brain state): the rotor command
+            [RPM] is the ``n_rotors`` inputs after the wind, as ``Simulator.step`` takes it.
         gains: The controller's gains record (shared by all drones).
-        trajectory: Callable ``t -> Reference``.
+        trajectory: Callable ``t -> Reference``; or ``None``: the controller's reference is the
+            ``ref_inputs`` inputs after the wind, a set point given each step (the Gymnasium
+            action levels' inner loops: :mod:`quadsim.app.envs.compiled`).
         allocator: :class:`~quadsim.physics.rotors.Allocator` of the drone.
         dt: Physics step [s].
         integrator: One of :mod:`quadsim.physics.integrators`.
@@ -176,11 +187,13 @@ def closed_loop_step(
         estimator: The brain's estimator (:func:`quadsim.loop.brain.make_brain`), traced too: its
             state joins the brain state's rows (``est_*``) and its outputs follow the
             sensors' (needs ``sample``).
+        ref_inputs: Size of the reference among the inputs (with ``trajectory=None``).
 
     Returns:
         ``(F, rows, template)``: ``F(x, u, p[, z]) -> x_next`` (``z`` with a sensor, its groups
-        :func:`noise_groups`), the row slices of ``x`` by field name and one drone's brain
-        state template.
+        :func:`noise_groups`; ``u`` the wind, then the reference or the rotor command where the
+        inputs give it), the row slices of ``x`` by field name and one drone's brain state
+        template (``None`` without a brain).
 
     Raises:
         ValueError: ``imu`` or ``mocap`` without ``sample``, a command of another size, a
@@ -190,7 +203,8 @@ def closed_loop_step(
     """
     import casadi as cs
 
-
+    if control is None:
+        return _open_loop_step(system, params, dt, integrator, dtype, world, sample)
     sens = Sensors() if sens is None else sens
     sensing = [sens.imu, sens.mocap, sens.baro, sens.gnss, sens.power, *sens.parts, estimator]
     if any(x is not None for x in sensing) and not sample:
@@ -205,7 +219,8 @@ def closed_loop_step(
     sensed = brain_outputs(sens, estimator)
     rows, n_x = _rows(system, world, dryden, bfields, sample, sensed)
     varying, _ = per_drone_params(system, params)
-    X, U = cs.SX.sym("x", n_x), cs.SX.sym("u", 3)
+    n_ref = int(ref_inputs) if trajectory is None else 0
+    X, U = cs.SX.sym("x", n_x), cs.SX.sym("u", 3 + n_ref)
     P = cs.SX.sym("p", 3 + len(varying))
     n_s = sum(count for _, count in noise_groups(sens))
     n_z = n_s + (5 if dryden is not None else 0)
@@ -223,7 +238,8 @@ def closed_loop_step(
                        world=world)  # fmt: skip
     out, bs1 = brain(SymArray(k, dtype), sym("pos"), sym("quat"), sym("vel"), sym("ang_vel"),
                      symbolic([P[0], P[1], P[2]], dtype), bs,
-                     symbolic([Z[i] for i in range(n_s)], dtype))  # fmt: skip
+                     symbolic([Z[i] for i in range(n_s)], dtype),
+                     ref=symbolic([U[3 + i] for i in range(n_ref)], dtype) if n_ref else None)
     got = [(name, tuple(np.shape(getattr(v, "a", v)))) for name, v in state_leaves(bs1, sens)]
     if got != bfields:
         raise ValueError(f"the controller returned a state of another structure: "
@@ -238,6 +254,27 @@ def closed_loop_step(
     outv = cs.vertcat(*x1, *flags, *gust1, *b1, k + 1, *rpm, *extra)
     F = cs.Function("quadsim_closed_loop", [X, U, P, *([Z] if n_z else [])], [outv])
     return F, rows, brain_state
+
+
+def _open_loop_step(system: Any, params: dict, dt: float, integrator: Callable, dtype: Any,
+                    world: Any, sample: bool) -> tuple[Any, dict[str, slice], None]:  # fmt: skip
+    """:func:`closed_loop_step` without a brain: the plant, its world and the step counter, on
+    the rotor command given among the inputs (``u = [wind (3) | cmd_rpm (n_rotors)]``); the
+    rows are the plant state, the world's flags, ``step`` and the output ``cmd_rpm``."""  # noqa: D205, D209
+    import casadi as cs
+
+    if sample:
+        raise ValueError("a step without a brain has no sample (control=None needs sample=False)")
+    rows, n_x = _rows(system, world, None, [], False, [], brain=False)
+    varying, _ = per_drone_params(system, params)
+    X, U = cs.SX.sym("x", n_x), cs.SX.sym("u", 3 + system.n_cmd)
+    P = cs.SX.sym("p", 3 + len(varying))
+    xs = [X[i] for i in range(n_x)]
+    k, rpm = xs[rows["step"].start], [U[3 + i] for i in range(system.n_cmd)]
+    p = kernel_params(system, params, varying, [P[3 + i] for i in range(len(varying))])
+    x1, flags, _ = _plant(system, p, xs, rows, rpm, U, None, integrator, world, k, dt, dtype)
+    F = cs.Function("quadsim_open_loop", [X, U, P], [cs.vertcat(*x1, *flags, k + 1, *rpm)])
+    return F, rows, None
 
 
 def _outputs(out: dict, xs: list, rows: dict, system: Any, world: Any, dryden: Any,
@@ -270,9 +307,10 @@ def _brain_template(gains: Any, ctrl_state: Any, sens: Any, dt: float, periods: 
 
 
 def _rows(system: Any, world: Any, dryden: Any, bfields: list, sample: bool,
-          sensed: list) -> tuple[dict[str, slice], int]:  # fmt: skip
+          sensed: list, brain: bool = True) -> tuple[dict[str, slice], int]:  # fmt: skip
     """The rows of the step's state by field, and their count: the plant state, the world's
-    flags, the gust state, the brain state, the step, then the outputs."""  # noqa: D205, D209
+    flags, the gust state, the brain state, the step, then the outputs (without a ``brain``
+    only the rotor command)."""  # noqa: D205, D209
     rows: dict[str, slice] = {}
     at = 0
     for name, size in system.fields:
@@ -285,7 +323,7 @@ def _rows(system: Any, world: Any, dryden: Any, bfields: list, sample: bool,
         size = math.prod(shape)
         rows[name], at = slice(at, at + size), at + size
     rows["step"], at = slice(at, at + 1), at + 1
-    outputs = [("cmd_rpm", system.n_cmd), ("cmd_wrench", 4), ("saturated", 1)]
+    outputs = [("cmd_rpm", system.n_cmd)] + ([("cmd_wrench", 4), ("saturated", 1)] * brain)
     if sample:
         outputs += [("prev_" + name, size) for name, size in system.fields]
         outputs += [("prev_" + name, 1) for name in Status._fields if world is not None]

@@ -1,35 +1,40 @@
 r"""The compiled env step: one control step of every environment in one call into C.
 
-The env's own pure functions are traced once for one drone with CasADi ``SX`` symbols
+A control step is ``S`` steps of the closed loop every runner traces,
+:func:`quadsim.loop.closed_loop.closed_loop_step` (the loop's brain, then the plant: model,
+integrator, world contacts and flags, the simulator's per-drone parameters as inputs), followed
+by the episode's bookkeeping; traced once for one drone with CasADi ``SX`` symbols
 (:class:`quadsim.physics._symbolic.SymArray`) and compiled by
-:func:`quadsim.engines.native.compile_rollout` into a
-vectorised, multi-threaded step over all environments:
+:func:`quadsim.engines.native.compile_rollout` into a vectorised, multi-threaded step over all
+environments:
 
 .. math::
 
     a = \mathrm{clip}(u, -1, 1); \quad \text{for } j < S: \;
-    (Ω_j, c_{j+1}) = \mathrm{inner\_loop}(a, x_j, c_j), \;
-    (x_{j+1}, f_{j+1}) = \mathrm{step}(x_j, Ω_j, f_j); \quad
+    y_{j+1} = \mathrm{loop\_step}(y_j, [w, a_j]); \quad
     \mathrm{observation}(x_S, a, \mathrm{ref}(t)), \; \mathrm{outcome}(\dots)
 
-with :func:`quadsim.app.envs.actions.inner_loop` (thrust levels; ``rotor_speeds`` holds its affine
-map), the plant step :func:`quadsim.engines.stepping.make_step` (model, integrator, world
-contacts and flags, the simulator's per-drone parameters as inputs), then
-:func:`quadsim.app.envs.observation.observation` and :func:`quadsim.app.envs.reward.outcome` at
-``t = (steps + 1) Δt_control`` on the task's reference (the trajectory traced too). Nothing is
+where ``y`` is the loop step's column (plant state ``x``, world flags, brain state, clock,
+command), ``w`` the control step's wind and ``a_j`` the action, or the previous one while
+``j`` is below the latency. With the thrust levels the loop's controller is their inner loop
+(:func:`quadsim.app.envs.actions.inner_control`, its memory the brain's controller state) and the
+action its reference; ``rotor_speeds`` gives the loop its affine map's rotor command and no brain.
+Then :func:`quadsim.app.envs.observation.observation` and :func:`quadsim.app.envs.reward.outcome`
+at ``t = (steps + 1) Δt_control`` on the task's reference (the trajectory traced too). Nothing is
 written twice: the NumPy reference path of :class:`~quadsim.app.envs.core.QuadCore` calls the same
-functions.
+functions (:func:`quadsim.app.envs.actions.inner_loop` is the same brain).
 
 Compiled state of one environment (structure of arrays, environment index last, rows
 :attr:`CompiledStep.rows`)::
 
-    x = [plant state | world flags (5, with a world) | clock k | inner-loop memory (thrust
-         levels: the leaves of INNER, inner_rate_int 3 ... inner_started 1, spanned by
-         "inner") | steps | last_action (k) | rotor_est (N, with observe_rotors) | err_int (3,
-         with observe_integral) | sensor parts (with sensors: each part's state leaves
+    x = [the loop step's rows (:func:`~quadsim.loop.closed_loop.closed_loop_step`: plant state |
+         world flags (5, with a world) | brain state (thrust levels: j, the inner loop's memory
+         ctrl_<field>) | step (the clock) | cmd_rpm | cmd_wrench, saturated (thrust levels)) |
+         steps | last_action (k) | rotor_est (N, with observe_rotors) | err_int (3, with
+         observe_integral) | sensor parts (with sensors: each part's state leaves
          sensor_<name>_state..., sensor_held, sensor_<name>_fresh; :mod:`.compiled_sensing`) |
-         obs (d) | reward | terminated, truncated, crashed, fault, out_of_bounds, tilted |
-         pos_error]
+         obs (d) | reward | flag_terminated, flag_truncated, flag_crashed, flag_fault,
+         flag_out_of_bounds, flag_tilted | pos_error]
     u = [action (k), unclipped | fresh | start deviations: pos, vel, rpy, ang_vel (3 each) |
          wind (3) | latency d (physics steps) | sensor_k (with sensors)]
     p = per-drone model parameters (if any; an empty input with sensors and none)
@@ -56,28 +61,27 @@ from typing import Any
 import numpy as np
 
 from ...engines.native import compile_rollout
-from ...engines.sim_native import kernel_params, varying_params
+from ...engines.sim_native import varying_params
 from ...engines.state import check_unit_quat
-from ...engines.stepping import make_step
-from ...physics._array import CASADI_OPS
+from ...loop.brain import Periods
+from ...loop.closed_loop import closed_loop_step
 from ...physics._symbolic import SymArray, symbolic
-from ...physics.systems import Env
 from ...physics.world import Status
-from .actions import init_inner, inner_loop
+from .actions import init_inner, inner_control
 from .compiled_sensing import SensorRows
 from .observer import advance, integrate_error
 from .reward import outcome
 from .starts import start_state
-from .tracing import Trace, cse, flat, traced_reference, tree_entries, tree_rows
+from .tracing import Trace, cse, flat, traced_reference
 
 __all__ = ["CompiledStep"]
 
 INNER = init_inner()
 """One environment's inner-loop memory at a fresh episode (zeros; the thrust levels'
-:class:`~quadsim.app.envs.actions.InnerState`): its leaves (:func:`quadsim.loop.brain.ctrl_leaves`,
-prefix ``inner``) are the rows ``inner_<field>`` of the compiled state, spanned by ``inner``."""
+:class:`~quadsim.app.envs.actions.InnerState`): the controller state of the loop's step, rows
+``ctrl_<field>`` of its brain state (:func:`quadsim.loop.brain.state_leaves`)."""
 FLAGS = ("terminated", "truncated", "crashed", "fault", "out_of_bounds", "tilted")
-"""Boolean output rows, in this order (contiguous)."""
+"""The boolean outputs, rows ``flag_<name>`` in this order (contiguous)."""
 START = ("pos", "vel", "rpy", "ang_vel")
 """The start deviations among the inputs (3 rows each, after ``fresh``), in this order."""
 N_U_EXTRA = 4
@@ -118,7 +122,10 @@ class CompiledStep:
         per_drone = tuple(k for k in params if np.ndim(params[k]) > len(system.param_spec[k]))
         varying = varying_params(system, params, per_drone)
         self.sensors = None if core.sensing is None else SensorRows(core.sensing)
-        self.rows = self._layout()
+        reuse = cache is not None and cache._varying == [(n, i) for n, i, _ in varying]
+        self._loop, loop_rows = cache._loop if reuse else self._loop_step(sim)
+        self._varying = [(name, idx) for name, idx, _ in varying]
+        self.rows = self._layout(loop_rows)
         self.n_u = self.k_act + 1 + 3 * len(START) + N_U_EXTRA + (self.sensors is not None)
         self.n_x = max(s.stop for s in self.rows.values())
         self._template = self._fresh_column(sim)
@@ -126,7 +133,7 @@ class CompiledStep:
         if cache is not None and cache._key == key:
             self._step_fn, self._obs_fn = cache._step_fn, cache._obs_fn
         else:
-            self._step_fn, self._obs_fn = self._compile(sim, varying)
+            self._step_fn, self._obs_fn = self._compile(len(varying))
         self._key = key
         n, lanes = self.n, self._step_fn.lanes
         self.n_pad = -(-n // lanes) * lanes
@@ -144,14 +151,27 @@ class CompiledStep:
         self._take_state(sim)
 
     # -- layout and tracing -----------------------------------------------------------------------
-    def _layout(self) -> dict[str, slice]:
-        sizes = list(self.system.fields)
-        if self.world is not None:
-            sizes += [("status_" + name, 1) for name in Status._fields]  # not the outcome flags
-        sizes.append(("clock", 1))
-        if self.core.level.inner_loop:
-            sizes += tree_rows(INNER, "inner")
-        sizes += [("steps", 1), ("last_action", self.k_act)]
+    def _loop_step(self, sim: Any) -> tuple[Any, dict[str, slice]]:
+        """The loop's one physics step for this plant and action level, and its rows: the step
+        every runner traces (:func:`quadsim.loop.closed_loop.closed_loop_step`), with the inner
+        loop (:func:`~quadsim.app.envs.actions.inner_control`) as its controller and the action
+        as its reference, or without a brain, the rotor command as its input."""  # noqa: D205, D209
+        level, args = self.core.level, (sim.dt, sim.integrator, self.dtype, sim.world)
+        if level.inner_loop:
+            c = level.consts
+            F, rows, _ = closed_loop_step(self.system, sim.model_params, inner_control, c, None,
+                                          c.alloc, *args, ctrl_state=INNER, command="wrench",
+                                          periods=Periods(), ref_inputs=self.k_act)  # fmt: skip
+        else:
+            F, rows, _ = closed_loop_step(self.system, sim.model_params, None, None, None, None,
+                                          *args)  # fmt: skip
+        return (F, rows), rows
+
+    def _layout(self, loop_rows: dict[str, slice]) -> dict[str, slice]:
+        """The loop step's rows, then the episode's (module docstring)."""
+        rows = dict(loop_rows)
+        self.n_loop = at = max(r.stop for r in rows.values())
+        sizes = [("steps", 1), ("last_action", self.k_act)]
         if self.core.observe_rotors:
             sizes.append(("rotor_est", self.core.n_rotors))
         if self.core.observe_integral:
@@ -159,26 +179,22 @@ class CompiledStep:
         if self.sensors is not None:
             sizes += self.sensors.layout()
         sizes += [("obs", self.core.obs_dim),
-                  ("reward", 1), *((f, 1) for f in FLAGS), ("pos_error", 1)]  # fmt: skip
-        rows, at = {}, 0
+                  ("reward", 1), *(("flag_" + f, 1) for f in FLAGS), ("pos_error", 1)]  # fmt: skip
         for name, size in sizes:
             rows[name], at = slice(at, at + size), at + size
-        if self.core.level.inner_loop:  # the span of the memory's leaves
-            leaves = tree_rows(INNER, "inner")
-            rows["inner"] = slice(rows[leaves[0][0]].start, rows[leaves[-1][0]].stop)
         return rows
 
-    def _compile(self, sim: Any, varying: list) -> tuple[Any, Any]:
+    def _compile(self, n_varying: int) -> tuple[Any, Any]:
         """The compiled step and the compiled observation (module docstring), built from one
         trace (:class:`Trace`) of an environment's column."""  # noqa: D205, D209
         import casadi as cs
 
         sensors = self.sensors
-        tr = Trace(self, len(varying), 0 if sensors is None else 2 * sensors.n_z)
+        tr = Trace(self, n_varying, 0 if sensors is None else 2 * sensors.n_z)
         G = cs.Function("quadsim_env_observe", tr.inputs,
                         [cse(cs.vertcat(*self._observe_column(tr)))])  # fmt: skip
         F = cs.Function("quadsim_env_step", tr.inputs,
-                        [cse(cs.vertcat(*self._step_column(tr, sim, varying)))])  # fmt: skip
+                        [cse(cs.vertcat(*self._step_column(tr)))])  # fmt: skip
         noise = () if sensors is None else sensors.noise
         return (compile_rollout(F, self.dtype, noise=noise),
                 compile_rollout(G, self.dtype, noise=noise))  # fmt: skip
@@ -202,74 +218,56 @@ class CompiledStep:
         out[rows["obs"]] = obs
         return out
 
-    def _step_column(self, tr: Trace, sim: Any, varying: list) -> list:
+    def _step_column(self, tr: Trace) -> list:
         """The column after the control step; an environment with ``fresh = 1`` (``NEXT_STEP``
         autoreset) starts anew instead: its start state, first observation, reward 0 and no
         flags."""  # noqa: D205, D209
-        system, dtype, U, ku = self.system, self.dtype, tr.U, self.k_act
-        p = kernel_params(system, sim.model_params, varying, tr.P)
-        step = make_step(system, p, sim.dt, sim.integrator, sim.world, xp=CASADI_OPS)
+        dtype, U, ku, rows = self.dtype, tr.U, self.k_act, self.rows
         a = tr.xp.clip(symbolic([U[i] for i in range(ku)], dtype), -1.0, 1.0)
         tr.fresh = U[ku] > 0.5
         dev = [U[ku + 1 + i] for i in range(3 * len(START))]
         tr.new = self._start_column(self.core, tr.xp, dev)
-        x, st, k, inner, est = self._substeps(tr, step, a)
-        x = tuple(tr.keep(list(x), slice(0, tr.nx)))
-        out = [*x]
-        if st is not None:
-            first = self.rows["status_" + Status._fields[0]].start
-            st = Status(*tr.keep(list(st), slice(first, first + len(Status._fields))))
-            out += list(st)
-        out.append(k)
-        if inner is not None:
-            out += tr.keep(tree_entries(inner, "inner", dtype), self.rows["inner"])
-        return out + self._episode_rows(tr, a, x, st, est)
+        col, est = self._substeps(tr, a)
+        clock = rows["step"].start  # the simulator's clock runs on through a new episode
+        col = [*tr.keep(col[:clock], slice(0, clock)), col[clock],
+               *tr.keep(col[clock + 1:], slice(clock + 1, self.n_loop))]
+        x = tuple(col[: tr.nx])
+        st = Status(*(col[rows[f].start] for f in Status._fields)) if self.world else None
+        return col + self._episode_rows(tr, a, x, st, est)
 
-    def _substeps(self, tr: Trace, step: Any, a: SymArray) -> tuple:
-        """The physics substeps of a control step with the action ``a``.
-
-        Each substep: the inner loop (or the held rotor command) of the action, the previous
-        action until the latency, the plant in the control step's wind; the rotor-speed observer
-        fed with the commands.
+    def _substeps(self, tr: Trace, a: SymArray) -> tuple[list, Any]:
+        """The physics substeps of a control step with the action ``a``: each the loop's step
+        (:meth:`_loop_step`) with the action (the inner loop's reference) or its rotor command,
+        the previous action's until the latency, in the control step's wind; the rotor-speed
+        observer fed with the commands.
 
         Returns:
-            ``(x, status, clock, inner, est)`` after the last substep: plant state, world flags
-            (``None`` without a world), clock, inner-loop memory (``None`` without an inner
-            loop) and rotor-speed estimate (``None`` unless observed).
-        """
+            ``(column, est)``: the loop step's rows after the last substep (plant state, world
+            flags, brain state, clock, command), and the rotor-speed estimate (``None`` unless
+            observed).
+        """  # noqa: D205
         import casadi as cs
 
-        xs, rows, dtype, U, level = tr.xs, self.rows, self.dtype, tr.U, self.core.level
-        x = tuple(xs[: tr.nx])
-        st = Status(*[xs[rows["status_" + f].start] for f in Status._fields]) if self.world \
-            else None  # fmt: skip
-        k, inner = xs[rows["clock"].start], None
-        if level.inner_loop:
-            consts = level.consts
-            inner = tr.tree(INNER, "inner")
-        else:
-            held = tuple(flat(level.command(a, None), dtype))
-        # the disturbances: the control step's wind, and the previous action until the latency
+        F, _ = self._loop
+        xs, dtype, U, level = tr.xs, self.dtype, tr.U, self.core.level
         w0 = self.k_act + 1 + 3 * len(START)
-        env = Env(wind=(U[w0], U[w0 + 1], U[w0 + 2]))
-        delay, prev = U[w0 + 3], tr.sym("last_action")
-        prev_held = None if level.inner_loop else tuple(flat(level.command(prev, None), dtype))
-        est = tr.rotor_est()
+        wind, delay, prev = [U[w0], U[w0 + 1], U[w0 + 2]], U[w0 + 3], tr.sym("last_action")
+        if level.inner_loop:  # the action is the inner loop's reference
+            now, before = flat(a, dtype), flat(prev, dtype)
+        else:  # the action's rotor command is the step's input
+            now = flat(level.command(a, None), dtype)
+            before = flat(level.command(prev, None), dtype)
+        p = cs.vertcat(0.0, 0.0, 0.0, *[tr.P[i] for i in range(tr.P.numel())])
+        col, est = cs.vertcat(*xs[: self.n_loop]), tr.rotor_est()
+        cmd = self.rows["cmd_rpm"]
         for j in range(self.substeps):
             late = delay > j
-            if level.inner_loop:
-                pairs = zip(flat(prev, dtype), flat(a, dtype), strict=True)
-                aj = symbolic([cs.if_else(late, p, c) for p, c in pairs], dtype)
-                rpm, inner = inner_loop(aj, tr.attitude(x), inner, consts)
-                u = tuple(flat(rpm, dtype))
-            else:
-                u = tuple(cs.if_else(late, p, c) for p, c in zip(prev_held, held, strict=True))
+            u = [cs.if_else(late, b, c) for b, c in zip(before, now, strict=True)]
+            col = F(col, cs.vertcat(*wind, *u), p)
             if est is not None:  # fed with the inner loop's command, else the action as sent
-                sent = u if level.inner_loop else held
+                sent = [col[i] for i in range(cmd.start, cmd.stop)] if level.inner_loop else now
                 est = advance(est, symbolic(list(sent), dtype), tr.observer)
-            x, st = step(x, u, st, k, env)
-            k = k + 1
-        return x, st, k, inner, est
+        return [col[i] for i in range(self.n_loop)], est
 
     def _episode_rows(self, tr: Trace, a: SymArray, x: tuple, st: Any, est: Any) -> list:
         """The rows from ``steps`` on after the step to ``x`` (flags ``st``) with the action
@@ -336,8 +334,8 @@ class CompiledStep:
         if "rotor_est" in self.rows:
             col[self.rows["rotor_est"]] = self.core.observer.hover
         if self.world is not None:
-            col[self.rows["status_crash_time"]] = math.nan
-            col[self.rows["status_fault_step"]] = -1.0
+            col[self.rows["crash_time"]] = math.nan
+            col[self.rows["fault_step"]] = -1.0
         if self.sensors is not None:
             self.sensors.fill(col, self.rows)
         return col
@@ -351,9 +349,9 @@ class CompiledStep:
         status = sim.status
         if self.world is not None and status is not None:
             for name, v in zip(status._fields, status, strict=True):
-                X[rows["status_" + name], :n] = np.asarray(v, np.float64)
+                X[rows[name], :n] = np.asarray(v, np.float64)
         self._clock = int(sim.k)
-        X[rows["clock"], :n] = self._clock
+        X[rows["step"], :n] = self._clock
         X[:, n:] = X[:, n - 1 : n]
         self._stale, self._dirty = True, False
 
@@ -375,7 +373,7 @@ class CompiledStep:
         if full:
             self._clock = 0
         block = np.repeat(self._template[:, None], m, axis=1)
-        block[rows["clock"]] = self._clock
+        block[rows["step"]] = self._clock
         for name, value in fields.items():
             r = rows[name]
             if name in check:
@@ -394,7 +392,7 @@ class CompiledStep:
         else:
             X[:, idx] = block
             if full:  # every other environment restarts its clock too
-                X[rows["clock"]] = 0.0
+                X[rows["step"]] = 0.0
         self._stale, self._dirty = True, True
         if self.sensors is not None:  # their first reading, now: the refresh with fresh = 1
             U, k = self._U, self.k_act
@@ -430,7 +428,7 @@ class CompiledStep:
         sim.k = self._clock
         sim.state = type(sim.state)(**fields)
         if self.world is not None:
-            f = {name: X[rows["status_" + name].start, :n] for name in Status._fields}
+            f = {name: X[rows[name].start, :n] for name in Status._fields}
             sim.status = Status(landed=f["landed"] > 0.5, crashed=f["crashed"] > 0.5,
                                 crash_time=f["crash_time"].astype(np.float64),
                                 fault_step=f["fault_step"].astype(np.int32),
@@ -486,7 +484,7 @@ class CompiledStep:
         self._stale, self._dirty = False, True
         obs = np.ascontiguousarray(X[rows["obs"], :n].T, dtype=np.float32)
         reward = X[rows["reward"].start, :n].astype(np.float64)
-        f0 = rows[FLAGS[0]].start
+        f0 = rows["flag_" + FLAGS[0]].start
         term, trunc, crashed, fault, oob, tilted = X[f0 : f0 + len(FLAGS), :n] > 0.5
         info = {"crashed": crashed, "fault": fault, "out_of_bounds": oob, "tilted": tilted,
                 "pos_error": X[rows["pos_error"].start, :n].astype(np.float64),
