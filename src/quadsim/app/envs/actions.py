@@ -21,10 +21,11 @@ physics rate, the policy at the control rate). All maps are affine in ``a``:
   set points, then the rate stage and allocation as above.
 
 The classes hold NumPy arrays with a leading batch axis ``n`` (one row per environment); the
-inner loop itself is one pure array-API function, :func:`inner_loop`, which the classes call and
-the compiled env step (:mod:`quadsim.app.envs.compiled`) traces: the closed loop's per-step function
-of ``fly`` (:func:`quadsim.loop.brain.make_brain`) with the inner stages (:func:`inner_control`) as
-its controller and the action as its reference.
+inner loop itself is the closed loop's per-step function of ``fly``
+(:func:`quadsim.loop.brain.make_brain`) with the inner stages (:func:`inner_control`) as its
+controller and the action as its reference: :func:`inner_loop`, which the classes call, and in
+the compiled env step (:mod:`quadsim.app.envs.compiled`) the loop's whole traced step
+(:func:`quadsim.loop.closed_loop.closed_loop_step`) with that controller and set point.
 """
 
 from __future__ import annotations
@@ -231,8 +232,9 @@ def inner_loop(
     The closed loop's per-step function (:func:`quadsim.loop.brain.make_brain`, the one ``fly``
     runs) with :func:`inner_control` as its controller and the action as its reference: the
     controller, then the allocation with its saturation priority. The NumPy classes below call
-    it on arrays with a batch axis, and the compiled env step (:mod:`quadsim.app.envs.compiled`)
-    traces it on :class:`quadsim.physics._symbolic.SymArray` for one drone.
+    it on arrays with a batch axis; the compiled env step (:mod:`quadsim.app.envs.compiled`)
+    traces the same brain inside the loop's step
+    (:func:`quadsim.loop.closed_loop.closed_loop_step` with :func:`inner_control`).
 
     Args:
         action: Actions ``(..., 4)`` in ``[-1, 1]`` (already clipped).
