@@ -50,9 +50,11 @@ fault_step, fault_code`` (floats: 0/1, s, step index, code) follow the plant sta
 
 **Set points and open loop.** Without a trajectory the controller's reference is an input, a
 set point given each step after the wind (``ref_inputs``); without a controller there is no
-brain and the rotor command itself is the input. The Gymnasium envs' compiled step
-(:mod:`quadsim.app.envs.compiled`) runs this same step so: its thrust levels' inner loop as the
-controller with the agent's action as the set point, ``rotor_speeds`` open loop.
+brain (no sensors, estimator, controller, allocation or brain state) and the rotor command
+[RPM] itself is the input after the wind, as ``Simulator.step`` takes it. The Gymnasium envs'
+compiled step (:mod:`quadsim.app.envs.compiled`) runs this same step so: its thrust levels'
+inner loop as the controller with the agent's action as the set point, ``rotor_speeds`` open
+loop.
 
 **Per-drone model parameters.** ``params`` entries may carry a leading drone axis (as
 ``Simulator(params=...)`` gives them, e.g. a mass per drone). Entries equal for every drone stay
@@ -148,13 +150,9 @@ def closed_loop_step(
         params: Model parameters by name: one drone's, or with a leading drone axis where they
             differ per drone (:func:`per_drone_params`; those entries become ``p[3:]``).
         control: Controller ``(state, ref, gains, cstate) -> (command, cstate)``: the command is
-            a wrench (4) or rotor speeds (n_rotors) [RPM] (``command``). ``None``: no brain (no
-            sensors, estimator, controller or allocation; no brain state): the rotor command
-            [RPM] is the ``n_rotors`` inputs after the wind, as ``Simulator.step`` takes it.
+            a wrench (4) or rotor speeds (n_rotors) [RPM] (``command``); ``None``: open loop.
         gains: The controller's gains record (shared by all drones).
-        trajectory: Callable ``t -> Reference``; or ``None``: the controller's reference is the
-            ``ref_inputs`` inputs after the wind, a set point given each step (the Gymnasium
-            action levels' inner loops: :mod:`quadsim.app.envs.compiled`).
+        trajectory: Callable ``t -> Reference``; ``None``: a set point (module docstring).
         allocator: :class:`~quadsim.physics.rotors.Allocator` of the drone.
         dt: Physics step [s].
         integrator: One of :mod:`quadsim.physics.integrators`.
@@ -187,13 +185,12 @@ def closed_loop_step(
         estimator: The brain's estimator (:func:`quadsim.loop.brain.make_brain`), traced too: its
             state joins the brain state's rows (``est_*``) and its outputs follow the
             sensors' (needs ``sample``).
-        ref_inputs: Size of the reference among the inputs (with ``trajectory=None``).
+        ref_inputs: Size of the set point among the inputs (with ``trajectory=None``).
 
     Returns:
         ``(F, rows, template)``: ``F(x, u, p[, z]) -> x_next`` (``z`` with a sensor, its groups
-        :func:`noise_groups`; ``u`` the wind, then the reference or the rotor command where the
-        inputs give it), the row slices of ``x`` by field name and one drone's brain state
-        template (``None`` without a brain).
+        :func:`noise_groups`; ``u``: the wind, then any set point or rotor command), the row
+        slices of ``x`` by field name and one drone's brain state template (``None`` open loop).
 
     Raises:
         ValueError: ``imu`` or ``mocap`` without ``sample``, a command of another size, a
