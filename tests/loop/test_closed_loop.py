@@ -357,3 +357,5 @@ def test_a_set_point_input_is_the_controllers_reference(drone, gains):
         xt = np.asarray(Ft(xt, np.zeros(3), np.zeros(3))).ravel()
     np.testing.assert_allclose(xs, xt, rtol=1e-12, atol=1e-9)
     assert np.linalg.norm(xs[rows_s["vel"]]) > 1e-3  # it flew towards the set point
+    with pytest.raises(ValueError, match="ref_inputs must be >= 1; got 0"):
+        closed_loop_step(system, params, set_point_control, gains, None, alloc, DT, rk4)

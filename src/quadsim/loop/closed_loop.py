@@ -194,8 +194,8 @@ def closed_loop_step(
 
     Raises:
         ValueError: ``imu`` or ``mocap`` without ``sample``, a command of another size, a
-            period that is not a whole number of steps, or a controller that returns a state of
-            another structure.
+            period that is not a whole number of steps, a controller that returns a state of
+            another structure, no trajectory and no set point, or a sample without a brain.
         TypeError: Whatever the controller raises when it cannot be traced.
     """
     import casadi as cs
@@ -203,10 +203,7 @@ def closed_loop_step(
     if control is None:
         return _open_loop_step(system, params, dt, integrator, dtype, world, sample)
     sens = Sensors() if sens is None else sens
-    sensing = [sens.imu, sens.mocap, sens.baro, sens.gnss, sens.power, *sens.parts, estimator]
-    if any(x is not None for x in sensing) and not sample:
-        raise ValueError("sensors and an estimator need sample=True (they read the sample's "
-                         "rows)")  # fmt: skip
+    n_ref = _checked_inputs(sens, estimator, sample, trajectory, ref_inputs)
     if periods is None:
         periods = loop_periods(dt, gains, sens)
     if brain_state is None:
@@ -216,7 +213,6 @@ def closed_loop_step(
     sensed = brain_outputs(sens, estimator)
     rows, n_x = _rows(system, world, dryden, bfields, sample, sensed)
     varying, _ = per_drone_params(system, params)
-    n_ref = int(ref_inputs) if trajectory is None else 0
     X, U = cs.SX.sym("x", n_x), cs.SX.sym("u", 3 + n_ref)
     P = cs.SX.sym("p", 3 + len(varying))
     n_s = sum(count for _, count in noise_groups(sens))
@@ -251,6 +247,23 @@ def closed_loop_step(
     outv = cs.vertcat(*x1, *flags, *gust1, *b1, k + 1, *rpm, *extra)
     F = cs.Function("quadsim_closed_loop", [X, U, P, *([Z] if n_z else [])], [outv])
     return F, rows, brain_state
+
+
+def _checked_inputs(sens: Any, estimator: Any, sample: bool, trajectory: Any,
+                    ref_inputs: int) -> int:  # fmt: skip
+    """The size of the set point among the inputs (0 with a trajectory), after checking that
+    sensors and an estimator come with the sample and a step without a trajectory with a set
+    point (:func:`closed_loop_step`'s ``ValueError``)."""  # noqa: D205, D209
+    sensing = [sens.imu, sens.mocap, sens.baro, sens.gnss, sens.power, *sens.parts, estimator]
+    if any(x is not None for x in sensing) and not sample:
+        raise ValueError("sensors and an estimator need sample=True (they read the sample's "
+                         "rows)")  # fmt: skip
+    if trajectory is not None:
+        return 0
+    if int(ref_inputs) < 1:
+        raise ValueError(f"without a trajectory the set point is an input: ref_inputs must be "
+                         f">= 1; got {ref_inputs!r}")  # fmt: skip
+    return int(ref_inputs)
 
 
 def _open_loop_step(system: Any, params: dict, dt: float, integrator: Callable, dtype: Any,
