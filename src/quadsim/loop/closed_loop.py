@@ -333,7 +333,9 @@ def _rows(system: Any, world: Any, dryden: Any, bfields: list, sample: bool,
         size = math.prod(shape)
         rows[name], at = slice(at, at + size), at + size
     rows["step"], at = slice(at, at + 1), at + 1
-    outputs = [("cmd_rpm", system.n_cmd)] + ([("cmd_wrench", 4), ("saturated", 1)] * brain)
+    outputs = [("cmd_rpm", system.n_cmd)]
+    if brain:
+        outputs += [("cmd_wrench", 4), ("saturated", 1)]
     if sample:
         outputs += [("prev_" + name, size) for name, size in system.fields]
         outputs += [("prev_" + name, 1) for name in Status._fields if world is not None]

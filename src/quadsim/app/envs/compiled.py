@@ -61,10 +61,9 @@ from typing import Any
 import numpy as np
 
 from ...engines.native import compile_rollout
-from ...engines.sim_native import varying_params
 from ...engines.state import check_unit_quat
 from ...loop.brain import Periods
-from ...loop.closed_loop import closed_loop_step
+from ...loop.closed_loop import closed_loop_step, per_drone_params
 from ...physics._symbolic import SymArray, symbolic
 from ...physics.world import Status
 from .actions import init_inner, inner_control
@@ -118,18 +117,18 @@ class CompiledStep:
         self.core, self.system, self.world = core, system, sim.world
         self.dtype = np.dtype(sim.dtype)
         self.n, self.k_act, self.substeps = core.n, core.act_dim, core.substeps
-        params = sim.model_params
-        per_drone = tuple(k for k in params if np.ndim(params[k]) > len(system.param_spec[k]))
-        varying = varying_params(system, params, per_drone)
+        varying, values = per_drone_params(system, sim.model_params)  # the loop step's p[3:]
+        layout = tuple((name, idx) for name, idx, _ in varying)
         self.sensors = None if core.sensing is None else SensorRows(core.sensing)
-        reuse = cache is not None and cache._varying == [(n, i) for n, i, _ in varying]
-        self._loop, loop_rows = cache._loop if reuse else self._loop_step(sim)
-        self._varying = [(name, idx) for name, idx, _ in varying]
+        reuse = cache is not None and cache._key[0] == layout
+        self._loop = cache._loop if reuse else self._loop_step(sim)
+        loop_rows = self._loop[1]
+        self.n_loop = max(r.stop for r in loop_rows.values())
         self.rows = self._layout(loop_rows)
         self.n_u = self.k_act + 1 + 3 * len(START) + N_U_EXTRA + (self.sensors is not None)
         self.n_x = max(s.stop for s in self.rows.values())
         self._template = self._fresh_column(sim)
-        key = (tuple((name, idx) for name, idx, _ in varying), self._template.tobytes())
+        key = (layout, self._template.tobytes())
         if cache is not None and cache._key == key:
             self._step_fn, self._obs_fn = cache._step_fn, cache._obs_fn
         else:
@@ -140,9 +139,9 @@ class CompiledStep:
         self._X = np.zeros((self.n_x, self.n_pad), self.dtype)
         self._U = np.zeros((self.n_u, self.n_pad), self.dtype)
         P = None
-        if varying:
+        if values is not None:
             P = np.empty((len(varying), self.n_pad), self.dtype)
-            P[:, :n] = np.stack([v for _, _, v in varying])
+            P[:, :n] = values
             P[:, n:] = P[:, n - 1 : n]
         self._P = P
         self._advance = self._step_fn.bind(self._X, self._U, P)
@@ -165,12 +164,11 @@ class CompiledStep:
         else:
             F, rows, _ = closed_loop_step(self.system, sim.model_params, None, None, None, None,
                                           *args)  # fmt: skip
-        return (F, rows), rows
+        return F, rows
 
     def _layout(self, loop_rows: dict[str, slice]) -> dict[str, slice]:
         """The loop step's rows, then the episode's (module docstring)."""
-        rows = dict(loop_rows)
-        self.n_loop = at = max(r.stop for r in rows.values())
+        rows, at = dict(loop_rows), self.n_loop
         sizes = [("steps", 1), ("last_action", self.k_act)]
         if self.core.observe_rotors:
             sizes.append(("rotor_est", self.core.n_rotors))
