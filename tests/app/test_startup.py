@@ -58,12 +58,18 @@ def test_showcase_fly_without_plots_loads_no_jax_matplotlib(tmp_path):
         "from quadsim.app.cli import main\n"
         f"rc = main(['fly', {str(EXAMPLE)!r}, '--no-plots', '--quiet', '--out', "
         f"{str(tmp_path / 'run')!r}])\n"
+        "flown = sorted(sys.modules)\n"
         "import pyarrow.parquet as pq\n"
         f"meta = json.loads(pq.read_schema({str(tmp_path / 'run' / 'trajectory.parquet')!r})"
         ".metadata[b'quadsim'])['meta']\n"
-        "out = {'rc': rc, 'loop': meta.get('loop'), 'reason': meta.get('loop_reason')}"
+        "out = {'rc': rc, 'loop': meta.get('loop'), 'reason': meta.get('loop_reason'), "
+        "'flown': flown}"
     )
     assert got["out"]["rc"] == 0
     loaded = set(SHOWCASE_HEAVY) & set(got["modules"])
     why = f"the flight ran the {got['out']['loop']!r} loop ({got['out']['reason']})"
     assert not loaded, f"{sorted(loaded)} imported; {why}"
+    # what a flight does not need either: NumPy's masked arrays (pa.array looks for them) and
+    # the resource readers with zipfile (importlib.resources.files); 30 ms of start-up together
+    spared = {"numpy.ma", "zipfile", "importlib.readers"} & set(got["out"]["flown"])
+    assert not spared, sorted(spared)

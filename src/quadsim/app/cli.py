@@ -26,6 +26,7 @@ import sys
 from typing import Any
 
 from .. import __version__
+from ..physics import presets
 from ..physics.envelope import envelope, terminal_velocity
 from ..physics.params import list_presets, load_params
 from .signals import Interrupted, raising
@@ -298,12 +299,10 @@ def _info(preset: str, plot: str | None) -> int:
 
 def _presets() -> int:
     import tomllib
-    from importlib import resources
 
     rows = []
     for name in list_presets():
-        presets = resources.files("quadsim.physics") / "presets"
-        doc = tomllib.loads((presets / f"{name}.toml").read_text())
+        doc = tomllib.loads((presets.folder() / f"{name}.toml").read_text())
         drone = load_params(name)
         rows.append(
             (

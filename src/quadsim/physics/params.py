@@ -22,11 +22,11 @@ import os
 import re
 import warnings
 from collections.abc import Mapping
-from importlib import resources
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from . import presets
 from ._toml import REQUIRED, check_keys, open_toml, read_entry
 
 __all__ = [
@@ -333,7 +333,7 @@ _MAY_BE_INF = ("drag_speed_max", "warmup_time")  # +inf allowed (TOML ``inf``): 
 
 def list_presets() -> list[str]:
     """Sorted names of the packaged presets (``quadsim/physics/presets/*.toml``)."""
-    root = resources.files("quadsim.physics") / "presets"
+    root = presets.folder()
     return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".toml"))
 
 
@@ -344,7 +344,7 @@ def load_params(name_or_path: str | os.PathLike[str]) -> Params:
     path; anything else is a preset name. Every failure is a ``ValueError`` naming the file (path
     or preset) and the offending key. Presets must give ``unit`` and ``source`` for every value.
     """
-    root = resources.files("quadsim.physics") / "presets"
+    root = presets.folder()
     doc, where, stem, preset = open_toml(name_or_path, list_presets(), root, "preset", "presets")
     p = _build(doc, where, stem, preset)
     tw = thrust_to_weight(p)

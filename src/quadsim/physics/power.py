@@ -40,11 +40,11 @@ from __future__ import annotations
 
 import math
 import os
-from importlib import resources
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from . import presets
 from ._array import namespace
 from ._toml import read_entry
 from .sensors.loading import read_sensor_file
@@ -214,7 +214,7 @@ _TEXT = ("kind", "name", "description")
 
 
 def _root() -> Any:
-    return resources.files("quadsim.physics") / "presets" / "power"
+    return presets.folder("power")
 
 
 def list_power_presets() -> list[str]:

@@ -51,11 +51,11 @@ from __future__ import annotations
 import math
 import os
 import re
-from importlib import resources
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from ...physics import presets
 from ...physics._toml import REQUIRED, check_keys, open_toml, read_entry
 from ...physics.envelope import envelope
 from ...physics.params import Params, load_params
@@ -225,7 +225,7 @@ _TEXT = ("controller", "name", "description", "drone")
 
 
 def _root() -> Any:
-    return resources.files("quadsim.physics") / "presets" / "gains"
+    return presets.folder("gains")
 
 
 def list_gains() -> list[str]:

@@ -1,6 +1,6 @@
 r"""IMU presets and TOML files: loading, unit conversion to SI, bias instability to bias walk.
 
-Presets live in ``quadsim/physics/presets/sensors/*.toml`` (found with :mod:`importlib.resources`).
+Presets live in ``quadsim/physics/presets/sensors/*.toml`` (found with :func:`quadsim.physics.presets.folder`).
 Values are converted to SI; ``N`` is a noise density and ``K`` a bias random walk density as in
 :mod:`quadsim.physics.sensors.imu`, whose Allan variance is ``σ²(τ) = N²/τ + K² τ/3``.
 
@@ -18,11 +18,11 @@ import math
 import os
 import re
 import tomllib
-from importlib import resources
 from typing import Any
 
 import numpy as np
 
+from .. import presets
 from .._toml import REQUIRED, check_keys, open_toml, read_entry
 from ._validate import axis_vec3
 from .imu import ImuParams, check_imu_params
@@ -100,7 +100,7 @@ def bias_walk_from_instability(instability: Any, noise_density: Any) -> np.ndarr
 
 def preset_root() -> Any:
     """The folder of the packaged sensor presets (``quadsim/physics/presets/sensors``)."""
-    return resources.files("quadsim.physics") / "presets" / "sensors"
+    return presets.folder("sensors")
 
 
 def preset_kind(entry: Any) -> str:
