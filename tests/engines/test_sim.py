@@ -170,6 +170,37 @@ def test_fault_flags_one_drone_and_keeps_the_rest(backend):
         np.testing.assert_array_equal(np.asarray(sim.state.pos)[i], reference.state.pos[i])
 
 
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_restore_continues_from_a_state_and_flags_as_assigning_them(backend):
+    world = World(boxes=(wall("x", 3.0),))
+    crashed = Simulator("cf2x_L250", n=2, world=world, backend=backend)
+    crashed.reset(pos=[[2.9, 0.0, 1.0], [0.0, 0.0, 1.0]], vel=[[2.0, 0.0, 0.0], [0.0] * 3])
+    crashed.rollout(hover_cmds(crashed, 100))
+    state, status = crashed.state, crashed.status
+    assert status.crashed.tolist() == [True, False]
+
+    def fresh():
+        sim = Simulator("cf2x_L250", n=2, world=world, backend=backend)
+        sim.reset(pos=[0.0, 0.0, 1.0])
+        sim.k = 7
+        return sim
+
+    assigned, restored, kept = fresh(), fresh(), fresh()
+    assigned.state = state
+    assigned.status = status
+    restored.restore(state, status)
+    kept.restore(state)  # the flags kept: all clear
+    for a, b in zip(assigned.state, restored.state, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    for a, b in zip(assigned.status, restored.status, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert restored.status.crashed.tolist() == [True, False] and restored.k == 7
+    assert kept.status.crashed.tolist() == [False, False]
+    np.testing.assert_array_equal(np.asarray(kept.state.pos), np.asarray(state.pos))
+    cmds = hover_cmds(restored, 50)
+    np.testing.assert_array_equal(pos_of(assigned.rollout(cmds)), pos_of(restored.rollout(cmds)))
+
+
 def test_speed_limit_fault():
     sim = Simulator("cf2x_L250", n=2, world=World(ground=None, limits=Limits(max_speed=1.0)))
     sim.reset(pos=[0, 0, 1.0], vel=[[0.0, 0, 0], [0.99, 0, 0]])

@@ -203,6 +203,12 @@ class Simulator:
         self._engine.load(self._state, value, self.k)
         self._state = self._engine.state()
 
+    def restore(self, state: NamedTuple, status: Status | None = None) -> None:
+        """Continue from ``state`` with the flags ``status`` (``None``: the flags kept), clock
+        kept: what assigning :attr:`state` and then :attr:`status` does, in one load."""  # noqa: D205, D209
+        self._engine.load(state, self._engine.status() if status is None else status, self.k)
+        self._state = self._engine.state()
+
     def reset(
         self, pos: Any = None, attitude: Any = None, vel: Any = None, ang_vel: Any = None,
         rotor_vel: Any = None, *, seed: int | None = None,

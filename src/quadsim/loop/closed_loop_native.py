@@ -48,16 +48,30 @@ class ClosedLoopRun(NamedTuple):
     Attributes:
         x: Final compiled states ``(n_x, N)``.
         time: Times of the samples ``(n_rec,)`` [s].
-        fields: Recorded fields by name (the rows of :attr:`ClosedLoop.rows`), ``(n_rec, N,
-            size)``: the plant fields (``pos``, ``quat``, ``vel``, ``ang_vel``, ``rotor_vel``),
-            the world flags, the controller state (``ctrl_*``), ``step`` and the command of the
-            step before each sample (``cmd_rpm``, ``cmd_wrench``, ``saturated``);
-            ``saturated``, ``landed`` and ``crashed`` are booleans ``(n_rec, N)``.
+        records: The recorded compiled states ``(n_rec, n_x, N)`` as the C rollout wrote them.
+        rows: Their row slices by field name (:attr:`ClosedLoop.rows`).
     """
 
     x: np.ndarray
     time: np.ndarray
-    fields: dict
+    records: np.ndarray
+    rows: dict
+
+    @property
+    def fields(self) -> dict:
+        """The recorded fields by name (the rows of :attr:`ClosedLoop.rows`), ``(n_rec, N,
+        size)``: the plant fields (``pos``, ``quat``, ``vel``, ``ang_vel``, ``rotor_vel``), the
+        world flags, the controller state (``ctrl_*``), ``step`` and the command of the step
+        before each sample (``cmd_rpm``, ``cmd_wrench``, ``saturated``); ``saturated``,
+        ``landed`` and ``crashed`` are booleans ``(n_rec, N)``. Views of :attr:`records` (made
+        on each access)."""  # noqa: D205, D209
+        if not len(self.records):
+            return {}
+        out = {name: np.swapaxes(self.records[:, s, :], 1, 2) for name, s in self.rows.items()}
+        for name in ("saturated", "landed", "crashed", "prev_landed", "prev_crashed"):
+            if name in out:
+                out[name] = out[name][..., 0] > 0.5
+        return out
 
 
 class ClosedLoop:
@@ -187,13 +201,9 @@ class ClosedLoop:
         x, rec = self.rollout(x0, u, p, steps=steps, record_every=record_every, seed=seed,
                               step0=round(k0), seed2=plant_seed)  # fmt: skip
         if rec is None:
-            return ClosedLoopRun(x, np.zeros(0), {})
+            rec = np.zeros((0, *x.shape), x.dtype)
         time = (k0 + record_every * np.arange(1, rec.shape[0] + 1)) * self.dt
-        fields = {name: np.swapaxes(rec[:, s, :], 1, 2) for name, s in self.rows.items()}
-        for name in ("saturated", "landed", "crashed", "prev_landed", "prev_crashed"):
-            if name in fields:
-                fields[name] = fields[name][..., 0] > 0.5
-        return ClosedLoopRun(x, time, fields)
+        return ClosedLoopRun(x, time, rec, self.rows)
 
 
 def compile_closed_loop(

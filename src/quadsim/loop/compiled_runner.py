@@ -64,53 +64,39 @@ class CompiledRunner:
         self.held = (None if getattr(sim, "wind", None) is None else
                      np.broadcast_to(np.asarray(sim.mean_wind, np.float64), (n, 3)))  # fmt: skip
         sensed = brain_outputs(Sensors() if sens is None else sens, estimator)
-        self.brain_keys = sorted(["ref_pos", "ref_vel", "ref_yaw", "cmd_rpm", "cmd_wrench",
-                                  "lost_wrench", "saturated", *(k for k, _ in sensed)])  # fmt: skip
-        self.scalars = ["ref_yaw", *(k for k, size in sensed if size == 1)]
-        self.pending: dict | None = None  # the record of sample k, from the step before
-        self.latest: dict | None = None  # the record of the last plant state computed
+        brain_keys = sorted(["ref_pos", "ref_vel", "ref_yaw", "cmd_rpm", "cmd_wrench",
+                             "lost_wrench", "saturated", *(k for k, _ in sensed)])  # fmt: skip
+        scalars = {"ref_yaw", *(k for k, size in sensed if size == 1)}
+        self._log = self._log_rows(brain_keys, scalars)
+        picked = [r for _, r, _ in self._log if r is not None]
+        self._take = np.concatenate([np.arange(r.start, r.stop) for r in picked])
+        self.pending: np.ndarray | None = None  # the compiled state holding sample k
+        self.latest: np.ndarray | None = None  # the last compiled state computed
         self.latest_k = 0
-        self._flown: tuple = ([], [])  # the records of the chunk just flown, their steps
+        self._flown: tuple = (None, [])  # the logged rows of the samples just flown, their steps
 
-    def _run(self, steps: int, every: int) -> tuple[dict, dict]:
-        """``steps`` steps: ``(records every ``every`` steps, the state reached as a record)``."""
+    def _log_rows(self, brain_keys: list, scalars: set) -> list[tuple[str, Any, str]]:
+        """What :meth:`records` logs, in ``fly``'s order: ``(key, rows of the compiled state or
+        None (an all-false flag), kind)``, kind ``"float"``, ``"scalar"``, ``"bool"`` or
+        ``"flag"``; the plant state and the flags from the sample's ``prev_`` rows."""  # noqa: D205, D209
+        rows = self.rows
+        log = [(key, rows[key], "bool" if key == "saturated" else
+                "scalar" if key in scalars else "float") for key in brain_keys]  # fmt: skip
+        log += [(key, rows["prev_" + key], "float") for key in ("pos", "quat", "vel", "ang_vel")]
+        log.append(("rotor_rpm", rows.get("prev_rotor_vel", rows["cmd_rpm"]), "float"))
+        if "prev_motor_heat" in rows:
+            log.append(("motor_heat", rows["prev_motor_heat"], "float"))
+        log += [(key, rows.get("prev_" + key), "flag") for key in ("crashed", "landed")]
+        return log
+
+    def _run(self, steps: int, every: int) -> tuple[np.ndarray, np.ndarray]:
+        """``steps`` steps: ``(the compiled states recorded every ``every`` steps (m, n_x, n),
+        the state reached (n_x, n))``."""  # noqa: D205, D209
         out = self.loop.run(self.x, steps, record_every=every, wind=self.held,
                             offset=self.offset, seed=self.seed,
                             plant_seed=self.sim.seed)  # fmt: skip
         self.x = out.x
-        return out.fields, self._as_record(out.x)
-
-    def _as_record(self, x: np.ndarray) -> dict:
-        """The compiled state ``(n_x, n)`` as one record ``(1, n, size)`` by field."""
-        rec = {name: x[s].T[None] for name, s in self.rows.items()}
-        for name in ("saturated", "prev_landed", "prev_crashed"):
-            if name in rec:
-                rec[name] = rec[name][..., 0] > 0.5
-        return rec
-
-    def _samples(self, fields: dict) -> dict:
-        """Log samples of records (or a final state as one record) as ``fly`` logs them."""
-
-        def f(name: str) -> np.ndarray:
-            return np.asarray(fields[name], np.float64)
-
-        m, n = f("cmd_rpm").shape[0], self.n
-        rotor = "prev_rotor_vel" if "prev_rotor_vel" in fields else "cmd_rpm"
-        flags = {}
-        for name in ("crashed", "landed"):
-            key = "prev_" + name
-            flags[name] = (np.asarray(fields[key]).astype(self.flag_dtype) if key in fields
-                           else np.zeros((m, n), self.flag_dtype))  # fmt: skip
-        brain = {key: f(key) for key in self.brain_keys if key != "saturated"}
-        for key in self.scalars:
-            brain[key] = brain[key][..., 0]
-        brain["saturated"] = np.asarray(fields["saturated"])
-        heat = {"motor_heat": f("prev_motor_heat")} if "prev_motor_heat" in fields else {}
-        return {
-            **{key: brain[key] for key in self.brain_keys}, "time": None,
-            "pos": f("prev_pos"), "quat": f("prev_quat"), "vel": f("prev_vel"),
-            "ang_vel": f("prev_ang_vel"), "rotor_rpm": f(rotor), **heat, **flags,
-        }  # fmt: skip
+        return out.records, out.x
 
     def start(self) -> None:
         """The priming step: it records sample 0."""
@@ -119,53 +105,63 @@ class CompiledRunner:
 
     def advance(self, k: int, steps: int, last: bool) -> None:
         """Fly steps ``k .. k + steps - 1`` in one C call (see ``driver.Runner``)."""
-        L, total = self.L, k + steps
+        L, total, take = self.L, k + steps, self._take
         rec, final = self._run(steps, L)
-        m = len(rec["cmd_rpm"]) if rec else 0
-        idx = k + L * np.arange(1, m + 1)  # the sample index of each record
+        idx = k + L * np.arange(1, len(rec) + 1)  # the sample index of each record
         if last:
             keep = int(np.sum(idx < total))
-            parts = [self.pending] + ([{key: v[:keep] for key, v in rec.items()}] if keep else [])
-            parts.append(final)
+            parts = [self.pending[take][None], rec[:keep, take], final[take][None]]
             self.latest = final
             sample_k = [k, *idx[:keep].tolist(), total]
         else:  # a whole number of periods: the last record is the final state's sample
-            parts = [self.pending, {key: v[:-1] for key, v in rec.items()}]
+            parts = [self.pending[take][None], rec[:-1, take]]
             self.pending = self.latest = final
             sample_k = [k, *idx[:-1].tolist()]
         self.latest_k = total
-        self._flown = (parts, sample_k)
+        self._flown = (np.concatenate(parts), sample_k)
 
     def records(self) -> dict:
         """The samples of the steps just flown, as ``fly`` logs them."""
-        parts, sample_k = self._flown
-        logged = [self._samples(p) for p in parts]
-        return {key: np.concatenate([s[key] for s in logged]) if key != "time"
-                else (self.k_sim0 + np.asarray(sample_k)) * self.dt
-                for key in logged[0]}  # fmt: skip
+        X, sample_k = self._flown  # (m, logged rows, n), in the order of self._log
+        out: dict = {}
+        at = 0
+        for key, rows, kind in self._log:
+            if key == "pos":
+                out["time"] = (self.k_sim0 + np.asarray(sample_k)) * self.dt
+            if rows is None:  # a flag without a world
+                out[key] = np.zeros((len(X), self.n), self.flag_dtype)
+                continue
+            v = np.swapaxes(X[:, at : at + rows.stop - rows.start], 1, 2)
+            at += rows.stop - rows.start
+            out[key] = (np.ascontiguousarray(v, np.float64) if kind == "float" else
+                        np.ascontiguousarray(v[..., 0], np.float64) if kind == "scalar" else
+                        (v[..., 0] > 0.5).astype(self.flag_dtype if kind == "flag" else bool))
+        return out
 
     def fault(self) -> tuple[int, int] | None:
         """A single drone's fault in the last record (as ``Simulator.step`` raises it)."""
         if self.n != 1 or self.status0 is None or self.latest is None:
             return None
-        rec = self.latest
-        return (int(np.asarray(rec["prev_fault_step"][-1]).reshape(-1)[0]),
-                int(np.asarray(rec["prev_fault_code"][-1]).reshape(-1)[0]))  # fmt: skip
+        x, rows = self.latest, self.rows
+        return (int(x[rows["prev_fault_step"]][0, 0]),
+                int(x[rows["prev_fault_code"]][0, 0]))  # fmt: skip
 
     def settle(self) -> None:
         """Put the plant state, flags and gust state of the last record into ``sim``."""
-        rec, sim, n = self.latest, self.sim, self.n
-        if rec is None:
+        x, sim, n, rows = self.latest, self.sim, self.n, self.rows
+        if x is None:
             return
         sim.k = self.k_sim0 + self.latest_k
         cls = state_class(sim.system)
-        fields = [np.asarray(rec["prev_" + name][-1], np.float64) if "prev_" + name in rec
+        fields = [np.asarray(x[rows["prev_" + name]].T, np.float64) if "prev_" + name in rows
                   else None for name in cls._fields]  # fmt: skip
-        sim.state = cls(*fields)
+        status = None
         if self.status0 is not None:
-            sim.status = Status(*(
-                np.asarray(rec["prev_" + name][-1]).reshape(n).astype(to_numpy(old).dtype)
+            status = Status(*(
+                (x[rows["prev_" + name]] > 0.5 if name in ("landed", "crashed")
+                 else x[rows["prev_" + name]]).reshape(n).astype(to_numpy(old).dtype)
                 for name, old in zip(Status._fields, self.status0, strict=True)
             ))  # fmt: skip
-        if "prev_gust_state" in rec:  # the gust state after the steps flown, as the Simulator's
-            sim.gust_state = np.asarray(rec["prev_gust_state"][-1], np.float64)
+        sim.restore(cls(*fields), status)
+        if "prev_gust_state" in rows:  # the gust state after the steps flown, as the Simulator's
+            sim.gust_state = np.asarray(x[rows["prev_gust_state"]].T, np.float64)

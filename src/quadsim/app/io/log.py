@@ -176,8 +176,8 @@ def chunk_table(
                 f"{(doc['n'], doc['n_rotors'])}"
             )
     cols = _long_columns(arrs, schema, T, N, R, fields)
-    return pa.Table.from_arrays([_arrow(pa, c, fl.type) for c, fl in zip(cols, schema, strict=True)],
-                                schema=schema)  # fmt: skip
+    arrays = [_arrow(pa, c, fl.type) for c, fl in zip(cols, schema, strict=True)]
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def _arrow(pa: Any, values: np.ndarray, typ: Any) -> Any:

@@ -1,6 +1,6 @@
 r"""IMU presets and TOML files: loading, unit conversion to SI, bias instability to bias walk.
 
-Presets live in ``quadsim/physics/presets/sensors/*.toml`` (found with :func:`quadsim.physics.presets.folder`).
+Presets live in ``quadsim/physics/presets/sensors/*.toml`` (:func:`quadsim.physics.presets.folder`).
 Values are converted to SI; ``N`` is a noise density and ``K`` a bias random walk density as in
 :mod:`quadsim.physics.sensors.imu`, whose Allan variance is ``σ²(τ) = N²/τ + K² τ/3``.
 
