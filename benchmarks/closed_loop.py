@@ -5,7 +5,7 @@ benchmarks/setup_peers.sh`` makes)::
 
     .venv-bench/bin/python benchmarks/closed_loop.py [--envs] [--no-closed-loop]
         [--sizes N ...] [--num-envs N] [--repeats K] [--no-fly] [--no-peers] [--quick]
-        [--json FILE]
+        [--fly-before SRC] [--json FILE]
 
 quadsim's rows are :func:`quadsim.app.bench_closed_loop.run`, what ``quadsim bench
 --closed-loop [--envs]`` measures (its docstring gives the workload and the paths ``compiled``,
@@ -24,6 +24,10 @@ interpreters (``peers.py`` in this folder):
   and RK4 (the like-for-like configuration), with its default Euler integrator, and with its
   registered default ``so_rpy`` model (:func:`peers.crazyflow_env`).
 
+``--fly-before SRC`` also times the ``quadsim fly`` command of another checkout in the same run
+(``SRC``: its ``src`` folder, e.g. of ``git worktree add /tmp/before <commit>``; column
+``fly-cmd-before`` and its ratio), so a change's before and after meet the same machine and load.
+
 The table ends with issue 10's targets (closed loop >= 5x crazyflow's best at N = 1 and 64,
 >= 10x at N >= 1024; ``thrust_attitude`` and ``thrust_rates`` envs >= 10x crazyflow's
 like-for-like env at 1024 envs). Without crazyflow (or with ``--no-peers``), or when its child
@@ -38,6 +42,7 @@ import json
 import statistics
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -102,7 +107,10 @@ def run(closed_loop: bool = True, envs: bool = False, quick: bool = False, *,
     measure, note = peer_status(with_peers)
     if note:
         echo(note)
+    before = options.pop("fly_before", None)
     result = bcl.run(closed_loop, envs, quick, echo=echo, **options)
+    if before is not None and closed_loop:
+        _fly_before(result, before, quick, echo)
     result["versions"] = bcl.versions(("crazyflow",))
     result["peer"] = {"crazyflow": result["versions"]["crazyflow"] if measure else None,
                       "note": note}  # fmt: skip
@@ -112,6 +120,22 @@ def run(closed_loop: bool = True, envs: bool = False, quick: bool = False, *,
         _crazyflow_envs(result, quick, echo)
     result["load_end"] = bcl.machine()["load_avg"]
     return result
+
+
+def _fly_before(result: dict, src: str, quick: bool, echo: Callable[[str], None]) -> None:
+    """The ``quadsim fly`` command of the package in ``src``, as the fly-cmd rows."""
+    result["settings"]["fly_before"] = src
+    repeats = result["settings"]["repeats"]
+    for n in result["settings"]["sizes"]:
+        try:
+            rec = bcl.fly_command_rate(n, repeats=min(repeats, 3) if quick else repeats, src=src)
+        except (RuntimeError, OSError) as e:
+            echo(f"  quadsim   fly-cmd-before: not measured ({e})")
+            continue
+        result["closed_loop"].append({"system": "quadsim", "path": "fly-cmd-before", "n": n,
+                                      **rec})  # fmt: skip
+        echo(f"  quadsim   fly-cmd-before N={n:>6d} {rec['drone_steps_per_s']:>15,.0f} "
+             f"drone-steps/s ({src}, {rec['loop']} loop)")  # fmt: skip
 
 
 def _load() -> str:
@@ -190,13 +214,16 @@ def _closed_loop_lines(result: dict, targets: list[tuple[str, bool]]) -> list[st
     if not recs:
         return []
     rate = {(r["system"], r["path"], r["n"]): r["drone_steps_per_s"] for r in recs}
-    cols = [("quadsim", p) for p in bcl.PATHS] + [("crazyflow", m) for m in CRAZYFLOW_MODES]
+    cols = [("quadsim", p) for p in (*bcl.PATHS, "fly-cmd-before")]
+    cols += [("crazyflow", m) for m in CRAZYFLOW_MODES]
     cols = [c for c in cols if any(k[:2] == c for k in rate)]
     head = ["N", *(f"{system} {p}" for system, p in cols)]
     has_peer = any(system == "crazyflow" for system, _ in cols)
     through = any(k[1] == "fly-cmd" for k in rate)
+    before = any(k[1] == "fly-cmd-before" for k in rate)
     if has_peer:
         head += ["ratio vs best", "vs moving ref"] + (["fly-cmd vs best"] if through else [])
+        head += ["before vs best"] if before else []
     rows = []
     for n in result["settings"]["sizes"]:
         row = [str(n), *(bcl.format_rate(rate.get((system, p, n))) for system, p in cols)]
@@ -207,6 +234,7 @@ def _closed_loop_lines(result: dict, targets: list[tuple[str, bool]]) -> list[st
             ours, cmd = rate.get(("quadsim", "compiled", n)), rate.get(("quadsim", "fly-cmd", n))
             row += [_ratio(ours, best), _ratio(ours, moving)]
             row += [_ratio(cmd, best)] if through else []
+            row += [_ratio(rate.get(("quadsim", "fly-cmd-before", n)), best)] if before else []
             want = 10.0 if n >= 1024 else 5.0
             if ours and best and (n in (1, 64) or n >= 1024):  # the issue's sizes
                 targets.append((f"closed loop N={n}: quadsim / crazyflow best = {ours / best:.1f}x "
@@ -221,6 +249,9 @@ def _closed_loop_lines(result: dict, targets: list[tuple[str, bool]]) -> list[st
         lines.append(MODES_NOTE)
     if through:
         lines.append(bcl.FLY_CMD_NOTE)
+    if before:
+        lines.append(f"quadsim fly-cmd-before: the same command, run from "
+                     f"{result['settings']['fly_before']}")  # fmt: skip
     if any("passes" in r for r in recs):
         lines.append(PASSES_NOTE)
     return lines
@@ -294,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-fly", action="store_true", help="skip the fly, fly-python, fly-cmd rows")
     ap.add_argument("--no-peers", action="store_true", help="skip crazyflow even when installed")
     ap.add_argument("--quick", action="store_true", help="a short smoke run (not for quoting)")
+    ap.add_argument("--fly-before", metavar="SRC",
+                    help="also time the quadsim fly command of the package in SRC (another "
+                         "checkout's src folder) in the same run")  # fmt: skip
     ap.add_argument("--json", metavar="FILE", help="also write everything as JSON")
     args = ap.parse_args(argv)
     try:
@@ -305,6 +339,15 @@ def main(argv: list[str] | None = None) -> int:
     if not opts:
         print("closed_loop.py: --no-closed-loop needs --envs (nothing to measure)", file=sys.stderr)
         return 2
+    if args.fly_before is not None:
+        if not (Path(args.fly_before) / "quadsim" / "app" / "cli.py").is_file():
+            print(f"closed_loop.py: --fly-before {args.fly_before}: no quadsim/app/cli.py in it "
+                  "(give a checkout's src folder)", file=sys.stderr)  # fmt: skip
+            return 2
+        if args.no_fly or args.no_closed_loop:
+            print("closed_loop.py: --fly-before needs the closed loop's fly rows", file=sys.stderr)
+            return 2
+        opts["fly_before"] = str(Path(args.fly_before).resolve())
 
     def echo(line: str) -> None:
         print(line, file=sys.stderr, flush=True)

@@ -126,9 +126,54 @@ def test_comparison_table_ratios_and_targets(scripts):
     assert scripts.closed_loop.MODES_NOTE in lines and bcl.FLY_CMD_NOTE in lines
 
 
+def test_the_before_column_and_its_ratio(scripts):
+    res = {
+        "machine": {"cpu": "X", "cores": 2, "usable_cores": 2, "platform": "Linux x86_64",
+                    "omp_num_threads": None, "load_avg": [1.0, 1.0, 1.0]},
+        "versions": {"quadsim": "0.1.0", "crazyflow": "0.4.0"},
+        "settings": {"sizes": [1], "repeats": 5, "quick": False, "fly_before": "/tmp/b/src"},
+        "peer": {"crazyflow": "0.4.0", "note": None}, "load_end": [1.0, 1.0, 1.0],
+        "closed_loop": [
+            {"system": "quadsim", "path": "compiled", "n": 1, "drone_steps_per_s": 2e6},
+            {"system": "quadsim", "path": "fly-cmd", "n": 1, "drone_steps_per_s": 1e6},
+            {"system": "quadsim", "path": "fly-cmd-before", "n": 1, "drone_steps_per_s": 5e4},
+            {"system": "crazyflow", "path": "held", "n": 1, "drone_steps_per_s": 2e5},
+        ],
+        "envs": [],
+    }  # fmt: skip
+    lines = scripts.closed_loop.table(res).splitlines()
+    head = next(ln for ln in lines if ln.split()[:1] == ["N"])
+    assert "quadsim fly-cmd-before" in head and head.endswith("fly-cmd vs best  before vs best")
+    row = next(ln.split() for ln in lines if ln.split()[:1] == ["1"])
+    assert row == ["1", "2,000,000", "1,000,000", "50,000", "200,000", "10.0x", "-", "5.0x",
+                   "0.2x"]  # fmt: skip
+    assert "quadsim fly-cmd-before: the same command, run from /tmp/b/src" in lines
+
+
+def test_fly_command_rate_runs_the_package_it_is_given(tmp_path):
+    """``src`` comes first on the child's path: a stand-in ``quadsim`` whose fly reports 0.5 s."""
+    cli = tmp_path / "src" / "quadsim" / "app" / "cli.py"
+    cli.parent.mkdir(parents=True)
+    (cli.parents[1] / "__init__.py").write_text("")
+    (cli.parent / "__init__.py").write_text("")
+    cli.write_text("import json, pathlib, sys\n"
+                   "out = pathlib.Path(sys.argv[sys.argv.index('--out') + 1])\n"
+                   "out.mkdir(parents=True)\n"
+                   "(out / 'summary.json').write_text(json.dumps({'wall_time_s': 0.5, "
+                   "'loop': 'stand-in'}))\n")  # fmt: skip
+    got = bcl.fly_command_rate(1, repeats=2, duration=1.0, src=str(tmp_path / "src"))
+    assert got["loop"] == "stand-in" and got["steps"] == round(1.0 / bcl.DT)
+    assert got["runs"] == [got["steps"] / 0.5] * 2
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
+        (["--fly-before", "/nonexistent"], "closed_loop.py: --fly-before /nonexistent: no "
+                                           "quadsim/app/cli.py in it (give a checkout's src "
+                                           "folder)"),
+        (["--fly-before", str(Path(bcl.__file__).parents[2]), "--no-fly"],
+         "closed_loop.py: --fly-before needs the closed loop's fly rows"),
         (["--sizes", "0"], "closed_loop.py: --sizes takes positive integers; got '0'"),
         (["--num-envs", "4"], "closed_loop.py: --num-envs needs --envs"),
         (["--no-closed-loop"], "closed_loop.py: --no-closed-loop needs --envs (nothing to "

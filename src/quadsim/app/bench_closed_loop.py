@@ -184,21 +184,27 @@ plots = false
 """The scenario :func:`fly_command_rate` flies: the benchmark's workload as a user writes it."""
 
 
-def fly_command_rate(n: int, repeats: int = 5, duration: float | None = None) -> dict:
+def fly_command_rate(n: int, repeats: int = 5, duration: float | None = None,
+                     src: str | None = None) -> dict:  # fmt: skip
     """Drone-steps/s of the ``quadsim fly`` command: a process per run, timed by its summary.
 
     Args:
         n: Drones.
         repeats: Timed runs (after one warm-up run).
         duration: Seconds of flight (default 4 s for ``n <= 64``, else 2 s).
+        src: Run the command of the package in this folder instead (put first on
+            ``PYTHONPATH``; e.g. the ``src`` of a worktree of an earlier commit).
 
     Returns:
         ``{"drone_steps_per_s", "runs", "steps", "loop", "process_s"}``: ``process_s`` holds each
         timed run's whole process time [s] (start to exit), for what the summary does not see.
     """
+    import os
     import tempfile
     from pathlib import Path
 
+    env = None if src is None else dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(src), *filter(None, [os.environ.get("PYTHONPATH")])]))  # fmt: skip
     duration = (4.0 if n <= 64 else 2.0) if duration is None else float(duration)
     steps = round(duration / DT)
     runs, process, loop = [], [], "?"
@@ -210,7 +216,7 @@ def fly_command_rate(n: int, repeats: int = 5, duration: float | None = None) ->
             t = time.perf_counter()
             r = subprocess.run([sys.executable, "-m", "quadsim.app.cli", "fly", str(scen),
                                 "--out", str(out), "--quiet"], capture_output=True,
-                               text=True)  # fmt: skip
+                               text=True, env=env)  # fmt: skip
             wall = time.perf_counter() - t
             if r.returncode != 0:
                 raise RuntimeError(f"quadsim fly exited {r.returncode}: "
