@@ -111,6 +111,25 @@ def test_parquet_round_trip_is_bitwise(tmp_path, rng, dtype):
     assert table.schema.field("time").type == pa.float64()
 
 
+def test_column_numpy_reads_what_to_numpy_reads(rng):
+    """Several chunks, sliced chunks (offsets, bits not on a byte boundary), empty chunks, nulls."""
+    from quadsim.app.io.log import column_numpy
+
+    x, b = rng.standard_normal(50), rng.random(50) < 0.5
+    i, f = np.arange(50, dtype=np.int32), x.astype(np.float32)
+    for values in (x, b, i, f):
+        whole = pa.array(values)
+        cols = [pa.chunked_array([whole]),
+                pa.chunked_array([whole.slice(3, 20), whole.slice(0, 0), whole.slice(27, 13)]),
+                pa.chunked_array([], type=whole.type)]  # fmt: skip
+        for col in cols:
+            got, want = column_numpy(col), col.to_numpy()
+            assert got.dtype == want.dtype and got.shape == want.shape
+            np.testing.assert_array_equal(got, want)
+    nulls = pa.chunked_array([pa.array([1.0, None, 3.0])])
+    np.testing.assert_array_equal(column_numpy(nulls), [1.0, np.nan, 3.0])
+
+
 def test_schema_units_and_metadata_json(tmp_path, rng):
     path = tmp_path / "log.parquet"
     io.write_log(path, synthetic_chunk(rng), META)

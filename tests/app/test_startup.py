@@ -21,13 +21,16 @@ HEAVY = ("jax", "jaxlib", "matplotlib", "scipy", "torch", "gymnasium")
 SHOWCASE_HEAVY = tuple(m for m in HEAVY if m != "scipy")  # its Dryden turbulence needs SciPy
 
 
-def _imported_after(code: str) -> dict:
-    """Run ``code`` in a fresh interpreter; the top-level modules it imported and its ``out``."""
+def _imported_after(code: str, path: Path | None = None) -> dict:
+    """Run ``code`` in a fresh interpreter (``path`` first on its ``sys.path``); the top-level
+    modules it imported and its ``out``."""
     script = (
         "import json, sys\nout = None\n" + code + "\n"
         "print(json.dumps({'modules': sorted({m.split('.')[0] for m in sys.modules}), "
         "'out': out}))\n"
     )
+    if path is not None:
+        script = f"import sys\nsys.path.insert(0, {str(path)!r})\n" + script
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=600)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -73,3 +76,26 @@ def test_showcase_fly_without_plots_loads_no_jax_matplotlib(tmp_path):
     # the resource readers with zipfile (importlib.resources.files); 30 ms of start-up together
     spared = {"numpy.ma", "zipfile", "importlib.readers"} & set(got["out"]["flown"])
     assert not spared, sorted(spared)
+
+
+def test_a_flight_and_reading_its_log_do_not_import_pandas(tmp_path):
+    """pyarrow imports pandas where it is installed (``to_numpy``, ``read_table``: 0.4 s); a
+    stand-in ``pandas`` on the path shows whether anything asks for it."""
+    from quadsim.engines import native
+
+    if not native.available():
+        pytest.skip("no C compiler: the showcase runs the Python loop (JAX where installed)")
+    fake = tmp_path / "fake" / "pandas"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("__version__ = '2.2.0'\n")
+    run = tmp_path / "run"
+    got = _imported_after(
+        "from quadsim.app.cli import main\n"
+        f"rc = main(['fly', {str(EXAMPLE)!r}, '--no-plots', '--quiet', '--out', {str(run)!r}])\n"
+        "from quadsim.app.io import read_log\n"
+        f"log, meta = read_log({str(run / 'trajectory.parquet')!r})\n"
+        "out = {'rc': rc, 'rows': int(log['pos'].shape[0])}",
+        path=tmp_path / "fake",
+    )
+    assert got["out"]["rc"] == 0 and got["out"]["rows"] > 100
+    assert "pandas" not in got["modules"]
