@@ -82,14 +82,21 @@ def test_closed_loop_missing_or_failing_peer_is_reported_not_raised(scripts, mon
     assert lines[0] == "crazyflow: skipped (--no-peers); quadsim only"
 
 
-def test_comparison_table_ratios_and_targets(scripts):
-    res = {
+def _result(closed_loop: list, envs: list, **settings) -> dict:
+    """A benchmark result as the scripts' ``run`` returns it, with these records."""
+    return {
         "machine": {"cpu": "X", "cores": 2, "usable_cores": 2, "platform": "Linux x86_64",
                     "omp_num_threads": None, "load_avg": [1.0, 1.0, 1.0]},
         "versions": {"quadsim": "0.1.0", "crazyflow": "0.4.0"},
-        "settings": {"sizes": [1, 1024], "repeats": 5, "quick": False},
+        "settings": {"repeats": 5, "quick": False, **settings},
         "peer": {"crazyflow": "0.4.0", "note": None}, "load_end": [1.5, 1.0, 1.0],
-        "closed_loop": [
+        "closed_loop": closed_loop, "envs": envs,
+    }  # fmt: skip
+
+
+def test_comparison_table_ratios_and_targets(scripts):
+    res = _result(
+        [
             {"system": "quadsim", "path": "compiled", "n": 1, "drone_steps_per_s": 2e6},
             {"system": "quadsim", "path": "compiled", "n": 1024, "drone_steps_per_s": 3e7},
             {"system": "quadsim", "path": "fly-cmd", "n": 1, "drone_steps_per_s": 1e6},
@@ -98,7 +105,7 @@ def test_comparison_table_ratios_and_targets(scripts):
             {"system": "crazyflow", "path": "scan", "n": 1, "drone_steps_per_s": 1e5},
             {"system": "crazyflow", "path": "held", "n": 1024, "drone_steps_per_s": 4e6},
         ],
-        "envs": [
+        [
             {"system": "quadsim", "action": "thrust_attitude", "config": "native float32",
              "num_envs": 1024, "env_steps_per_s": 1e6, "drone_steps_per_s": 5e6, "substeps": 5},
             {"system": "crazyflow", "action": "attitude", "config": "first_principles+rk4",
@@ -106,7 +113,8 @@ def test_comparison_table_ratios_and_targets(scripts):
             {"system": "crazyflow", "action": "attitude", "config": "so_rpy",
              "num_envs": 1024, "env_steps_per_s": 8e5, "drone_steps_per_s": 4e6, "substeps": 5},
         ],
-    }  # fmt: skip
+        sizes=[1, 1024],
+    )  # fmt: skip
     text = scripts.closed_loop.table(res)
     lines = text.splitlines()
     assert "load average 1.00 at the start, 1.50 at the end" in text
@@ -127,20 +135,11 @@ def test_comparison_table_ratios_and_targets(scripts):
 
 
 def test_the_before_column_and_its_ratio(scripts):
-    res = {
-        "machine": {"cpu": "X", "cores": 2, "usable_cores": 2, "platform": "Linux x86_64",
-                    "omp_num_threads": None, "load_avg": [1.0, 1.0, 1.0]},
-        "versions": {"quadsim": "0.1.0", "crazyflow": "0.4.0"},
-        "settings": {"sizes": [1], "repeats": 5, "quick": False, "fly_before": "/tmp/b/src"},
-        "peer": {"crazyflow": "0.4.0", "note": None}, "load_end": [1.0, 1.0, 1.0],
-        "closed_loop": [
-            {"system": "quadsim", "path": "compiled", "n": 1, "drone_steps_per_s": 2e6},
-            {"system": "quadsim", "path": "fly-cmd", "n": 1, "drone_steps_per_s": 1e6},
-            {"system": "quadsim", "path": "fly-cmd-before", "n": 1, "drone_steps_per_s": 5e4},
-            {"system": "crazyflow", "path": "held", "n": 1, "drone_steps_per_s": 2e5},
-        ],
-        "envs": [],
-    }  # fmt: skip
+    rates = {("quadsim", "compiled"): 2e6, ("quadsim", "fly-cmd"): 1e6,
+             ("quadsim", "fly-cmd-before"): 5e4, ("crazyflow", "held"): 2e5}  # fmt: skip
+    recs = [{"system": system, "path": path, "n": 1, "drone_steps_per_s": rate}
+            for (system, path), rate in rates.items()]  # fmt: skip
+    res = _result(recs, [], sizes=[1], fly_before="/tmp/b/src")
     lines = scripts.closed_loop.table(res).splitlines()
     head = next(ln for ln in lines if ln.split()[:1] == ["N"])
     assert "quadsim fly-cmd-before" in head and head.endswith("fly-cmd vs best  before vs best")
