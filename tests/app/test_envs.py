@@ -197,6 +197,27 @@ def test_attitude_action_tilts_the_drone(gains):
     assert obs[3] > 0.5  # accelerating along +x (g tan 0.2 ≈ 2 m/s^2, after the tilt-up)
 
 
+def test_pwm_reset_refills_only_the_selected_batteries():
+    """A partial reset refills the selected batteries (idle voltage at the start charge); the
+    others keep their charge and their voltage under load."""
+    from quadsim.app.envs.actions import make_action_level
+    from quadsim.physics import power as pw
+    from quadsim.physics.params import load_params
+
+    lvl = make_action_level("pwm", load_params("cf2x_L250"), 3, 0.01, battery_charge=0.9)
+    full = lvl.voltage.copy()
+    for _ in range(200):  # 2 s at 20 000 RPM on every rotor
+        lvl.advance(np.full((3, 4), 20000.0), 0.01)
+    charge, loaded = lvl.charge.copy(), lvl.voltage.copy()
+    assert np.all(charge < 0.9) and np.all(loaded < full)
+    idle = pw.battery_state(charge, np.zeros(3), lvl.power)[0]
+    assert np.all(loaded < idle - 1e-3)  # under load the voltage sags below the idle one
+    lvl.reset(np.array([False, True, False]))
+    assert lvl.charge[1] == 0.9 and lvl.voltage[1] == pytest.approx(full[1], abs=1e-12)
+    np.testing.assert_array_equal(lvl.charge[[0, 2]], charge[[0, 2]])
+    np.testing.assert_array_equal(lvl.voltage[[0, 2]], loaded[[0, 2]])
+
+
 def test_crash_terminates_with_penalty():
     """Rotors at minimum from 0.3 m: the drone hits the floor, a crash (terminated)."""
     env = HoverEnv(target=(0.0, 0.0, 0.3))

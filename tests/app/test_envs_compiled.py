@@ -22,7 +22,7 @@ from gymnasium.vector import AutoresetMode  # noqa: E402
 from quadsim.app.envs import HoverEnv, HoverVectorEnv, Termination, TrackVectorEnv  # noqa: E402
 from quadsim.app.envs.actions import InnerConsts, InnerState, init_inner, inner_loop  # noqa: E402
 
-LEVELS = ["rotor_speeds", "thrust_rates", "thrust_attitude"]
+LEVELS = ["rotor_speeds", "pwm", "thrust_rates", "thrust_attitude"]
 INFO = ("crashed", "fault", "out_of_bounds", "tilted", "pos_error", "time")
 
 
@@ -39,7 +39,7 @@ def native():
 def actions(rng, level, n):
     """Random actions near hover; some envs spin, drop or drift (all flags happen)."""
     a = rng.uniform(-1.0, 1.0, (n, 4)).astype(np.float32)
-    if level == "rotor_speeds":
+    if level in ("rotor_speeds", "pwm"):
         a = 0.1 * a + 0.25
         a[1::4] = -1.0  # rotors off: falls to the floor (crash)
         a[2::4, :2] += 0.15  # unbalanced: tilts over
@@ -71,7 +71,7 @@ def assert_same(got, want, where):
     np.testing.assert_array_equal(term, want[2], err_msg=where)
     np.testing.assert_array_equal(trunc, want[3], err_msg=where)
     assert set(info) == set(want[4]), where
-    for key in INFO:
+    for key in INFO + (("battery_v",) if "battery_v" in want[4] else ()):
         assert info[key].dtype == want[4][key].dtype, (where, key)
         np.testing.assert_allclose(info[key], want[4][key], rtol=1e-9, atol=1e-9,
                                    err_msg=f"{where} {key}")  # fmt: skip

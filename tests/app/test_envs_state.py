@@ -28,11 +28,12 @@ def _make(env_id: str, mode: str, **kw):
         ("quadsim/Hover-v0", "NextStep", {"action_level": "thrust_attitude",
                                           "backend": "numpy"}),
         ("quadsim/Hover-v0", "NextStep", {"action_level": "pwm", "backend": "numpy"}),
+        ("quadsim/Hover-v0", "NextStep", {"action_level": "pwm"}),
         ("quadsim/Hover-v0", "NextStep", {"sensors": TOF}),
         ("quadsim/Hover-v0", "NextStep", {"sensors": TOF, "backend": "numpy"}),
     ],
-    ids=["recover-compiled", "recover-numpy", "thrust-attitude-numpy", "pwm", "sensors-compiled",
-         "sensors-numpy"],
+    ids=["recover-compiled", "recover-numpy", "thrust-attitude-numpy", "pwm-numpy",
+         "pwm-compiled", "sensors-compiled", "sensors-numpy"],
 )  # fmt: skip
 def test_a_state_put_into_a_new_env_continues_bit_for_bit(env_id, mode, kw):
     """Across autoresets (episodes of 7 steps), randomised parameters (Recover-v0), gusts,

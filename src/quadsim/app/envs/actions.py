@@ -10,7 +10,8 @@ physics rate, the policy at the control rate). All maps are affine in ``a``:
   battery per environment, drained by the power of the rotor speeds after each control step,
   refilled to its start charge on reset; held over the control step). Options ``power`` (preset
   or :class:`~quadsim.physics.power.PowerParams`, default ``"cf21_stock"``) and ``battery_charge``
-  (0..1, default 1). Runs on the reference path (the compiled env step has no battery state).
+  (0..1, default 1). On the compiled path the batteries are rows of the compiled state, drained
+  by the same functions (:meth:`Pwm.rotor_command`, :meth:`Pwm.drained`).
 * ``"thrust_rates"`` (``k = 4``): collective thrust ``F = T_min + (a_0 + 1)/2 (T_max - T_min)``
   [N] (:func:`quadsim.envelope`) and body rates ``ω_d = a_{1:4} ω_max`` [rad/s], tracked by the
   PID rate stage (``quadsim.loop.control.pid.rate_control``) and allocated to rotor speeds with
@@ -127,21 +128,36 @@ class Pwm(ActionLevel):
         self.voltage = np.asarray(pw.ocv(self.charge, self.power), np.float64)
 
     def reset(self, which: np.ndarray) -> None:
-        """The selected environments' batteries back to the start charge."""
+        """The selected environments' batteries back to the start charge, idle (the others keep
+        their voltage under load)."""  # noqa: D205, D209
+        which = np.asarray(which, bool)
         self.charge[which] = self.q0
-        self.voltage = np.asarray(pw.battery_state(self.charge, 0.0 * self.charge,
-                                                   self.power)[0], np.float64)  # fmt: skip
+        self.voltage = np.where(which, self.start_voltage(), self.voltage)
 
     def command(self, action: np.ndarray, state: Any = None) -> np.ndarray:
         """Rotor speeds [RPM] ``(n, N)`` of PWM ``(a + 1)/2 · 65535`` at the present voltage."""
-        pwm = 0.5 * (np.asarray(action, np.float64) + 1.0) * pw.PWM_FULL
-        return pw.rpm_from_pwm(pwm, self.voltage[:, None], self.power)
+        return self.rotor_command(np.asarray(action, np.float64), self.voltage[:, None])
+
+    def rotor_command(self, action: Any, voltage: Any) -> Any:
+        """Rotor speeds [RPM] ``(..., N)`` of the actions ``(..., N)`` at the battery voltage
+        ``voltage`` [V] (broadcasting; array API: the compiled env step traces it)."""  # noqa: D205, D209
+        return pw.rpm_from_pwm(0.5 * (action + 1.0) * pw.PWM_FULL, voltage, self.power)
+
+    def start_voltage(self) -> float:
+        """The battery voltage [V] at the start charge, idle (what :meth:`reset` sets)."""
+        return float(pw.battery_state(np.full(1, self.q0), np.zeros(1), self.power)[0][0])
+
+    def drained(self, charge: Any, rotor_rpm: Any, dt: float) -> tuple[Any, Any]:
+        """``(charge, voltage [V])`` after ``dt`` [s] at the power of rotor speeds ``(..., N)``
+        [RPM] from ``charge`` ``(...)`` (array API: the compiled env step traces it)."""  # noqa: D205, D209
+        p = pw.electrical_power(rotor_rpm, self.power)
+        charge = pw.discharge(charge, p, dt, self.power)
+        return charge, pw.battery_state(charge, p, self.power)[0]
 
     def advance(self, rotor_rpm: Any, dt: float) -> None:
         """Drain the batteries over ``dt`` [s] at the power of rotor speeds ``(n, N)`` [RPM]."""
-        p = pw.electrical_power(np.asarray(rotor_rpm, np.float64), self.power)
-        self.charge = pw.discharge(self.charge, p, dt, self.power)
-        self.voltage = np.asarray(pw.battery_state(self.charge, p, self.power)[0], np.float64)
+        charge, v = self.drained(self.charge, np.asarray(rotor_rpm, np.float64), dt)
+        self.charge, self.voltage = charge, np.asarray(v, np.float64)
 
 
 def default_gains(params: Any, dt: float) -> Any:

@@ -18,7 +18,9 @@ where ``y`` is the loop step's column (plant state ``x``, world flags, brain sta
 command), ``w`` the control step's wind and ``a_j`` the action, or the previous one while
 ``j`` is below the latency. With the thrust levels the loop's controller is their inner loop
 (:func:`quadsim.app.envs.actions.inner_control`, its memory the brain's controller state) and the
-action its reference; ``rotor_speeds`` gives the loop its affine map's rotor command and no brain.
+action its reference; ``rotor_speeds`` gives the loop its affine map's rotor command and no brain,
+``pwm`` the rotor command of its PWM at the battery's voltage (held over the control step; the
+battery drained after it at the rotors' power, :meth:`~quadsim.app.envs.actions.Pwm.drained`).
 Then :func:`quadsim.app.envs.observation.observation` and :func:`quadsim.app.envs.reward.outcome`
 at ``t = (steps + 1) Δt_control`` on the task's reference (the trajectory traced too). Nothing is
 written twice: the NumPy reference path of :class:`~quadsim.app.envs.core.QuadCore` calls the same
@@ -30,7 +32,8 @@ Compiled state of one environment (structure of arrays, environment index last, 
     x = [the loop step's rows (:func:`~quadsim.loop.closed_loop.closed_loop_step`: plant state |
          world flags (5, with a world) | brain state (thrust levels: j, the inner loop's memory
          ctrl_<field>) | step (the clock) | cmd_rpm | cmd_wrench, saturated (thrust levels)) |
-         steps | last_action (k) | rotor_est (N, with observe_rotors) | err_int (3, with
+         steps | last_action (k) | battery_charge, battery_v (pwm) | rotor_est (N, with
+         observe_rotors) | err_int (3, with
          observe_integral) | sensor parts (with sensors: each part's state leaves
          sensor_<name>_state..., sensor_held, sensor_<name>_fresh; :mod:`.compiled_sensing`) |
          obs (d) | reward | flag_terminated, flag_truncated, flag_crashed, flag_fault,
@@ -107,9 +110,6 @@ class CompiledStep:
 
     def __init__(self, core: Any, sim: Any, cache: CompiledStep | None = None) -> None:
         system = sim.system
-        if core.level.name == "pwm":
-            raise NotImplementedError("the pwm action level (a battery per environment) runs on "
-                                      "the reference path")  # fmt: skip
         if (system.attitude != "quat" or system.model == "wrench"
                 or system.n_cmd != sim.drone.mixing_matrix.shape[1]):  # fmt: skip
             raise NotImplementedError(f"model {system.model!r} (the compiled env step needs a "
@@ -170,6 +170,8 @@ class CompiledStep:
         """The loop step's rows, then the episode's (module docstring)."""
         rows, at = dict(loop_rows), self.n_loop
         sizes = [("steps", 1), ("last_action", self.k_act)]
+        if self.core.level.name == "pwm":  # its batteries
+            sizes += [("battery_charge", 1), ("battery_v", 1)]
         if self.core.observe_rotors:
             sizes.append(("rotor_est", self.core.n_rotors))
         if self.core.observe_integral:
@@ -252,6 +254,10 @@ class CompiledStep:
         wind, delay, prev = [U[w0], U[w0 + 1], U[w0 + 2]], U[w0 + 3], tr.sym("last_action")
         if level.inner_loop:  # the action is the inner loop's reference
             now, before = flat(a, dtype), flat(prev, dtype)
+        elif level.name == "pwm":  # the rotor command at the battery's voltage, held
+            v = tr.sym("battery_v")[0]
+            now = flat(level.rotor_command(a, v), dtype)
+            before = flat(level.rotor_command(prev, v), dtype)
         else:  # the action's rotor command is the step's input
             now = flat(level.command(a, None), dtype)
             before = flat(level.command(prev, None), dtype)
@@ -278,6 +284,12 @@ class CompiledStep:
         sensed = [] if self.sensors is None else self.sensors.read(tr, x, fresh, steps,
                                                                    tr.U[self.n_u - 1])
         last = symbolic(tr.keep(flat(a, dtype), rows["last_action"]), dtype)
+        battery = []
+        if "battery_v" in rows:  # drained over the control step at the rotors' power
+            q, v = core.level.drained(tr.sym("battery_charge")[0],
+                                      symbolic(x[tr.sl["rotor_vel"]], dtype), core.control_dt)
+            span = slice(rows["battery_charge"].start, rows["battery_v"].stop)
+            battery = tr.keep([*flat(q, dtype), *flat(v, dtype)], span)
         if est is not None:
             est = symbolic(tr.keep(flat(est, dtype), rows["rotor_est"]), dtype)
         integral = int0 = tr.error_integral()
@@ -300,7 +312,7 @@ class CompiledStep:
         if self.sensors is not None:  # the readings end the observation
             at, r = self.sensors.span(rows).start, rows["sensor_held"]
             held = sensed[r.start - at : r.stop - at]
-        out = [steps, *last.entries(), *(flat(est, dtype) if est is not None else ()),
+        out = [steps, *last.entries(), *battery, *(flat(est, dtype) if est is not None else ()),
                *(flat(integral, dtype) if integral is not None else ()), *sensed,
                *flat(obs, dtype), *held]
         for f in (reward, term, trunc, crashed, fault, oob, tilted):
@@ -331,6 +343,9 @@ class CompiledStep:
             col[self.rows["rotor_vel"]] = sim.hover_rpm
         if "rotor_est" in self.rows:
             col[self.rows["rotor_est"]] = self.core.observer.hover
+        if "battery_v" in self.rows:  # the batteries at their start charge
+            col[self.rows["battery_charge"]] = self.core.level.q0
+            col[self.rows["battery_v"]] = self.core.level.start_voltage()
         if self.world is not None:
             col[self.rows["crash_time"]] = math.nan
             col[self.rows["fault_step"]] = -1.0
@@ -488,6 +503,8 @@ class CompiledStep:
                 "pos_error": X[rows["pos_error"].start, :n].astype(np.float64),
                 "time": X[rows["steps"].start, :n].astype(np.float64)
                 * self.core.control_dt}  # fmt: skip
+        if "battery_v" in rows:
+            info["battery_v"] = X[rows["battery_v"].start, :n].astype(np.float64)
         if self.sensors is not None:
             info["sensors"] = self.sensors.readings(X, rows, n)
         return obs, reward, term, trunc, info

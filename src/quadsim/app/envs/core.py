@@ -352,6 +352,8 @@ class QuadCore:
             reward[done], terminated[done], truncated[done] = 0.0, False, False
             for key in ("crashed", "fault", "out_of_bounds", "tilted", "time"):
                 info[key][done] = 0
+            if "battery_v" in info:  # the new episodes' batteries, as the compiled path
+                info["battery_v"][done] = self.level.voltage[done]
             if self.sensing is not None:  # the new episodes' first readings, as observed
                 info["sensors"] = {k: np.copy(v) for k, v in self._readings.items()}
         info["pos_error"][done] = np.linalg.norm(obs[done, :3], axis=1)
