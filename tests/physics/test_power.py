@@ -212,39 +212,46 @@ def test_scenario_pwm_command_logs_the_battery_and_the_energy(tmp_path):
         assert "Traceback" not in r.stderr
 
 
-def test_env_pwm_action_level_holds_hover_and_drains_the_battery():
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_env_pwm_action_level_holds_hover_and_drains_the_battery(backend):
     """`action_level="pwm"`: the action is the firmware's PWM; the hover PWM at the present
     voltage holds the drone (it rises as the battery sags), the charge falls by the current at
-    hover, a reset refills it; the compiled env step declines with a reason."""
+    hover, a reset refills it; on the reference path and on the compiled env step."""
     import warnings
 
     from quadsim.app.envs.starts import InitRanges
     from quadsim.app.envs.vector import HoverVectorEnv
+    from quadsim.engines.native import available
 
+    if backend == "native" and not available():
+        pytest.skip("native backend not available (no C compiler or CasADi)")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         env = HoverVectorEnv(num_envs=2, action_level="pwm", init=InitRanges(0, 0, 0, 0, 0),
-                             action_options={"battery_charge": 0.6})  # fmt: skip
+                             action_options={"battery_charge": 0.6}, backend=backend,
+                             dtype="float64")  # fmt: skip
     core = env.core
-    assert core.compiled is None and "pwm" in core.compiled_reason
+    assert (core.compiled is not None) == (backend == "native"), core.compiled_reason
     env.reset(seed=0)
-    lvl, P = core.level, core.level.power
+    P = core.level.power
     h = envelope(core.params).hover_rpm
-    z0 = core._sim.state.pos[:, 2].copy()
+    z0 = np.asarray(env.sim.state.pos)[:, 2].copy()
     pwms = []
     for _ in range(200):  # 2 s
-        pwm = (h - P.rpm_coef[0]) / P.rpm_coef[1] / lvl.voltage * pw.PWM_FULL
+        charge, volts = core.battery
+        pwm = (h - P.rpm_coef[0]) / P.rpm_coef[1] / volts * pw.PWM_FULL
         pwms.append(pwm[0])
         _, _, term, trunc, info = env.step(np.repeat((2 * pwm / pw.PWM_FULL - 1)[:, None], 4, 1))
         assert not (term.any() or trunc.any())
-    np.testing.assert_allclose(core._sim.state.pos[:, 2], z0, atol=5e-3)
+    np.testing.assert_allclose(np.asarray(env.sim.state.pos)[:, 2], z0, atol=5e-3)
     assert pwms[-1] > pwms[0]  # the voltage sags: the same speed needs more PWM
     hover_p = float(pw.electrical_power(np.full(4, h), P))
     _, i = pw.battery_state(np.array(0.6), np.array(hover_p), P)
-    np.testing.assert_allclose(0.6 - lvl.charge, 2.0 * i / 3600 / P.capacity, rtol=0.01)
-    np.testing.assert_allclose(info["battery_v"], lvl.voltage)
+    charge, volts = core.battery
+    np.testing.assert_allclose(0.6 - charge, 2.0 * i / 3600 / P.capacity, rtol=0.01)
+    np.testing.assert_allclose(info["battery_v"], volts)
     env.reset(seed=1)
-    np.testing.assert_allclose(lvl.charge, 0.6)
-    assert np.all(lvl.command(np.full((2, 4), -1.0)) == 0)  # PWM 0: the motors stand still
+    np.testing.assert_allclose(core.battery[0], 0.6)
+    assert np.all(core.level.command(np.full((2, 4), -1.0)) == 0)  # PWM 0: the motors stand still
     with pytest.raises(ValueError, match="battery_charge"):
         HoverVectorEnv(num_envs=1, action_level="pwm", action_options={"battery_charge": 2.0})

@@ -68,12 +68,10 @@ class CompiledRunner:
                              "lost_wrench", "saturated", *(k for k, _ in sensed)])  # fmt: skip
         scalars = {"ref_yaw", *(k for k, size in sensed if size == 1)}
         self._log = self._log_rows(brain_keys, scalars)
-        picked = [r for _, r, _ in self._log if r is not None]
-        self._take = np.concatenate([np.arange(r.start, r.stop) for r in picked])
         self.pending: np.ndarray | None = None  # the compiled state holding sample k
         self.latest: np.ndarray | None = None  # the last compiled state computed
         self.latest_k = 0
-        self._flown: tuple = (None, [])  # the logged rows of the samples just flown, their steps
+        self._flown: tuple = ([], [])  # the compiled states of the samples just flown, their steps
 
     def _log_rows(self, brain_keys: list, scalars: set) -> list[tuple[str, Any, str]]:
         """What :meth:`records` logs, in ``fly``'s order: ``(key, rows of the compiled state or
@@ -105,37 +103,43 @@ class CompiledRunner:
 
     def advance(self, k: int, steps: int, last: bool) -> None:
         """Fly steps ``k .. k + steps - 1`` in one C call (see ``driver.Runner``)."""
-        L, total, take = self.L, k + steps, self._take
+        L, total = self.L, k + steps
         rec, final = self._run(steps, L)
         idx = k + L * np.arange(1, len(rec) + 1)  # the sample index of each record
         if last:
             keep = int(np.sum(idx < total))
-            parts = [self.pending[take][None], rec[:keep, take], final[take][None]]
+            parts = [self.pending[None], rec[:keep], final[None]]
             self.latest = final
             sample_k = [k, *idx[:keep].tolist(), total]
         else:  # a whole number of periods: the last record is the final state's sample
-            parts = [self.pending[take][None], rec[:-1, take]]
+            parts = [self.pending[None], rec[:-1]]
             self.pending = self.latest = final
             sample_k = [k, *idx[:-1].tolist()]
         self.latest_k = total
-        self._flown = (np.concatenate(parts), sample_k)
+        self._flown = (parts, sample_k)  # views: no copy of the chunk before it is logged
 
     def records(self) -> dict:
-        """The samples of the steps just flown, as ``fly`` logs them."""
-        X, sample_k = self._flown  # (m, logged rows, n), in the order of self._log
+        """The samples of the steps just flown, as ``fly`` logs them: each field written once
+        into its log array from the compiled states (float64; flags as booleans)."""  # noqa: D205, D209
+        parts, sample_k = self._flown  # each (m_i, n_x, n)
+        m, n = sum(len(p) for p in parts), self.n
         out: dict = {}
-        at = 0
         for key, rows, kind in self._log:
             if key == "pos":
                 out["time"] = (self.k_sim0 + np.asarray(sample_k)) * self.dt
             if rows is None:  # a flag without a world
-                out[key] = np.zeros((len(X), self.n), self.flag_dtype)
+                out[key] = np.zeros((m, n), self.flag_dtype)
                 continue
-            v = np.swapaxes(X[:, at : at + rows.stop - rows.start], 1, 2)
-            at += rows.stop - rows.start
-            out[key] = (np.ascontiguousarray(v, np.float64) if kind == "float" else
-                        np.ascontiguousarray(v[..., 0], np.float64) if kind == "scalar" else
-                        (v[..., 0] > 0.5).astype(self.flag_dtype if kind == "flag" else bool))
+            boolean = kind in ("bool", "flag")
+            size = 1 if boolean or kind == "scalar" else rows.stop - rows.start
+            a = np.empty((m, n, size), bool if boolean else np.float64)
+            at = 0
+            for p in parts:
+                v = np.swapaxes(p[:, rows, :], 1, 2)
+                a[at : at + len(p)] = v[..., :1] > 0.5 if boolean else v
+                at += len(p)
+            out[key] = (a[..., 0].astype(self.flag_dtype, copy=False) if kind == "flag" else
+                        a[..., 0] if size == 1 and kind != "float" else a)  # fmt: skip
         return out
 
     def fault(self) -> tuple[int, int] | None:

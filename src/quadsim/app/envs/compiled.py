@@ -427,6 +427,12 @@ class CompiledStep:
         """The position-error integrals ``(n, 3)`` [m s] (float64)."""
         return self._X[self.rows["err_int"], : self.n].T.astype(np.float64)
 
+    def battery(self) -> tuple[np.ndarray, np.ndarray]:
+        """The pwm level's batteries ``(charge (n,), voltage (n,) [V])`` (float64)."""
+        X, rows, n = self._X, self.rows, self.n
+        return (X[rows["battery_charge"].start, :n].astype(np.float64),
+                X[rows["battery_v"].start, :n].astype(np.float64))  # fmt: skip
+
     def rotor_estimate(self) -> np.ndarray:
         """The observer's rotor speeds ``(n, N)`` [RPM] (float64)."""
         return self._X[self.rows["rotor_est"], : self.n].T.astype(np.float64)

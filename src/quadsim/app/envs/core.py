@@ -247,6 +247,16 @@ class QuadCore:
             return self.compiled.rotor_estimate()
         return self._rotor_est
 
+    @property
+    def battery(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """The pwm level's batteries: ``(charge (n,) 0..1, voltage (n,) [V])``, the voltage the
+        next step holds; ``None`` for the other levels."""  # noqa: D205, D209
+        if self.level.name != "pwm":
+            return None
+        if self.compiled is not None:
+            return self.compiled.battery()
+        return self.level.charge.copy(), self.level.voltage.copy()
+
     def nominal(self, name: str) -> np.ndarray:
         """Nominal value of the model parameter ``name``."""
         if name not in self._sim.model_params:
