@@ -321,7 +321,7 @@ def _presets() -> int:
 
 def _fly(args: argparse.Namespace) -> int:
     from .io import format_summary_table
-    from .run import damaged_warning, exit_code, fly_scenario
+    from .run import damaged_warning, exit_code, failure_lines, fly_scenario
 
     summary = fly_scenario(
         args.scenario,
@@ -348,12 +348,8 @@ def _fly(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     elif code == 1:
-        first = summary["crashes"][0]
-        print(
-            f"quadsim: {summary['crash_count']} of {summary['n_drones']} drones crashed (first: "
-            f"drone {first['drone']} at {first['time_s']:.4g} s); see the summary",
-            file=sys.stderr,
-        )
+        for line in failure_lines(summary):
+            print(line, file=sys.stderr)
     return code
 
 

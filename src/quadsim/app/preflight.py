@@ -170,6 +170,8 @@ def fastest_time_constant(drone: Any, gains: Any) -> tuple[float, str]:
         (1.0 / (c[0] + 2 * c[1] * w), "rotor spin-up lag"),
         (1.0 / (c[2] + 2 * c[3] * w), "rotor spin-down lag"),
     ]
+    if float(getattr(drone, "warmup_coef", 0.0)) > 0.0:  # θ̇ = ((Ω/Ω_h)³ - θ)/τ_w
+        found.append((float(drone.warmup_time), "motor warm-up (warmup_time)"))
     if hasattr(gains, "kR"):
         kr, kw = np.asarray(gains.kR, float), np.asarray(gains.kW, float)
         disc = np.sqrt(np.maximum(kw * kw - 4 * kr, 0.0))

@@ -255,11 +255,11 @@ def finish_run(
     if part_files(out / PARTS):
         merged = merge_parts(out / PARTS, parquet, csv, t_from=float(opts.get("settle", 0.0)),
                              keep_drones=keep, written=written)  # fmt: skip
-        summary = merged.summary.result(wall_time, interrupted)
+        summary = merged.summary.result(wall_time, interrupted, meta.get("faults"))
         head, damaged = merged.head, merged.damaged
         files += [parquet] + ([csv] if csv else [])
     else:  # stopped before the first chunk was complete
-        summary = io.SummaryAccumulator(meta).result(wall_time, interrupted)
+        summary = io.SummaryAccumulator(meta).result(wall_time, interrupted, meta.get("faults"))
     if summary.get("estimation") is not None and head:
         summary["estimation"] |= _relative_error(head, float(opts.get("settle", 0.0)))
     for key in ("loop", "loop_reason", "rates_hz"):  # what ran (the parts: what was expected)
@@ -387,10 +387,28 @@ def _missing_outputs(out: Path) -> list[str]:
 
 
 def exit_code(summary: dict) -> int:
-    """0 completed, 1 a crash, 128 + signal number when a signal stopped the run."""
+    """0 completed, 1 a crash or a diverged drone, 128 + signal number when a signal stopped the
+    run."""  # noqa: D205, D209
     name = summary.get("signal")
     if name:
         return 128 + int(signal.Signals[name])
     if summary.get("interrupted"):
         return 128 + int(signal.SIGINT)
-    return 1 if summary.get("crash_count", 0) else 0
+    return 1 if summary.get("crash_count", 0) or summary.get("fault_count", 0) else 0
+
+
+def failure_lines(summary: dict, most: int = 10) -> list[str]:
+    """The stderr lines of a run that exits 1: each diverged drone (the first ``most``), then
+    the crashes."""  # noqa: D205, D209
+    n, faults = summary.get("n_drones"), summary.get("faults") or []
+    lines = [f"quadsim: drone {f['drone']} diverged: {f['quantity']} at step {f['step']} "
+             f"(t = {f['time_s']:.6g} s); frozen there and left out of the metrics"
+             for f in faults[:most]]  # fmt: skip
+    if len(faults) > most:
+        lines.append(f"quadsim: ... {len(faults) - most} more of {n} drones diverged; "
+                     "summary.json lists them all (faults)")  # fmt: skip
+    if summary.get("crash_count"):
+        first = summary["crashes"][0]
+        lines.append(f"quadsim: {summary['crash_count']} of {n} drones crashed (first: drone "
+                     f"{first['drone']} at {first['time_s']:.4g} s); see the summary")  # fmt: skip
+    return lines

@@ -37,7 +37,7 @@ from ..physics.world import FAULT_NAMES, Status, World
 from .array_engine import backend_namespace, make_engine
 from .state import as_cmd, check_unit_quat, initial_status, state_class
 
-__all__ = ["SimulationError", "Simulator", "Wind", "diverged"]
+__all__ = ["SimulationError", "Simulator", "Wind", "diverged", "fault_report"]
 
 
 DEFAULT_WORLD = World()
@@ -70,6 +70,27 @@ def diverged(step: int, code: int, dt: float) -> SimulationError:
         f"drone diverged: {FAULT_NAMES[code]} at step {step} (t = {(step + 1) * dt:.6g} s); "
         "the state was kept at its last good value"
     )
+
+
+def fault_report(status: Status | None, dt: float) -> list[dict]:
+    """Every drone of a batch that diverged, as :func:`diverged` words it for a single drone.
+
+    Args:
+        status: The batch's flags (:attr:`Simulator.status`), ``None`` without a world.
+        dt: Time step [s] (the fault at step ``k`` is in the state at ``t = (k + 1) dt``).
+
+    Returns:
+        One dict per faulted drone, in drone order: ``drone`` (index), ``step`` (the step whose
+        result was bad), ``time_s``, ``quantity`` (what diverged,
+        :data:`~quadsim.physics.world.FAULT_NAMES`); ``[]`` without a world or a fault.
+    """
+    if status is None:
+        return []
+    steps = np.asarray(to_numpy(status.fault_step)).reshape(-1)
+    codes = np.asarray(to_numpy(status.fault_code)).reshape(-1)
+    return [{"drone": int(i), "step": int(steps[i]), "time_s": (int(steps[i]) + 1) * float(dt),
+             "quantity": FAULT_NAMES[int(codes[i])]}
+            for i in np.flatnonzero(steps >= 0)]  # fmt: skip
 
 
 def _params_of(drone: Any, system: System) -> dict:

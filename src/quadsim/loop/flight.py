@@ -62,6 +62,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from ..engines.sim import fault_report
 from ..physics import rotors
 from ..physics.integrators import INTEGRATORS
 from ..physics.noise import check_seed
@@ -96,7 +97,10 @@ class FlightResult(NamedTuple):
     Attributes:
         log: Time-major arrays of the recorded samples (concatenated chunks; empty dict when
             ``keep_log`` is false).
-        meta: Run metadata (drone, dt, duration, n, rotor limits and geometry, ...).
+        meta: Run metadata (drone, dt, duration, n, rotor limits and geometry, ...), with
+            ``faults``: every drone of a batch that diverged and was frozen
+            (:func:`quadsim.engines.sim.fault_report`: drone, step, time, quantity; a single
+            drone raises instead).
         steps: Control steps completed.
         interrupted: True when the flight stopped on ``KeyboardInterrupt`` (Ctrl-C, or a
             signal the caller turned into one, see :class:`quadsim.app.signals.Interrupted`);
@@ -284,6 +288,7 @@ def fly(
     log = {key: np.concatenate([c[key] for c in chunks]) for key in chunks[0]} if chunks else {}
     rates = {"rates_hz": rates_hz(dt, periods, sens)}
     meta_out = run_meta(sim, total * dt, meta) | loop_meta | rates
+    meta_out["faults"] = fault_report(sim.status, float(dt))
     if sens.parts:
         meta_out["columns"] = log_columns(sens.parts)
     return FlightResult(log, meta_out, k, interrupted, wall, stop_signal)

@@ -23,6 +23,10 @@ samples before a drone's first crash counted ("flying" samples):
   :func:`quadsim.app.analysis.ate_from_moments`; pooled over the drones); ``None``
   without an estimator. ``rte_1m_m`` (the relative trajectory error over 1 m of travel) is added by
   the run from the drones it keeps for the figures;
+* a drone whose state diverged (non-finite, or past the world's limits on speed, body rate or
+  rotor speed: :func:`quadsim.engines.sim.fault_report`) is frozen by the world; it is listed in
+  ``faults`` (drone, step, time, quantity) and in its ``per_drone`` entry, and left out of every
+  metric over the drones (tracking, tilt, saturation, estimation, power);
 * with a battery in the loop (``battery_*`` columns), ``power``: ``energy_j`` (the electrical
   energy ``∑ P Δt`` of the flying samples, sample-and-hold, summed over the drones, and its mean
   per drone ``energy_j_per_drone``), ``mean_power_w`` per drone, ``voltage_min_v``,
@@ -161,28 +165,30 @@ class SummaryAccumulator:
         p = np.where(flying, np.asarray(chunk["battery_p"], np.float64).reshape(flying.shape), 0.0)
         v = np.asarray(chunk["battery_v"], np.float64).reshape(flying.shape)
         q = np.asarray(chunk["battery_charge"], np.float64).reshape(flying.shape)
-        a = self._pw or {"e": np.zeros(p.shape[1]), "pending": None, "vmin": math.inf,
-                         "q0": q[0].copy()}  # fmt: skip
+        a = self._pw or {"e": np.zeros(p.shape[1]), "pending": None,
+                         "vmin": np.full(p.shape[1], math.inf), "q0": q[0].copy()}  # fmt: skip
         if a["pending"] is not None:
             a["e"] += a["pending"] * (time[0] - self._times[-1][-1])
         a["e"] += (p[:-1] * np.diff(time)[:, None]).sum(axis=0)
         a["pending"], a["q1"] = p[-1], q[-1]
-        a["vmin"] = min(a["vmin"], float(np.min(np.where(flying, v, np.inf))))
+        a["vmin"] = np.minimum(a["vmin"], np.min(np.where(flying, v, np.inf), axis=0))
         self._pw = a
 
-    def _power(self, last: float, sim_time: float) -> dict[str, Any] | None:
-        """The ``power`` entry of the summary (module docstring)."""
+    def _power(self, last: float, sim_time: float, ok: np.ndarray) -> dict[str, Any] | None:
+        """The ``power`` entry of the summary (module docstring) over the drones ``ok``."""
         a = self._pw
         if a is None:
             return None
         e = a["e"] + (a["pending"] * last if a["pending"] is not None else 0.0)
         a["pending"] = None
-        n = max(len(e), 1)
+        e, n = e[ok], max(int(ok.sum()), 1)
+        vmin = float(np.min(a["vmin"][ok], initial=math.inf))
+        mean = lambda q: float(np.mean(q[ok])) if ok.any() else None  # noqa: E731
         hover = self.meta.get("hover_endurance_s")
         return {"energy_j": float(e.sum()), "energy_j_per_drone": float(e.sum() / n),
                 "mean_power_w": float(e.sum() / n / sim_time) if sim_time > 0 else None,
-                "voltage_min_v": a["vmin"] if math.isfinite(a["vmin"]) else None,
-                "charge_start": float(np.mean(a["q0"])), "charge_end": float(np.mean(a["q1"])),
+                "voltage_min_v": vmin if math.isfinite(vmin) else None,
+                "charge_start": mean(a["q0"]), "charge_end": mean(a["q1"]),
                 "hover_endurance_s": None if hover is None else float(hover)}  # fmt: skip
 
     def _add_estimate(self, chunk: Mapping[str, Any], use: np.ndarray) -> None:
@@ -193,7 +199,7 @@ class SummaryAccumulator:
         acc = self._est if self._est is not None else dict.fromkeys(
             ("pos", "vel", "att", "n", "nees", "n_nees"), 0.0)  # fmt: skip
         est_pos, pos = f("est_pos"), f("pos")
-        acc["pos"] += float(np.where(use, ((est_pos - pos) ** 2).sum(-1), 0.0).sum())
+        acc["pos"] += np.where(use, ((est_pos - pos) ** 2).sum(-1), 0.0).sum(axis=0)
         # the moments of the aligned trajectory error (analysis.ate_from_moments), per drone,
         # about each drone's first true position (for rounding)
         if "ref" not in acc:
@@ -212,40 +218,43 @@ class SummaryAccumulator:
         acc["m_yy"] = acc["m_yy"] + (y * y).sum((0, 2))
         if "est_vel" in chunk and "vel" in chunk:
             e2 = ((f("est_vel") - f("vel")) ** 2).sum(-1)
-            acc["vel"] += float(np.where(use, e2, 0.0).sum())
+            acc["vel"] += np.where(use, e2, 0.0).sum(axis=0)
         if "est_quat" in chunk:
-            acc["att"] += float(np.where(use, attitude_angle(f("est_quat"), f("quat")) ** 2,
-                                         0.0).sum())  # fmt: skip
-        acc["n"] += float(use.sum())
+            acc["att"] += np.where(use, attitude_angle(f("est_quat"), f("quat")) ** 2,
+                                   0.0).sum(axis=0)  # fmt: skip
+        acc["n"] += use.sum(axis=0)
         if "est_nees" in chunk:
             nees = f("est_nees")
             ok = use & np.isfinite(nees)
-            acc["nees"] += float(np.where(ok, nees, 0.0).sum())
-            acc["n_nees"] += float(ok.sum())
+            acc["nees"] += np.where(ok, nees, 0.0).sum(axis=0)
+            acc["n_nees"] += ok.sum(axis=0)
         acc["has_vel"] = float("est_vel" in chunk)
         acc["has_att"] = float("est_quat" in chunk)
         self._est = acc
 
-    def _estimation(self) -> dict[str, Any] | None:
-        """The ``estimation`` entry of the summary (module docstring), or ``None``."""
+    def _estimation(self, ok: np.ndarray) -> dict[str, Any] | None:
+        """The ``estimation`` entry of the summary (module docstring) over the drones ``ok``,
+        or ``None``."""  # noqa: D205, D209
         a = self._est
         if a is None:
             return None
-        n = a["n"]
+        tot = {k: float(np.sum(np.where(ok, a[k], 0.0))) for k in ("pos", "vel", "att", "n",
+                                                                   "nees", "n_nees")}  # fmt: skip
+        n = tot["n"]
         rms = lambda s: float(np.sqrt(s / n)) if n else math.nan  # noqa: E731
         from ..analysis import ate_from_moments
 
         ate_d = ate_from_moments(a["m_n"], a["m_x"], a["m_y"], a["m_yx"], a["m_xx"], a["m_yy"])
-        good = np.isfinite(ate_d)
+        good = np.isfinite(ate_d) & ok
         ate = (float(np.sqrt(np.sum(a["m_n"][good] * ate_d[good] ** 2) / a["m_n"][good].sum()))
                if good.any() else None)  # fmt: skip
         return {
-            "pos_rmse_m": rms(a["pos"]),
+            "pos_rmse_m": rms(tot["pos"]),
             "ate_m": ate,
-            "vel_rmse_m_s": rms(a["vel"]) if a["has_vel"] else None,
-            "att_rmse_deg": math.degrees(rms(a["att"])) if a["has_att"] else None,
-            "nees_mean": float(a["nees"] / a["n_nees"]) if a["n_nees"] else None,
-            "nees_dof": 9 if a["n_nees"] else None,
+            "vel_rmse_m_s": rms(tot["vel"]) if a["has_vel"] else None,
+            "att_rmse_deg": math.degrees(rms(tot["att"])) if a["has_att"] else None,
+            "nees_mean": tot["nees"] / tot["n_nees"] if tot["n_nees"] else None,
+            "nees_dof": 9 if tot["n_nees"] else None,
         }
 
     def _saturated(self, chunk: Mapping[str, Any], T: int, N: int) -> np.ndarray | None:
@@ -266,12 +275,17 @@ class SummaryAccumulator:
             raise ValueError("summary: chunks differ in their saturation keys")
         return sat
 
-    def result(self, wall_time: float, interrupted: bool = False) -> dict[str, Any]:
+    def result(self, wall_time: float, interrupted: bool = False,
+               faults: list | None = None) -> dict[str, Any]:  # fmt: skip
         """The summary of everything added so far (see :func:`summarize`)."""
         meta = self.meta
         N = self.n or 0
         if self.n is None:
             self._start(0)
+        faults = [f for f in faults or () if 0 <= int(f["drone"]) < N]
+        fault_of = {int(f["drone"]): f for f in faults}
+        ok = np.ones(N, bool)
+        ok[list(fault_of)] = False
         time = np.concatenate(self._times) if self._times else np.zeros(0)
         T = time.shape[0]
         last = _last_interval(time, meta)
@@ -286,19 +300,21 @@ class SummaryAccumulator:
         )
         rms = mx = None
         err_rms_d = err_max_d = np.full(N, np.nan)
-        if self._has_ref:
+        if self._has_ref:  # the metrics leave the faulted drones out
             with np.errstate(invalid="ignore", divide="ignore"):
                 err_rms_d = np.sqrt(self._e2 / self._cnt)
-                total = self._cnt.sum()
-                rms = float(np.sqrt(self._e2.sum() / total)) if total else math.nan
+                total = self._cnt[ok].sum()
+                rms = float(np.sqrt(self._e2[ok].sum() / total)) if total else math.nan
             err_max_d = _inf_to_nan(self._emax)
-            mx = float(_inf_to_nan(self._emax.max(initial=-np.inf)))
+            mx = float(_inf_to_nan(self._emax[ok].max(initial=-np.inf)))
         til_d = _inf_to_nan(self._tilt)
-        max_tilt = float(_inf_to_nan(self._tilt.max(initial=-np.inf)))
+        max_tilt = float(_inf_to_nan(self._tilt[ok].max(initial=-np.inf)))
+        n_ok = int(ok.sum())
         if self._has_sat:
             sat_d = self._sat
-            sat_time = float(sat_d.max()) if N else 0.0
-            sat_frac = float(sat_d.sum() / (N * sim_time)) if N and sim_time > 0 else math.nan
+            sat_time = float(sat_d[ok].max()) if n_ok else 0.0
+            sat_frac = (float(sat_d[ok].sum() / (n_ok * sim_time)) if n_ok and sim_time > 0
+                        else math.nan)  # fmt: skip
         else:
             sat_d = np.full(N, np.nan)
             sat_time = sat_frac = None
@@ -315,6 +331,8 @@ class SummaryAccumulator:
                 "saturation_time_s": float(sat_d[i]),
                 "crash_time_s": self._crash_t[i],
                 "landed": None if landed is None else bool(landed[i]),
+                "fault": ({k: v for k, v in fault_of[i].items() if k != "drone"}
+                          if i in fault_of else None),
             }
             for i in range(N)
         ]
@@ -342,8 +360,10 @@ class SummaryAccumulator:
             "crash_count": len(crashes),
             "crashes": crashes,
             "landed_count": None if landed is None else int(landed.sum()),
-            "estimation": self._estimation(),
-            "power": self._power(last, sim_time),
+            "fault_count": len(faults),
+            "faults": faults,
+            "estimation": self._estimation(ok),
+            "power": self._power(last, sim_time, ok),
             "per_drone": per_drone,
         }
 
@@ -360,6 +380,7 @@ def summarize(
     wall_time: float,
     interrupted: bool = False,
     t_from: float = 0.0,
+    faults: list | None = None,
 ) -> dict[str, Any]:
     """Summary statistics of a flight log (definitions in the module docstring).
 
@@ -370,6 +391,9 @@ def summarize(
         wall_time: Wall-clock time of the run [s].
         interrupted: The run was stopped early (Ctrl-C, a signal).
         t_from: Tracking error counts samples with ``time >= t_from`` [s] (settling skipped).
+        faults: The drones that diverged (:func:`quadsim.engines.sim.fault_report`: dicts with
+            ``drone``, ``step``, ``time_s``, ``quantity``); left out of every metric over the
+            drones.
 
     Returns:
         A JSON-able dict: ``interrupted``, ``drone``, ``scenario``, ``backend``, ``model``,
@@ -380,14 +404,16 @@ def summarize(
         ``wall_time_s``, ``real_time_factor``, ``drone_seconds_per_wall_second``, ``t_from_s``,
         ``tracking_rms_m``, ``tracking_max_m``, ``max_tilt_deg``, ``saturation_time_s`` (worst
         drone), ``saturation_fraction`` (of all drone-samples), ``crash_count``, ``crashes``
-        (list of ``{"drone", "time_s"}``), ``landed_count`` (at the last sample) and
-        ``per_drone`` (list of per-drone dicts). Missing quantities are ``None``; NaN only
+        (list of ``{"drone", "time_s"}``), ``landed_count`` (at the last sample),
+        ``fault_count`` and ``faults`` (as given, the drones in the batch) and ``per_drone``
+        (list of per-drone dicts; ``fault``: the drone's ``step``, ``time_s`` and ``quantity``,
+        or ``None``). Missing quantities are ``None``; NaN only
         where no finite sample exists. The same as :class:`SummaryAccumulator` fed the log in
         any number of chunks.
     """
     acc = SummaryAccumulator(meta, t_from)
     acc.add(log)
-    return acc.result(wall_time, interrupted)
+    return acc.result(wall_time, interrupted, faults)
 
 
 def write_summary(path: str | os.PathLike[str], summary: Mapping[str, Any]) -> None:
@@ -436,6 +462,13 @@ def format_summary_table(summary: Mapping[str, Any], max_crashes: int = 5) -> st
         ),
         ("crashes", f"{s.get('crash_count', 0)}" + (f": {ct}" if ct else "")),
     ]
+    faults = s.get("faults") or []
+    if faults:  # shown only when a drone diverged (the table's usual rows are above)
+        ft = ", ".join(f"#{f['drone']} {f['quantity']} at {_fmt(f['time_s'], 's')}"
+                       for f in faults[:max_crashes])  # fmt: skip
+        more = len(faults) - max_crashes
+        rows.append(("diverged", f"{len(faults)}: {ft}" + (f", ... ({more} more)" if more > 0
+                                                          else "")))  # fmt: skip
     est = s.get("estimation")
     if est:  # an estimator flew: its errors against the truth
         att = est.get("att_rmse_deg")
