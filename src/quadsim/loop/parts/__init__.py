@@ -35,6 +35,11 @@ line each), ``"package.module:Class"`` (a user's part, imported on use), or the 
 point (groups :data:`ENTRY_POINTS`). :func:`sensor_class` and :func:`controller_class` turn a kind
 into its class; a sensor class builds itself from its scenario table with ``from_table(name,
 table, ctx)`` after :func:`check_params` of its declared :attr:`Sensor.params`.
+
+A kind names code: importing a user's module runs it, so a scenario file is trusted like a
+script. The class must subclass :class:`Sensor` or :class:`Controller` (checked before any of its
+code is called); whatever its module does wrong on import (an exception, ``sys.exit``) is a
+``ValueError`` naming the kind, and a program's ``__main__`` module is refused unimported.
 """
 
 from __future__ import annotations
@@ -249,27 +254,55 @@ def check_params(params: dict[str, Param], values: dict) -> dict[str, float]:
     return out
 
 
-def _resolve(kind: str, what: str, registry: dict[str, str], needs: tuple[str, ...]) -> type:
-    """The class of a part ``kind``: registered, ``"module:Class"``, or an entry point."""
+def _imported(kind: str, what: str, module: str, load: Any) -> Any:
+    """``load()`` (the import a kind names), every failure of the imported code a ValueError.
+
+    A scenario names code: importing a user's module runs it (scenario files are trusted like
+    scripts). What that code does wrong when imported, an exception or ``sys.exit``, is the
+    scenario's mistake (exit 2 with the key), not quadsim's; a Ctrl-C stays a Ctrl-C.
+    """
+    if module.rpartition(".")[2] == "__main__":
+        raise ValueError(f"{what} kind {kind!r}: {module!r} is a program's __main__ module, which "
+                         "runs the program when imported; name the module that defines the "
+                         "part")  # fmt: skip
+    try:
+        return load()
+    except ImportError as e:
+        raise ValueError(f"{what} kind {kind!r}: cannot import {module!r} ({e})") from None
+    except SystemExit as e:
+        raise ValueError(f"{what} kind {kind!r}: importing {module!r} ended the program "
+                         f"(SystemExit({e.code!r})); nothing was flown") from None  # fmt: skip
+    except Exception as e:
+        raise ValueError(f"{what} kind {kind!r}: importing {module!r} failed: "
+                         f"{type(e).__name__}: {e}") from None  # fmt: skip
+
+
+def _resolve(kind: str, what: str, registry: dict[str, str], base: type) -> type:
+    """The class of a part ``kind``: registered, ``"module:Class"``, or an entry point; a
+    subclass of ``base`` (checked before anything of it is called)."""  # noqa: D205, D209
     target = registry.get(kind)
     if target is None and ":" not in str(kind):
         from importlib import metadata  # only here: importing it adds ~15 ms to start-up
 
         eps = {ep.name: ep for ep in metadata.entry_points(group=ENTRY_POINTS[what])}
-        if kind in eps:
-            return eps[kind].load()
-        raise ValueError(f"unknown {what} kind {kind!r}; known: {sorted({*registry, *eps})}, "
-                         f"or 'package.module:Class'")  # fmt: skip
-    module, _, attr = (target or kind).partition(":")
-    try:
-        cls = getattr(importlib.import_module(module), attr)
-    except ImportError as e:
-        raise ValueError(f"{what} kind {kind!r}: cannot import {module!r} ({e})") from None
-    except AttributeError:
-        raise ValueError(f"{what} kind {kind!r}: {module!r} has no {attr!r}") from None
-    if not all(hasattr(cls, a) for a in needs):
-        raise ValueError(f"{what} kind {kind!r}: {attr} is not a {what} part (it needs "
-                         f"{', '.join(map(repr, needs))})")  # fmt: skip
+        if kind not in eps:
+            raise ValueError(f"unknown {what} kind {kind!r}; known: {sorted({*registry, *eps})}, "
+                             f"or 'package.module:Class'")  # fmt: skip
+        ep = eps[kind]
+        cls = _imported(kind, what, ep.module, ep.load)
+        where = f"the entry point {ep.value!r} of {ENTRY_POINTS[what]!r}"
+    else:
+        module, _, attr = (target or kind).partition(":")
+        if not module or not attr:
+            raise ValueError(f"{what} kind {kind!r}: expected 'package.module:Class'")
+        cls = getattr(_imported(kind, what, module, lambda: importlib.import_module(module)),
+                      attr, None)  # fmt: skip
+        if cls is None:
+            raise ValueError(f"{what} kind {kind!r}: {module!r} has no {attr!r}")
+        where = f"{module}:{attr}"
+    if not (isinstance(cls, type) and issubclass(cls, base)):
+        raise ValueError(f"{what} kind {kind!r}: {where} is not a {what} part (a subclass of "
+                         f"quadsim.loop.parts.{base.__name__}); got {cls!r}")  # fmt: skip
     return cls
 
 
@@ -278,16 +311,17 @@ def sensor_class(kind: str) -> type:
     entry point of the ``quadsim.sensors`` group.
 
     Raises:
-        ValueError: An unknown kind, a module that does not import, or a missing class (saying
-            which, and the known kinds).
+        ValueError: An unknown kind, a module that does not import (or fails, or exits, when
+            imported; a program's ``__main__`` module is not imported at all), a missing class,
+            or a class that is not a :class:`Sensor` (saying which, and the known kinds).
     """  # noqa: D205
-    return _resolve(kind, "sensor", SENSORS, ("measure", "outputs"))
+    return _resolve(kind, "sensor", SENSORS, Sensor)
 
 
 def controller_class(kind: str) -> type:
     """The class of a controller ``kind``: registered (:data:`CONTROLLERS`), ``"module:Class"``,
     or an entry point of the ``quadsim.controllers`` group (as :func:`sensor_class`)."""  # noqa: D205, D209
-    return _resolve(kind, "controller", CONTROLLERS, ("from_table",))
+    return _resolve(kind, "controller", CONTROLLERS, Controller)
 
 
 class Controller:
