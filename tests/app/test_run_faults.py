@@ -57,7 +57,21 @@ def test_a_warmup_faster_than_the_step_is_warned_about(tmp_path):
         preset.replace('warmup_time = { value = 8.46', 'warmup_time = { value = 1e-6'))
     scen = tmp_path / "s.toml"
     scen.write_text(f'duration = 1.0\n[drone]\npreset = "{tmp_path / "fast_warm.toml"}"\n'
-                    '[sim]\ndt = 0.002\n[controller]\ngains = "cf2x_L250_geometric"\n')  # fmt: skip
+                    '[sim]\ndt = 0.002\n[controller]\n'
+                    'gains = "cf21_nanobench_geometric"\n')  # fmt: skip
     notes = check_run(load_scenario(scen))
     assert any("sim.dt" in n and "motor warm-up (warmup_time)" in n and "1e-06" not in n
                for n in notes), notes  # fmt: skip
+
+
+def test_a_reference_beyond_the_thrust_cap_is_warned_about(tmp_path):
+    def notes(speed):
+        scen = tmp_path / f"s{speed}.toml"
+        scen.write_text(f'duration = 6.0\n[drone]\npreset = "cf21_nanobench"\n[trajectory]\n'
+                        f'kind = "circle"\nradius = 1.0\nspeed = {speed}\n')  # fmt: skip
+        return [n for n in check_run(load_scenario(scen)) if "thrust" in n]
+
+    # 2.5 m/s on 1 m: m |a - g| = 0.04493 sqrt(6.25² + 9.81²) = 0.523 N > 0.48 (1 - 0.0392)
+    (fast,) = notes(2.5)
+    assert "trajectory.kind (line 5)" in fast and "needs up to 0.523 N" in fast, fast
+    assert notes(0.5) == []

@@ -15,6 +15,7 @@ import numpy as np
 
 from ...loop.brain import Sensors, loop_periods
 from ...loop.control import load_gains
+from ...loop.control.gains import thrust_cap
 from ...physics.params import load_params
 from ...physics.sensors import dropout_thresholds
 from ..preflight import (
@@ -194,7 +195,36 @@ def check_run(sc: Any) -> list[str]:
     advice = dt_advice(sim["dt"], sim["integrator"], sim["dtype"], tau, what)
     if advice:
         notices.append(f"quadsim: warning: {_where(sc, 'sim.dt')}: {advice}")
+    if sc.prepared is not None:
+        short = _thrust_short(sc.prepared.trajectory, v[""]["duration"], drone, gains)
+        if short:
+            notices.append(f"quadsim: warning: {_where(sc, 'trajectory.kind')}: {short}")
     return notices
+
+
+def _thrust_short(trajectory: Any, duration: float, drone: Any, gains: Any) -> str | None:
+    """Why the controller's thrust cap falls short of what the reference needs, ``m |a_ref - g|``
+    at its peak over the flight (2001 samples), or ``None``. A cap below the weight is warned
+    about where the gains are loaded (:func:`quadsim.loop.control.gains.hover_problem`)."""  # noqa: D205, D209
+    if not hasattr(gains, "thrust_max"):
+        return None
+    cap, weight = thrust_cap(gains, drone), float(gains.mass * gains.gravity)
+    t = np.linspace(0.0, float(duration), 2001)
+    try:
+        acc = np.asarray(trajectory(t).acc, dtype=np.float64)
+    except Exception:  # a reference that takes one time at a time: not checked here
+        return None
+    if cap < weight or acc.shape[-1:] != (3,) or acc.ndim < 2:
+        return None
+    need = float(gains.mass) * np.linalg.norm(acc + np.array([0.0, 0.0, float(gains.gravity)]),
+                                               axis=-1)
+    need = need.reshape(t.shape[0], -1).max(axis=-1)
+    i = int(np.argmax(need))
+    if need[i] <= cap:
+        return None
+    return (f"the reference needs up to {need[i]:.3g} N of thrust (at t = {t[i]:.3g} s) and the "
+            f"controller's cap is {cap:.3g} N (weight {weight:.3g} N): the drone will fall "
+            "behind it; fly it slower or smaller, or raise max_thrust_ratio")  # fmt: skip
 
 
 def _where(sc: Any, path: str) -> str:

@@ -51,6 +51,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -61,7 +62,7 @@ from ...physics.envelope import envelope
 from ...physics.params import Params, load_params
 from ...physics.rotors import Allocator, allocation_matrix, make_allocator
 
-__all__ = ["GeometricGains", "PidGains", "list_gains", "load_gains"]
+__all__ = ["GeometricGains", "PidGains", "hover_problem", "list_gains", "load_gains", "thrust_cap"]
 
 
 class GeometricGains(NamedTuple):
@@ -260,6 +261,29 @@ def load_gains(
     return _build(doc, where, stem, packaged, drone, dt)
 
 
+def thrust_cap(gains: Any, drone: Params) -> float:
+    """The most collective thrust [N] the controller asks for that the rotors give once warm:
+    ``T_max (1 - c_w)``, ``T_max = min(max_thrust_ratio, 1)`` times the envelope's, ``c_w`` the
+    drone's ``warmup_coef`` (the fraction of thrust per command warm motors lose)."""  # noqa: D205, D209
+    return float(gains.thrust_max) * (1.0 - float(getattr(drone, "warmup_coef", 0.0)))
+
+
+def hover_problem(gains: Any, drone: Params) -> str | None:
+    """Why a controller with these gains cannot hold ``drone`` up (its :func:`thrust_cap` below
+    the weight ``m g``), or ``None``; for gains without a thrust cap, ``None``."""  # noqa: D205, D209
+    if not hasattr(gains, "thrust_max"):
+        return None
+    cap, weight = thrust_cap(gains, drone), float(gains.mass * gains.gravity)
+    if cap >= weight:
+        return None
+    warm = " once the motors are warm" if getattr(drone, "warmup_coef", 0.0) > 0.0 else ""
+    full = envelope(drone).thrust_max
+    return (f"the controller's thrust cap, {cap:.3g} N{warm} (max_thrust_ratio "
+            f"{gains.thrust_max / full:.3g} of the rotors' {full:.3g} N), is below the weight of "
+            f"drone {drone.name!r}, {weight:.3g} N: it cannot hover and sinks; raise "
+            "max_thrust_ratio or use gains made for this drone")  # fmt: skip
+
+
 def _build(
     doc: dict, where: str, stem: str, packaged: bool, drone: Any, dt: float | None
 ) -> PidGains | GeometricGains:
@@ -316,10 +340,15 @@ def _build(
     vec = {k: _ro(np.broadcast_to(v[k], (3,))) for k in _SPECS[kind] if spec[k][1] is _V}
     sca = {k: float(v[k]) for k in _SPECS[kind] if spec[k][1] is _S}
     if kind == "geometric":
-        return GeometricGains(**common, **vec, **sca)
-    att = vec["att_p"]
-    yaw_w = float(min(att[2] / att[0], 1.0)) if att[0] > 0.0 else 1.0
-    return PidGains(**common, **vec, **sca, yaw_weight=yaw_w)
+        gains = GeometricGains(**common, **vec, **sca)
+    else:
+        att = vec["att_p"]
+        yaw_w = float(min(att[2] / att[0], 1.0)) if att[0] > 0.0 else 1.0
+        gains = PidGains(**common, **vec, **sca, yaw_weight=yaw_w)
+    problem = hover_problem(gains, params)
+    if problem:  # a warning, not an error: a drop test or a landing may fly it on purpose
+        warnings.warn(f"{where}: {problem}", UserWarning, stacklevel=3)
+    return gains
 
 
 def _torque_max(params: Params, weight: float) -> np.ndarray:
