@@ -395,6 +395,36 @@ def test_the_parts_still_in_hand_are_merged_without_reading_them_back(tmp_path, 
     assert same[0] == same[1]  # (NaN-safe)
 
 
+def test_a_run_that_fails_before_its_first_part_leaves_no_parts_folder(tmp_path, rng,
+                                                                      monkeypatch):  # fmt: skip
+    """The parts folder is made with the first part (issue 40): none while chunks are held, none
+    after a chunk the log cannot take or a first part that cannot be written; made and kept once
+    a part is on disk."""
+    from quadsim.app.io.parts import PARTS, PartWriter, part_files
+
+    folder = tmp_path / PARTS
+    w = PartWriter(folder, META, durable=False, flush_seconds=3600)
+    w.write(synthetic_chunk(rng, 0.0) | {"extra": np.zeros((T, N))}, 0.0)
+    assert not folder.exists()  # held, not written
+    with pytest.raises(ValueError, match="unknown key"):
+        w.flush()
+    assert not folder.exists()
+
+    def full(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    real = pq.write_table
+    monkeypatch.setattr(pq, "write_table", full)
+    w = PartWriter(folder, META, durable=False, flush_seconds=3600)
+    w.write(synthetic_chunk(rng, 0.0), 0.0)
+    with pytest.raises(OSError, match="No space"):
+        w.flush()
+    assert not folder.exists()
+    monkeypatch.setattr(pq, "write_table", real)
+    w.flush()  # the chunk is still held: written now
+    assert [f.name for f in part_files(folder)] == ["part-000000.parquet"]
+
+
 @pytest.mark.parametrize("keep", [0, 2, 5])
 def test_merge_parts_bitwise_and_the_head_is_the_first_drones(tmp_path, rng, keep):
     from quadsim.app.io.parts import PARTS, PartWriter, merge_parts, remove_parts

@@ -4,7 +4,8 @@ speeds from another process drive the plant exactly as ``Simulator.step`` does; 
 counted and dropped; SIGINT and SIGTERM stop the node with the log written; bad options exit 2.
 
 Each test has its own DDS domain and namespace, so tests running side by side do not hear each
-other. The helper processes are ``tests/app/ros2_probe.py`` and ``tests/app/ros2_commander.py``."""
+other (``tests/app/ros2_helpers.py`` starts the node). The helper processes are
+``tests/app/ros2_probe.py`` and ``tests/app/ros2_commander.py``."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from signal_helpers import default_signals
+from ros2_helpers import run_log, start_node
 
 pytest.importorskip("cyclonedds")
 
@@ -27,48 +28,11 @@ SEED001 = ROOT / "examples" / "seed001_f450_hover.toml"
 PY = sys.executable
 
 
-def _node(tmp: Path, *args: str, domain: int, ns: str) -> tuple[subprocess.Popen, Path]:
-    """Start ``quadsim ros2`` and wait for its start-up line (its DDS endpoints exist)."""
-    err = tmp / "node.err"
-    proc = subprocess.Popen(
-        [
-            PY,
-            "-m",
-            "quadsim.app.cli",
-            "ros2",
-            *args,
-            "--domain-id",
-            str(domain),
-            "--namespace",
-            ns,
-            "--out",
-            str(tmp / "run"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=open(err, "w"),
-        cwd=tmp,
-        preexec_fn=default_signals,
-    )
-    end = time.monotonic() + 120
-    while "Ctrl-C stops" not in err.read_text():
-        if proc.poll() is not None or time.monotonic() > end:
-            proc.kill()
-            raise AssertionError(f"the node did not start: {err.read_text()}")
-        time.sleep(0.05)
-    return proc, err
-
-
-def _log(tmp: Path) -> dict:
-    from quadsim.app.io import read_log
-
-    return read_log(tmp / "run" / "trajectory.parquet")[0]
-
-
 def test_a_subscriber_process_gets_odometry_and_imu_at_200_hz(tmp_path):
     """Measured: 200.0 Hz on both topics over 5 s (receive times of the subscriber process), the
     stamps 5 ms apart, and every received message equal to the logged state and IMU reading of
     its stamp (bitwise: the same float64)."""
-    proc, err = _node(tmp_path, str(SEED001), "--duration", "9", domain=41, ns="rate")
+    proc, err = start_node(tmp_path, str(SEED001), "--duration", "9", domain=41, ns="rate")
     out = tmp_path / "probe.json"
     probe = subprocess.run(
         [
@@ -88,7 +52,7 @@ def test_a_subscriber_process_gets_odometry_and_imu_at_200_hz(tmp_path):
     assert probe.returncode == 0, probe.stderr
     assert proc.wait(timeout=120) == 0, err.read_text()
     got = json.loads(out.read_text())
-    log = _log(tmp_path)
+    log = run_log(tmp_path)
     t_log = log["time"]
     for key in ("rate/odom", "rate/imu"):
         rows = np.array(got[key.replace("rate", "d0")])
@@ -130,14 +94,14 @@ def test_the_imu_is_published_at_its_rate_as_its_part_declares(tmp_path):
     (tmp_path / "imu100.toml").write_text(text)
     scen = tmp_path / "s.toml"
     scen.write_text(SEED001.read_text().replace('imu = "adis16470"', 'imu = "imu100.toml"'))
-    proc, err = _node(tmp_path, str(scen), "--duration", "6", domain=53, ns="slowimu")
+    proc, err = start_node(tmp_path, str(scen), "--duration", "6", domain=53, ns="slowimu")
     out = tmp_path / "probe.json"
     probe = subprocess.run([PY, str(ROOT / "tests" / "app" / "ros2_probe.py"), str(out), "3",
                             "--ns", "slowimu", "--domain-id", "53"],
                            capture_output=True, text=True, timeout=120)  # fmt: skip
     assert probe.returncode == 0, probe.stderr
     assert proc.wait(timeout=120) == 0, err.read_text()
-    got, log = json.loads(out.read_text()), _log(tmp_path)
+    got, log = json.loads(out.read_text()), run_log(tmp_path)
     for key, hz in (("d0/odom", 200.0), ("d0/imu", 100.0)):
         rows = np.array(got[key])
         rate = (len(rows) - 1) / (rows[-1, 0] - rows[0, 0])
@@ -162,7 +126,7 @@ def test_rotor_speeds_from_another_process_fly_as_simulator_step(tmp_path):
 
     hover = envelope(build(load_scenario(SEED001)).drone).hover_rpm
     # a 1.5 s timeout: a commander process starved on a busy machine must not trip it
-    proc, err = _node(
+    proc, err = start_node(
         tmp_path, str(SEED001), "--duration", "9", "--timeout", "1.5", domain=42, ns="cmd"
     )
     out = tmp_path / "sent.json"
@@ -188,7 +152,7 @@ def test_rotor_speeds_from_another_process_fly_as_simulator_step(tmp_path):
     assert cmd.returncode == 0, cmd.stderr
     assert proc.wait(timeout=120) == 0, err.read_text()
     sent = np.array(json.loads(out.read_text())["sent"])
-    log = _log(tmp_path)
+    log = run_log(tmp_path)
     cmd_rpm = log["cmd_rpm"][:, 0]
     # the ticks that flew on the sent commands
     match = np.array([np.min(np.max(np.abs(sent - c) / hover, axis=1)) < 1e-12 for c in cmd_rpm])
@@ -215,7 +179,7 @@ def test_rotor_speeds_from_another_process_fly_as_simulator_step(tmp_path):
 
 
 def test_bad_commands_are_counted_dropped_and_logged(tmp_path):
-    proc, err = _node(tmp_path, str(SEED001), "--duration", "5", domain=43, ns="bad")
+    proc, err = start_node(tmp_path, str(SEED001), "--duration", "5", domain=43, ns="bad")
     out = tmp_path / "bad.json"
     cmd = subprocess.run(
         [
@@ -254,7 +218,7 @@ def test_bad_commands_are_counted_dropped_and_logged(tmp_path):
         assert why in text, why
     assert text.count("dropped a command on /bad/d0/") == n_bad
     # the drone flew on with the scenario's controller
-    log = _log(tmp_path)
+    log = run_log(tmp_path)
     assert np.abs(log["pos"][-1, 0] - [0.0, 0.0, 1.0]).max() < 0.05
 
 
@@ -262,7 +226,7 @@ def test_bad_commands_are_counted_dropped_and_logged(tmp_path):
 def test_sigint_sigterm_and_sighup_stop_the_node_with_the_log_written(tmp_path, sig):
     # SIGHUP: what a dropped SSH session sends
     domain = {signal.SIGINT: 44, signal.SIGTERM: 45, signal.SIGHUP: 47}[sig]
-    proc, err = _node(tmp_path, str(SEED001), domain=domain, ns="sig")
+    proc, err = start_node(tmp_path, str(SEED001), domain=domain, ns="sig")
     end = time.monotonic() + 120  # until a chunk of the log is on disk, however loaded we are
     while not list((tmp_path / "run" / "trajectory.parts").glob("part-*.parquet")):
         assert proc.poll() is None and time.monotonic() < end, err.read_text()
@@ -272,7 +236,7 @@ def test_sigint_sigterm_and_sighup_stop_the_node_with_the_log_written(tmp_path, 
     assert "Traceback" not in err.read_text()
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["signal"] == signal.Signals(sig).name
-    log = _log(tmp_path)
+    log = run_log(tmp_path)
     assert len(log["time"]) == summary["ros2"]["ticks"] > 0
     assert not (tmp_path / "run" / "trajectory.parts").exists()
 

@@ -1,4 +1,5 @@
-"""A sensor part's ROS 2 messages: the rangefinder as ``sensor_msgs/Range``, in the bag and live.
+"""A sensor part's ROS 2 messages: the rangefinder as ``sensor_msgs/Range``, in the bag and live;
+its readings in the log of ``quadsim ros2`` as in ``quadsim fly``'s (issue 40).
 
 Checked against independent readers: the ``rosbags`` library's own CDR serializer and MCAP
 reader, and a Cyclone DDS subscriber of the live node.
@@ -6,7 +7,10 @@ reader, and a Cyclone DDS subscriber of the live node.
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -14,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from ros2_helpers import start_node
 
 pytest.importorskip("cyclonedds")
 rosbags_typesys = pytest.importorskip("rosbags.typesys")
@@ -109,3 +114,62 @@ def test_the_node_publishes_each_new_reading(tmp_path):
     assert np.allclose(stamps, 0.1 * np.arange(20), atol=1e-9)
     assert all(g.header.frame_id == "d0/base_link" and g.radiation_type == 1 for g in got)
     assert np.all(np.abs(np.array([g.range for g in got]) - 1.0) < 0.25)
+
+
+def _tof_columns(log: dict, meta_columns: list) -> None:
+    """The rangefinder's columns are in the log, declared as ``quadsim fly`` declares them, with
+    readings of the hover height."""
+    assert [c["key"] for c in meta_columns] == ["tof_range", "tof_valid"]
+    assert log["tof_range"].shape == log["tof_valid"].shape == (len(log["time"]), 1)
+    valid = log["tof_valid"][:, 0] > 0.5
+    assert valid.mean() > 0.9  # it hovers at 1 m, in range
+    assert np.all(np.abs(log["tof_range"][valid, 0] - log["pos"][valid, 0, 2]) < 0.2)
+
+
+def test_the_node_logs_the_part_columns_and_exits_0(tmp_path):
+    """``quadsim ros2`` of a scenario with a rangefinder, to the end of ``--duration``: exit 0,
+    the log has ``tof_range`` and ``tof_valid`` (the part's declared outputs, as ``quadsim fly``
+    logs them), every tick logged, and no parts folder left."""
+    from quadsim.app.io import read_log
+
+    proc, err = start_node(tmp_path, str(_scenario(tmp_path, 25.0)), "--duration", "1",
+                           domain=56, ns="tofend")  # fmt: skip
+    assert proc.wait(timeout=120) == 0, err.read_text()
+    log, meta = read_log(tmp_path / "run" / "trajectory.parquet")
+    _tof_columns(log, meta["columns"])
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["ros2"]["ticks"] == len(log["time"]) == 200
+    assert summary["rates_hz"]["tof"] == 25.0
+    assert not (tmp_path / "run" / "trajectory.parts").exists()
+
+
+def test_sigterm_mid_run_keeps_a_recoverable_log_with_the_part_columns(tmp_path):
+    """SIGTERM while the node runs (a log part per half second): every part written so far holds
+    the rangefinder's columns, so ``quadsim recover`` of a copy of them (what a hard kill leaves)
+    rebuilds a log that has them; the node itself exits 0 with them in its log."""
+    scen = _scenario(tmp_path, 25.0)
+    more = "settle = 3.0\nchunk_steps = 100\npart_seconds = 0"  # a part per half second
+    scen.write_text(scen.read_text().replace("settle = 3.0", more))
+    proc, err = start_node(tmp_path, str(scen), domain=57, ns="tofsig")
+    parts = tmp_path / "run" / "trajectory.parts"
+    end = time.monotonic() + 60
+    while not list(parts.glob("part-*.parquet")):
+        assert proc.poll() is None and time.monotonic() < end, err.read_text()
+        time.sleep(0.05)
+    killed = tmp_path / "killed"  # what a SIGKILL now would leave
+    shutil.copytree(parts, killed / "trajectory.parts",
+                    ignore=shutil.ignore_patterns("*.partial"))  # fmt: skip
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0, err.read_text()
+    from quadsim.app.io import read_log
+    from quadsim.app.run import recover
+
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["signal"] == "SIGTERM"
+    log, meta = read_log(tmp_path / "run" / "trajectory.parquet")
+    assert len(log["time"]) == summary["ros2"]["ticks"] > 0
+    _tof_columns(log, meta["columns"])
+    assert recover(killed, plots=False)["recovered"]
+    got, meta = read_log(killed / "trajectory.parquet")
+    assert len(got["time"]) >= 100
+    _tof_columns(got, meta["columns"])

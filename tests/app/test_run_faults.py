@@ -75,3 +75,16 @@ def test_a_reference_beyond_the_thrust_cap_is_warned_about(tmp_path):
     (fast,) = notes(2.5)
     assert "trajectory.kind (line 5)" in fast and "needs up to 0.523 N" in fast, fast
     assert notes(0.5) == []
+
+
+def test_the_ros2_node_reports_the_diverged_drones_and_exits_1(tmp_path):
+    from ros2_helpers import start_node
+
+    scen = tmp_path / "spin.toml"
+    scen.write_text(SPIN.replace('backend = "native"', 'backend = "numpy"'))
+    proc, err = start_node(tmp_path, str(scen), "--duration", "0.2", "--rate", "max",
+                           domain=58, ns="faults")  # fmt: skip
+    assert proc.wait(timeout=120) == 1, err.read_text()
+    assert err.read_text().count("diverged: body rate at step 0") == 3, err.read_text()
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert s["fault_count"] == 3 and s["tracking_rms_m"] is None

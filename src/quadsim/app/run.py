@@ -36,7 +36,7 @@ from .io.parts import (
 )
 from .scenario import build, check_run, fly_assembly, load_scenario
 
-__all__ = ["OUTPUTS", "chunk_writer", "fly_scenario", "kept_on_failure", "recover"]
+__all__ = ["OUTPUTS", "chunk_writer", "fly_scenario", "kept_on_failure", "loop_meta", "recover"]
 
 OUTPUTS = (
     "trajectory.parquet",
@@ -129,10 +129,7 @@ def fly_scenario(
         sens = objs.sensors
         name, reason = flight_loop(sim, objs.control, objs.gains, sensors=sens)
         periods = loop_periods(sim.dt, objs.gains, sens)
-        loop = {"loop": name, "loop_reason": reason,
-                "rates_hz": rates_hz(sim.dt, periods, sens)}  # fmt: skip
-        if sens.parts:
-            loop["columns"] = log_columns(sens.parts)
+        loop = loop_meta(sim.dt, periods, sens, name, reason)
         run_meta = objs.meta | {"output": objs.meta["output"] | opts} | loop
         parts = PartWriter(out / PARTS, run_meta, flush_bytes=max(1, round(o["part_mb"] * 2**20)),
                            flush_seconds=o["part_seconds"],
@@ -153,6 +150,26 @@ def fly_scenario(
             if rosbag and (out / "trajectory.parquet").exists():
                 summary = _write_rosbag(out, summary, objs, periods, progress)
     return summary
+
+
+def loop_meta(dt: float, periods: Any, sens: Any, name: str, reason: str | None) -> dict:
+    """The run metadata of the loop that flies a run (``quadsim fly``'s and ``quadsim ros2``'s).
+
+    ``loop``, ``loop_reason``, ``rates_hz`` and, with sensor parts, ``columns``: their outputs'
+    log columns (:func:`quadsim.loop.parts.log_columns`), which the log writer takes from the
+    metadata of every part (:func:`quadsim.app.io.columns.declared_fields`).
+
+    Args:
+        dt: The physics step [s].
+        periods: The loop's periods (:func:`quadsim.loop.brain.loop_periods`).
+        sens: The loop's :class:`~quadsim.loop.brain.Sensors`.
+        name: The loop that runs (``"compiled"``, ``"ros2"``, ...).
+        reason: Why it is that one, or ``None``.
+    """
+    meta = {"loop": name, "loop_reason": reason, "rates_hz": rates_hz(dt, periods, sens)}
+    if sens.parts:
+        meta["columns"] = log_columns(sens.parts)
+    return meta
 
 
 def chunk_writer(out: Path, parts: Any) -> Any:

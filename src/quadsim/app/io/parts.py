@@ -22,6 +22,7 @@ left behind.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -65,7 +66,8 @@ class PartWriter:
     :meth:`flush` at the end of the run (and before anything reads the folder).
 
     Args:
-        folder: The parts folder (created; must not hold parts of another run).
+        folder: The parts folder (created with the first part, so a run that stops or fails
+            before it leaves none; must not hold parts of another run).
         meta: Run metadata stored in every part.
         compression: Parquet codec.
         durable: ``fsync`` each part before it counts (off only for throwaway logs).
@@ -110,8 +112,7 @@ class PartWriter:
         self._held_bytes = 0
         self._wall = 0.0
         self._since = time.monotonic()
-        self.folder.mkdir(parents=True, exist_ok=True)
-        if any(self.folder.glob("part-*.parquet")):
+        if part_files(self.folder):
             raise ValueError(f"{self.folder}: holds the parts of another run")
 
     def write(self, chunk: Mapping[str, Any], wall_time: float) -> Path | None:
@@ -154,7 +155,15 @@ class PartWriter:
                 if self.durable:
                     os.fsync(fh.fileno())
 
-        atomic_write(path, write)
+        first = self.count == 0 and not self.folder.is_dir()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        try:
+            atomic_write(path, write)
+        except BaseException:
+            if first:  # the folder made for a part that was not written: no empty folder left
+                with contextlib.suppress(OSError):
+                    self.folder.rmdir()
+            raise
         if self.durable:
             _fsync_dir(self.folder)
         self._kept_bytes += table.nbytes

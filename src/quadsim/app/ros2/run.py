@@ -7,10 +7,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ...engines.sim import fault_report
 from .. import io, preflight
 from ..io import outdir
 from ..io.parts import PARTS, PartWriter
-from ..run import OUTPUTS, chunk_writer, echo_warnings, finish_run, kept_on_failure
+from ..run import (
+    OUTPUTS,
+    chunk_writer,
+    echo_warnings,
+    failure_lines,
+    finish_run,
+    kept_on_failure,
+    loop_meta,
+)
 from ..scenario import build, load_scenario
 from . import dds
 from .node import Background, Ros2Node
@@ -38,11 +47,9 @@ def main(args: Any) -> int:
                         network=args.network, rate=args.rate, timeout=args.timeout,
                         on_timeout=args.on_timeout)  # fmt: skip
         sim = objs.sim
-        meta = objs.meta | {
-            "loop": "ros2",
-            "loop_reason": None,
-            "output": objs.meta["output"] | {"plots": False, "csv": False},
-        }
+        # the loop's metadata as quadsim fly writes it: its sensor parts' log columns too
+        loop = loop_meta(float(sim.dt), node.loop.periods, node.loop.sens, "ros2", None)
+        meta = objs.meta | loop | {"output": objs.meta["output"] | {"plots": False, "csv": False}}
         o = objs.output
         parts = PartWriter(out / PARTS, meta, flush_bytes=max(1, round(o["part_mb"] * 2**20)),
                            flush_seconds=o["part_seconds"],
@@ -67,6 +74,7 @@ def main(args: Any) -> int:
                                    log_every=int(objs.output["log_every"]))  # fmt: skip
             finally:
                 parts.flush()
+            meta["faults"] = fault_report(sim.status, float(sim.dt))  # a batch's diverged drones
             summary = finish_run(out, meta, rep["wall_s"], rep["signal"] is not None, rep["signal"])
             summary["ros2"] = {k: v for k, v in rep.items() if k != "signal"}
             io.write_summary(out / "summary.json", summary)
@@ -83,4 +91,6 @@ def main(args: Any) -> int:
         f"dropped {rep['commands']['dropped']}, timeouts {rep['commands']['timeouts']}; "
         f"log in {out}"
     )
-    return 0
+    for line in failure_lines({**summary, "crash_count": 0}):  # the diverged drones: exit 1
+        print(line, file=sys.stderr)
+    return 1 if summary.get("fault_count") else 0
