@@ -15,6 +15,7 @@ import os
 import signal
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -252,3 +253,23 @@ def _sigint_dead() -> str | None:
 def rng() -> np.random.Generator:
     """A fixed-seed NumPy generator for random test states (no global RNG)."""
     return np.random.default_rng(12345)
+
+
+class Touch:
+    """Unpickled, it creates its file: the stand-in for the code a crafted pickle runs (issue
+    40). Pickled as ``(pathlib.Path.touch, (path,))``: no test code is needed to unpickle it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def __reduce__(self) -> tuple:
+        return (Path.touch, (self.path,))
+
+
+@pytest.fixture
+def crafted(tmp_path: Path) -> Any:
+    """``(payload, marker)``: an object that, pickled and then unpickled, creates ``marker`` (a
+    file in the test's folder, absent at first): a test puts it where a file format might be
+    unpickled and then checks that ``marker`` does not exist."""
+    marker = tmp_path / "crafted_pickle_ran"
+    return Touch(marker), marker

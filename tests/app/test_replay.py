@@ -487,6 +487,20 @@ def test_a_damaged_log_exits_2_with_one_line(tmp_path, capsys, b9_lines, kind):
     assert err[0].startswith(f"quadsim: {path}: ") and what in err[0], err[0]
 
 
+def test_a_pickle_given_as_a_log_runs_no_code(tmp_path, capsys, crafted):
+    """Issue 40: a log is read as text: a pickle (one that creates a file when unpickled) exits
+    2 with one line naming the file, and runs nothing."""
+    import pickle
+
+    payload, marker = crafted
+    for path in (tmp_path / "flight.csv", tmp_path / "flight.csv.gz"):
+        raw = pickle.dumps(payload)
+        path.write_bytes(gzip.compress(raw) if path.suffix == ".gz" else raw)
+        rc, err = _quadsim_replay(capsys, path)
+        assert rc == 2 and len(err) == 1 and err[0].startswith(f"quadsim: {path}: "), err
+    assert not marker.exists()
+
+
 @pytest.mark.parametrize(
     ("column", "value", "what"),
     [

@@ -446,3 +446,137 @@ def test_an_environment_state_that_does_not_fit_resumes_from_new_episodes(tmp_pa
     assert lines[1] == (f"{out / 'checkpoint.zip'}: environment state: taken on the compiled "
                         "path; these environments run on the reference path: the run goes on "
                         "from new episodes, not bit for bit as an unstopped run")  # fmt: skip
+
+
+def _crafted_run(src: Path, out: Path, change) -> Path:
+    """A copy of the run folder ``src`` whose checkpoint's members (a dict: name -> bytes)
+    ``change`` alters; the checkpoint's path."""
+    import shutil
+    import zipfile
+
+    shutil.copytree(src, out)
+    with zipfile.ZipFile(src / "checkpoint.zip") as z:
+        members = {n: z.read(n) for n in z.namelist()}
+    change(members)
+    with zipfile.ZipFile(out / "checkpoint.zip", "w") as z:
+        for name, raw in members.items():
+            z.writestr(name, raw)
+    return out / "checkpoint.zip"
+
+
+def _serialize(members: dict, key: str, obj) -> None:
+    """``data``'s entry ``key`` as Stable-Baselines3 writes what JSON cannot hold (a base64
+    pickle)."""
+    import base64
+    import pickle
+
+    data = json.loads(members["data"])
+    data[key] = {":type:": "<class 'object'>",
+                 ":serialized:": base64.b64encode(pickle.dumps(obj)).decode()}  # fmt: skip
+    members["data"] = json.dumps(data).encode()
+
+
+@pytest.mark.parametrize("key", ["lr_schedule", "num_timesteps"])
+def test_a_crafted_serialized_entry_runs_no_code_when_training_resumes(tmp_path, small_run,
+                                                                       crafted, key):  # fmt: skip
+    """Issue 40: ``PPO.load`` unpickled every ``:serialized:`` entry of the checkpoint's ``data``
+    (this one creates a file: Stable-Baselines3's own reader runs it). A resuming ``quadsim
+    train`` decodes none: an entry the model does not need (the learning-rate schedule: the new
+    model builds its own) is ignored and the run resumes; one it needs (the step count) is
+    refused, exit 2 with one line."""
+    from stable_baselines3.common.save_util import json_to_data
+
+    payload, marker = crafted
+    ckpt = _crafted_run(small_run, tmp_path / "run", lambda m: _serialize(m, key, payload))
+    import zipfile
+
+    with zipfile.ZipFile(ckpt) as z:
+        json_to_data(z.read("data").decode())  # the entry is live: unpickled, it runs
+    assert marker.exists()
+    marker.unlink()
+    r = _cli("train", "quadsim/Hover-v0", "--envs", "8", "--seed", "3", "--threads", "1",
+             "--steps", "1024", "--out", str(ckpt.parent), "--quiet",
+             env=dict(os.environ, QUADSIM_CACHE_DIR=str(tmp_path / "cache")))  # fmt: skip
+    assert not marker.exists(), "the crafted pickle ran"
+    assert "Traceback" not in r.stderr, r.stderr
+    if key == "lr_schedule":
+        assert r.returncode == 0 and "resuming at 512 steps" in r.stderr, r.stderr
+        assert json.loads((ckpt.parent / "state.json").read_text())["steps"] == 1024
+    else:
+        assert r.returncode == 2 and r.stderr == (
+            f"quadsim: {ckpt}: data: num_timesteps: must be a non-negative integer; got a "
+            "serialized (pickled) object, which is never unpickled\n")  # fmt: skip
+
+
+def _state_dict(members: dict, name: str, edit) -> None:
+    import io
+
+    import torch
+
+    sd = torch.load(io.BytesIO(members[name]), weights_only=True)
+    edit(sd)
+    buf = io.BytesIO()
+    torch.save(sd, buf)
+    members[name] = buf.getvalue()
+
+
+def _resume_member(members: dict, payload) -> None:
+    import io
+
+    with np.load(io.BytesIO(members["quadsim_resume.npz"])) as f:
+        arrays = {k: f[k] for k in f.files}
+    buf = io.BytesIO()
+    np.savez(buf, **arrays, **{"env.crafted": np.array([payload], dtype=object)})
+    members["quadsim_resume.npz"] = buf.getvalue()
+
+
+def _narrow(sd: dict) -> None:
+    sd["action_net.weight"] = sd["action_net.weight"][:, :32].clone()
+
+
+def _moments(sd: dict) -> None:
+    sd["state"][1]["exp_avg"] = sd["state"][1]["exp_avg"][0].clone()
+
+
+CRAFTED = {
+    "policy.pth is a pickle": (lambda m, p: m.__setitem__("policy.pth", __import__("pickle")
+                               .dumps(p)), "policy.pth: not a state dict of plain tensors "
+                                           "(UnpicklingError: "),
+    "an extra member": (lambda m, p: m.__setitem__("extra.pkl", __import__("pickle").dumps(p)),
+                        "extra.pkl: not a member of a training checkpoint (it holds data, "),
+    "an object array in the resume state": (_resume_member, "not a readable checkpoint "
+                                            "(ValueError: quadsim_resume.npz holds Python "
+                                            "objects (pickles), which are never loaded)"),
+    "a member missing": (lambda m, p: m.pop("policy.optimizer.pth"),
+                         "policy.optimizer.pth: missing (a training checkpoint holds data, "),
+    "a weight of another shape": (lambda m, p: _state_dict(m, "policy.pth", _narrow),
+                                  "policy.pth: action_net.weight: must be a float32 tensor of "
+                                  "shape (4, 64); got a float32 tensor of shape (4, 32)"),
+    "an optimiser state of another shape": (
+        lambda m, p: _state_dict(m, "policy.optimizer.pth", _moments),
+        "policy.optimizer.pth: state: 1: exp_avg: must be a float tensor of shape (64, 22); got "
+        "a float32 tensor of shape (22,)"),
+    "data not an object": (lambda m, p: m.__setitem__("data", b"[1]"),
+                           "data: must be a JSON object; got [1]"),
+}  # fmt: skip
+"""Checkpoints that do not fit: what is changed, and what the refusal says."""
+
+
+@pytest.mark.parametrize("kind", list(CRAFTED))
+def test_a_checkpoint_that_does_not_fit_is_refused_and_runs_no_code(tmp_path, small_run, crafted,
+                                                                    kind):  # fmt: skip
+    """Issue 40: pickles where a checkpoint holds weights (read weights-only), an extra member,
+    an object array in ``quadsim_resume.npz`` (read without pickles), a missing member, tensors
+    of other shapes: refused before anything is built, ``FILE: MEMBER: KEY: ...`` (exit 2 on the
+    command line), the checkpoint left as it was; nothing runs."""
+    from quadsim.app.rl.train import train
+
+    payload, marker = crafted
+    change, msg = CRAFTED[kind]
+    ckpt = _crafted_run(small_run, tmp_path / "run", lambda m: change(m, payload))
+    before = ckpt.read_bytes()
+    with pytest.raises(ValueError) as e:
+        train("quadsim/Hover-v0", ckpt.parent, steps=1024, num_envs=8, seed=3, threads=1,
+              progress=False)  # fmt: skip
+    assert str(e.value).startswith(f"{ckpt}: ") and msg in str(e.value), str(e.value)
+    assert not marker.exists() and ckpt.read_bytes() == before

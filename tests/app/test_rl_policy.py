@@ -68,6 +68,26 @@ def test_the_policy_loader_refuses_damaged_files_naming_the_file_and_key(tmp_pat
     assert "allow_pickle" not in str(e.value)
 
 
+def test_a_policy_file_with_a_pickle_is_refused_and_runs_no_code(tmp_path, crafted):
+    """Issue 40: a policy file is read without pickles: an array of Python objects (a pickle
+    that creates a file when loaded, as ``allow_pickle=True`` would) is refused naming the
+    file and key, and runs nothing."""
+    from quadsim.app.rl.policy import load_policy
+
+    payload, marker = crafted
+    p = tmp_path / "policy.npz"
+    meta = {"env_id": "quadsim/Hover-v0", "action_level": "rotor_speeds", "obs_dim": 22}
+    np.savez(p, meta=np.array(json.dumps(meta)), W0=np.zeros((8, 22)),
+             b0=np.array([payload] * 8, dtype=object), W1=np.zeros((4, 8)), b1=np.zeros(4))
+    with pytest.raises(ValueError) as e:
+        load_policy(p)
+    assert str(e.value) == f"{p}: b0: not a NumPy array (it holds Python objects, not numbers)"
+    assert not marker.exists()
+    with np.load(p, allow_pickle=True) as z:
+        z["b0"]  # the payload is live: unpickled, it runs
+    assert marker.exists()
+
+
 @pytest.mark.parametrize(
     ("args", "msg"),
     [

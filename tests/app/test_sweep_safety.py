@@ -379,3 +379,18 @@ def test_plotting_many_rows_is_vectorised(tmp_path):
     files = plot_metrics(pa.table(cols), sw, tmp_path)
     assert time.perf_counter() - t0 < 60
     assert len(files) == 6 and all(f.stat().st_size > 5000 for f in files)
+
+
+def test_a_crafted_sweep_json_runs_no_code(tmp_path, crafted):
+    """Issue 40: a resume reads ``sweep.json`` as JSON: a pickle there (one that creates a file
+    when unpickled) is not this sweep's record, exit 2 with one line, and runs nothing."""
+    import pickle
+
+    payload, marker = crafted
+    sweep = sweep_files(tmp_path, '"drone.mass" = [0.03]', duration=0.1, backend="numpy")
+    (out := tmp_path / "out").mkdir()
+    (out / "sweep.json").write_bytes(pickle.dumps(payload))
+    r = cli_sweep([str(sweep), "--out", str(out), "--quiet"])
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"{out} holds another sweep (?)" in r.stderr
+    assert not marker.exists() and not (out / "tasks").exists()

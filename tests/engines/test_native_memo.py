@@ -1,9 +1,13 @@
 """The memo of traced steps (quadsim.engines.native_memo): a key that every input moves, none for
-what it cannot encode, and a hit that flies exactly as the trace it stands for."""
+what it cannot encode, and a hit that flies exactly as the trace it stands for; an entry is read
+without unpickling anything (issue 40): a crafted one runs nothing and is a miss."""
 
 from __future__ import annotations
 
 import functools
+import json
+import pickle
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,6 +16,7 @@ import quadsim.loop.closed_loop_native as cln
 from quadsim.engines import native, native_memo
 from quadsim.engines.sim import Simulator, Wind
 from quadsim.engines.sim_native import traced_params
+from quadsim.loop.brain import BrainState, Held
 from quadsim.loop.control import control, load_gains
 from quadsim.loop.flight import fly
 from quadsim.loop.trajectories import Circle, Lemniscate
@@ -89,13 +94,13 @@ def test_a_hit_skips_the_trace_and_flies_bitwise_alike(tmp_path, monkeypatch):
     real = cln.closed_loop_step
     monkeypatch.setattr(cln, "closed_loop_step", lambda *a, **k: traced.append(1) or real(*a, **k))
     first = _flight()
-    entries = list(tmp_path.glob("trace_*.pkl"))
+    entries = list(tmp_path.glob("trace_*.npz"))
     assert traced == [1] and len(entries) == 1
     second = _flight()
     assert traced == [1]
     for key in first.log:
         np.testing.assert_array_equal(second.log[key], first.log[key], err_msg=key)
-    entries[0].write_bytes(b"not a pickle")
+    entries[0].write_bytes(b"not an npz file")
     third = _flight()
     assert traced == [1, 1]
     np.testing.assert_array_equal(third.log["pos"], first.log["pos"])
@@ -132,10 +137,116 @@ def test_a_hit_with_other_per_drone_values_flies_as_a_fresh_trace(tmp_path, monk
         return fly(sim, TRAJ, control, GAINS, duration=0.4, compiled=True, log_every=5).log
 
     flight([0.030, 0.031])
-    assert len(list(tmp_path.glob("trace_*.pkl"))) == 1
+    assert len(list(tmp_path.glob("trace_*.npz"))) == 1
     hit = flight([0.028, 0.034])
-    assert len(list(tmp_path.glob("trace_*.pkl"))) == 1  # the same entry served it
+    assert len(list(tmp_path.glob("trace_*.npz"))) == 1  # the same entry served it
     monkeypatch.setenv("QUADSIM_NO_TRACE_MEMO", "1")
     fresh = flight([0.028, 0.034])
     for key in fresh:
         np.testing.assert_array_equal(hit[key], fresh[key], err_msg=key)
+
+
+LIB = "quadsim_" + "ab" * 16 + ".so"
+KEY = "0123456789abcdef" * 2 + "01234567"
+
+
+def _layout() -> tuple:
+    """A closed loop's layout as :func:`quadsim.loop.closed_loop_native.compile_for_simulator`
+    remembers it: the rows by field and a brain state template."""
+    rows = {"pos": slice(0, 3), "quat": slice(3, 7), "step": slice(7, 8, None)}
+    template = BrainState(j=np.float64(0.0), ctrl=(np.zeros(3), np.arange(4.0), None),
+                          held=Held(cmd_rpm=np.full(4, 1.5e4)), est=None,
+                          battery=np.array(0.9), parts=((np.ones((2, 3)), None),))  # fmt: skip
+    return rows, [template, -0.0, 7, "x", True, float("nan")]
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, np.ndarray | np.generic):
+        return (type(a) is type(b) and a.dtype == b.dtype and a.shape == b.shape
+                and a.tobytes() == b.tobytes())  # fmt: skip
+    if isinstance(a, tuple | list):
+        return (type(a) is type(b) and len(a) == len(b)
+                and all(_same(x, y) for x, y in zip(a, b, strict=True)))  # fmt: skip
+    if isinstance(a, dict):
+        return type(b) is dict and list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, float):
+        return type(b) is float and np.float64(a).tobytes() == np.float64(b).tobytes()
+    return type(a) is type(b) and a == b
+
+
+@pytest.fixture
+def memo(tmp_path, monkeypatch):
+    """A cache in ``tmp_path`` with a library file, a rollout standing for it, and the
+    libraries the memo would load (recorded instead)."""
+    monkeypatch.setenv("QUADSIM_CACHE_DIR", str(tmp_path))
+    (tmp_path / LIB).write_bytes(b"a library")
+    loaded = []
+    monkeypatch.setattr(native_memo, "NativeRollout", lambda *a: loaded.append(a) or a)
+    rollout = SimpleNamespace(path=tmp_path / LIB, dtype=np.dtype("float64"), lanes=4,
+                              n_state=12, n_input=3, n_param=0,
+                              noise=(("imu", 12, 0), ("dryden", 5, 1)))  # fmt: skip
+    return tmp_path, rollout, loaded
+
+
+def test_an_entry_holds_no_pickle_and_gives_back_the_layout(memo):
+    """The entry is JSON and arrays (read with ``allow_pickle=False``); the layout comes back
+    alike in every type, dtype and bit; a layout of another kind is not remembered."""
+    root, rollout, loaded = memo
+    layout = _layout()
+    native_memo.save(KEY, rollout, layout)
+    entry = root / f"trace_{KEY}.npz"
+    with np.load(entry, allow_pickle=False) as z:
+        assert json.loads(str(z["json"]))["lib"] == LIB
+    got = native_memo.load(KEY, threads=2)
+    assert got is not None and _same(got[1], layout)
+    assert loaded == [(root / LIB, (12, 3, 0), np.dtype("float64"), 2, False, loaded[0][5], 32,
+                       (("imu", 12, 0), ("dryden", 5, 1)))]  # fmt: skip
+    entry.unlink()
+    for alien in (lambda: 0, SimpleNamespace(a=1), {1, 2}, np.array([None], dtype=object)):
+        native_memo.save(KEY, rollout, (layout[0], alien))
+        assert not entry.exists()
+
+
+def _doc_with(change: dict) -> dict:
+    doc = {"lib": LIB, "dtype": "<f8", "sizes": [12, 3, 0], "vbytes": 32, "noise": [],
+           "layout": None}  # fmt: skip
+    return {**doc, **change}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"lib": "../" + LIB}, {"lib": "/usr/lib/" + LIB}, {"lib": "libc.so.6"}, {"dtype": "|O"},
+     {"sizes": [12, -3, 0]}, {"vbytes": "32"}, {"noise": [["imu", 12]]}, {"extra": 1},
+     {"layout": {"t": "named", "cls": "os:system", "v": ["true"]}},
+     {"layout": {"t": "named", "cls": "quadsim.app.cli:main", "v": []}},
+     {"layout": {"t": "named", "cls": "quadsim.not_imported:X", "v": []}},
+     {"layout": {"t": "nd", "i": 0}}, {"layout": {"t": "pickle", "v": []}}],
+    ids=lambda c: next(iter(c)) + ":" + json.dumps(next(iter(c.values())))[:30],
+)  # fmt: skip
+def test_an_entry_that_does_not_fit_is_a_miss(memo, change):
+    """A library elsewhere than the cache (or not named as quadsim names them) is never loaded;
+    a class that is not one of quadsim's NamedTuples already imported is never looked up."""
+    root, _, loaded = memo
+    np.savez(root / f"trace_{KEY}.npz", json=np.array(json.dumps(_doc_with(change))))
+    assert native_memo.load(KEY) is None
+    if "lib" in change:
+        assert loaded == []
+
+
+def test_a_crafted_entry_runs_nothing_and_is_a_miss(memo, crafted):
+    """A pickle where the entry was (``trace_<key>.pkl``, an older quadsim's name, or the
+    ``.npz``), or an object array in the entry: never unpickled, a miss, the marker absent."""
+    root, _, loaded = memo
+    payload, marker = crafted
+    (root / f"trace_{KEY}.pkl").write_bytes(pickle.dumps({"lib": LIB, "x": payload}))
+    assert native_memo.load(KEY) is None
+    (root / f"trace_{KEY}.npz").write_bytes(pickle.dumps(payload))
+    assert native_memo.load(KEY) is None
+    with open(root / f"trace_{KEY}.npz", "wb") as fh:
+        np.savez(fh, json=np.array(json.dumps(_doc_with({"layout": {"t": "nd", "i": 0}}))),
+                 a0=np.array([payload], dtype=object))  # fmt: skip
+    assert native_memo.load(KEY) is None
+    assert not marker.exists() and loaded == []
+    with np.load(root / f"trace_{KEY}.npz", allow_pickle=True) as z:
+        z["a0"]  # the payload is live: unpickled, it runs
+    assert marker.exists()

@@ -20,10 +20,17 @@ earlier run can skip the trace: :func:`key` digests
 Anything else (a function or an object of another package, such as a user's controller part, a
 generator, a cycle) has no encoding: :func:`key` returns ``None`` and the caller traces as
 before. So a hit can only come from the same quadsim, CasADi and toolchain tracing the same
-data. An entry (``trace_<key>.pkl`` beside the libraries) holds the library's file name, the
-rollout's sizes, dtype, vector width and noise groups, and the caller's layout (any picklable
-value); :func:`load` gives ``None`` when it or its library is missing or unreadable.
-``$QUADSIM_NO_TRACE_MEMO`` turns the memo off.
+data. An entry (``trace_<key>.npz`` beside the libraries) holds the library's file name, the
+rollout's sizes, dtype, vector width and noise groups, and the caller's layout, in a JSON text
+and NumPy arrays: nothing in it is unpickled, so a crafted entry cannot run code (issue 40; the
+library itself is only ever a ``quadsim_<digest>.so`` of the same folder). A layout is
+``None``, booleans, numbers, strings, NumPy arrays and scalars (no object arrays), slices, and
+tuples, lists and dicts of them, and quadsim's own NamedTuples (a brain state template, a
+closed loop's rows by field, :mod:`quadsim.loop.closed_loop_native`); :func:`save` remembers
+nothing for another layout. :func:`load` gives ``None`` (the caller traces again) when the entry
+or its library is missing, unreadable or does not fit that form in every detail (entries of an
+older quadsim, ``trace_<key>.pkl``, are never read). ``$QUADSIM_NO_TRACE_MEMO`` turns the memo
+off.
 """
 
 from __future__ import annotations
@@ -32,8 +39,10 @@ import contextlib
 import functools
 import hashlib
 import importlib.util
+import io
+import json
 import os
-import pickle
+import re
 import sys
 import types
 from pathlib import Path
@@ -192,48 +201,171 @@ def key(*inputs: Any) -> str | None:
         data = encode(inputs)
     except ValueError:
         return None
-    h = hashlib.sha256(b"quadsim trace memo 1\0" + _sources().encode() + b"\0")
+    h = hashlib.sha256(b"quadsim trace memo 2\0" + _sources().encode() + b"\0")
     h.update(ident.encode() + b"\0" + data)
     return h.hexdigest()[:40]
 
 
 def _entry(k: str) -> Path:
-    return cache_root() / f"trace_{k}.pkl"
+    return cache_root() / f"trace_{k}.npz"
+
+
+_LIB = re.compile(r"quadsim_[0-9a-f]{32}\.so")
+"""The file name of a cached library (:func:`quadsim.engines.native.compile_rollout`)."""
+
+_DTYPES = ("<f4", "<f8")
+
+
+def _pack(obj: Any, arrays: list[np.ndarray]) -> Any:
+    """``obj`` as a JSON value, its arrays appended to ``arrays`` (module docstring).
+
+    Raises:
+        _UnknownError: Something else.
+    """
+    if obj is None or isinstance(obj, bool | str):
+        return obj
+    if isinstance(obj, int | float) and type(obj) in (int, float):
+        return {"t": "float", "v": repr(obj)} if isinstance(obj, float) else obj
+    if isinstance(obj, np.ndarray | np.generic):
+        a = np.asarray(obj)
+        if a.dtype.hasobject or a.dtype.kind not in "biuf":
+            raise _UnknownError(f"an array of {a.dtype}")
+        arrays.append(a.copy())
+        return {"t": "nd" if isinstance(obj, np.ndarray) else "np", "i": len(arrays) - 1}
+    if isinstance(obj, slice):
+        return {"t": "slice", "v": [_pack(v, arrays) for v in (obj.start, obj.stop, obj.step)]}
+    if type(obj) is list:
+        return [_pack(v, arrays) for v in obj]
+    if type(obj) is tuple:
+        return {"t": "tuple", "v": [_pack(v, arrays) for v in obj]}
+    if type(obj) is dict:
+        return {"t": "dict", "v": [[_pack(k, arrays), _pack(v, arrays)] for k, v in obj.items()]}
+    cls = type(obj)
+    if (isinstance(obj, tuple) and hasattr(cls, "_fields") and _ours(cls)
+            and "<" not in cls.__qualname__ and _named(f"{cls.__module__}:{cls.__qualname__}")
+            is cls):  # fmt: skip
+        return {"t": "named", "cls": f"{cls.__module__}:{cls.__qualname__}",
+                "v": [_pack(v, arrays) for v in obj]}  # fmt: skip
+    raise _UnknownError(f"a {cls.__module__}.{cls.__qualname__}")
+
+
+def _named(name: Any) -> type | None:
+    """The NamedTuple of quadsim ``module:qualname`` from a module already imported, else ``None``
+    (nothing is imported for an entry)."""  # noqa: D205, D209
+    if not isinstance(name, str) or name.count(":") != 1:
+        return None
+    module, qualname = name.split(":")
+    if module.split(".")[0] != _OWN or module not in sys.modules:
+        return None
+    obj: Any = sys.modules[module]
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    if isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields"):
+        return obj
+    return None
+
+
+def _unpack(node: Any, arrays: dict[str, np.ndarray]) -> Any:
+    """The value :func:`_pack` gave ``node`` for.
+
+    Raises:
+        ValueError: A node of another form.
+    """
+    if node is None or isinstance(node, bool | str) or type(node) is int:
+        return node
+    if type(node) is list:
+        return [_unpack(v, arrays) for v in node]
+    if type(node) is not dict or not isinstance(node.get("t"), str):
+        raise ValueError(f"not a layout node: {str(node)[:40]}")
+    t, v = node["t"], node.get("v")
+    if t == "float" and isinstance(v, str) and set(node) == {"t", "v"}:
+        return float(v)
+    if t in ("nd", "np") and set(node) == {"t", "i"} and type(node["i"]) is int:
+        a = arrays[f"a{node['i']}"]
+        return a if t == "nd" else a[()]
+    if type(v) is not list:
+        raise ValueError(f"a {t!r} node without its items")
+    items = [_unpack(x, arrays) for x in v]
+    if t == "slice" and len(items) == 3 and set(node) == {"t", "v"}:
+        return slice(*items)
+    if t == "tuple" and set(node) == {"t", "v"}:
+        return tuple(items)
+    if t == "dict" and set(node) == {"t", "v"}:
+        return {k: x for k, x in map(tuple, items)}
+    cls = _named(node.get("cls")) if t == "named" and set(node) == {"t", "cls", "v"} else None
+    if cls is None or len(items) != len(cls._fields):
+        raise ValueError(f"not a layout node: {str(node)[:40]}")
+    return cls(*items)
+
+
+def _counts(v: Any, n: int) -> bool:
+    return type(v) is list and len(v) == n and all(type(x) is int and x >= 0 for x in v)
+
+
+def _rollout(doc: Any, threads: int | None) -> NativeRollout | None:
+    """The rollout an entry's JSON describes, or ``None`` when it does not fit in every detail or
+    its library is missing."""  # noqa: D205, D209
+    if type(doc) is not dict or set(doc) != {"lib", "dtype", "sizes", "vbytes", "noise", "layout"}:
+        return None
+    name, dtype, vbytes, noise = doc["lib"], doc["dtype"], doc["vbytes"], doc["noise"]
+    if not (isinstance(name, str) and _LIB.fullmatch(name) and dtype in _DTYPES
+            and _counts(doc["sizes"], 3) and type(vbytes) is int
+            and vbytes in (32, 64) and type(noise) is list
+            and all(type(g) is list and len(g) == 3 and isinstance(g[0], str)
+                    and _counts(g[1:], 2) for g in noise)):  # fmt: skip
+        return None
+    lib = cache_root() / name
+    if not lib.is_file():
+        return None
+    source = lambda: lib.with_suffix(".c").read_text()  # noqa: E731
+    return NativeRollout(lib, tuple(doc["sizes"]), np.dtype(dtype), int(threads or 0), False,
+                         source, vbytes, tuple(tuple(g) for g in noise))  # fmt: skip
 
 
 def load(k: str | None, threads: int | None = None) -> tuple[NativeRollout, Any] | None:
     """``(rollout, layout)`` of the entry ``k`` (``threads`` as :func:`compile_rollout`'s), or
-    ``None`` when there is none, or it or its library cannot be read."""  # noqa: D205, D209
+    ``None`` when there is none, or it or its library cannot be read or does not fit (module
+    docstring: nothing is unpickled)."""  # noqa: D205, D209
     if k is None:
         return None
     try:
-        doc = pickle.loads(_entry(k).read_bytes())
-        lib = cache_root() / doc["lib"]
-        if not lib.is_file():
+        with np.load(_entry(k), allow_pickle=False) as z:
+            arrays = {name: z[name] for name in z.files}
+        text = arrays.pop("json")
+        if text.dtype.kind != "U" or text.shape != ():
             return None
-        dtype = np.dtype(doc["dtype"])
-        source = lambda: lib.with_suffix(".c").read_text()  # noqa: E731
-        rollout = NativeRollout(lib, tuple(doc["sizes"]), dtype, int(threads or 0), False,
-                                source, int(doc["vbytes"]), tuple(doc["noise"]))  # fmt: skip
-        return rollout, doc["layout"]
+        doc = json.loads(str(text), parse_constant=lambda c: None)
+        rollout = _rollout(doc, threads)
+        if rollout is None:
+            return None
+        return rollout, _unpack(doc["layout"], arrays)
     except (OSError, KeyError, TypeError, ValueError, EOFError, AttributeError,
-            pickle.UnpicklingError, ImportError):  # fmt: skip
+            RecursionError):  # fmt: skip
         return None
 
 
 def save(k: str | None, rollout: NativeRollout, layout: Any) -> None:
     """Remember ``rollout`` (its library must be in the cache) and ``layout`` under ``k``;
-    a write that fails is ignored (the next run traces again)."""  # noqa: D205, D209
+    a layout of another form (module docstring) is not remembered, and a write that fails is
+    ignored (the next run traces again)."""  # noqa: D205, D209
     if k is None or Path(rollout.path).parent != cache_root():
         return
+    arrays: list[np.ndarray] = []
+    try:
+        packed = _pack(layout, arrays)
+    except (_UnknownError, RecursionError):
+        return
     doc = {"lib": Path(rollout.path).name, "dtype": rollout.dtype.str,
-           "sizes": (rollout.n_state, rollout.n_input, rollout.n_param),
-           "vbytes": rollout.lanes * rollout.dtype.itemsize, "noise": rollout.noise,
-           "layout": layout}  # fmt: skip
+           "sizes": [rollout.n_state, rollout.n_input, rollout.n_param],
+           "vbytes": rollout.lanes * rollout.dtype.itemsize,
+           "noise": [list(g) for g in rollout.noise], "layout": packed}  # fmt: skip
+    buf = io.BytesIO()
+    np.savez(buf, json=np.array(json.dumps(doc, allow_nan=False)),
+             **{f"a{i}": a for i, a in enumerate(arrays)})  # fmt: skip
     path = _entry(k)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        tmp.write_bytes(pickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL))
+        tmp.write_bytes(buf.getvalue())
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)

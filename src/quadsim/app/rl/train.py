@@ -15,7 +15,9 @@ otherwise), and writes to ``DIR`` (default ``runs/train_<env>``):
 * ``checkpoint.zip`` (Stable-Baselines3's model, with its optimiser, and the state that makes a
   resumed run continue bit for bit) and ``state.json`` (steps, wall time so far), both rewritten
   after every iteration, whole or not at all: the same command again **resumes**
-  (``--seconds`` and ``--steps`` are totals over the runs);
+  (``--seconds`` and ``--steps`` are totals over the runs), reading the checkpoint without
+  unpickling anything (:mod:`quadsim.app.rl.checkpoint`: a crafted one is refused, exit 2, and
+  runs no code);
 * ``policy.npz``: the policy as a plain MLP (:mod:`quadsim.app.rl.policy`) for ``quadsim eval``
   and ``quadsim fly`` (no RL library needed to run it).
 
@@ -51,6 +53,7 @@ from ..io.files import atomic_write, naming
 from ..io.outdir import claim
 from ..signals import stop_flag
 from .budget import check_resources
+from .checkpoint import load_model, read_checkpoint
 from .evaluate import cli_disturbances, make_vector_env, success
 from .policy import OBSERVATION_OPTIONS, load_policy, save_policy
 from .resume import (
@@ -59,6 +62,7 @@ from .resume import (
     read_state,
     reconcile_progress,
     restore,
+    restore_model,
     save_checkpoint,
     write_state,
 )
@@ -299,19 +303,21 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
         raise
 
 
-def _previous(out_dir: Path) -> tuple[dict | None, dict | None, int | None]:
-    """``(state, resume, steps in state.json)`` of the run in ``out_dir`` (``state`` ``None``:
-    none to resume): the state from the checkpoint (the commit point, :mod:`quadsim.app.rl.resume`),
-    ``state.json`` checked."""  # noqa: D205, D209
+def _previous(out_dir: Path) -> tuple[dict | None, dict | None, int | None, dict | None]:
+    """``(state, resume, steps in state.json, model)`` of the run in ``out_dir`` (``state``
+    ``None``: none to resume): the state from the checkpoint (the commit point,
+    :mod:`quadsim.app.rl.resume`), ``state.json`` checked, and what the model takes from the
+    checkpoint (:func:`quadsim.app.rl.checkpoint.read_checkpoint`), all read and checked before
+    anything is built."""  # noqa: D205, D209
     state_path, ckpt = out_dir / "state.json", out_dir / "checkpoint.zip"
     if not ckpt.exists():
-        return None, None, None
+        return None, None, None, None
     resume = read_resume(ckpt)
     old = read_state(state_path) if state_path.exists() else None
     on_file = None if old is None else old["steps"]
-    if resume is not None:
-        return dict(resume["state"]), resume, on_file
-    return old, None, on_file
+    state = dict(resume["state"]) if resume is not None else old
+    saved = read_checkpoint(ckpt) if state is not None and state["steps"] else None
+    return state, resume, on_file, saved
 
 
 def _settle(out_dir: Path, model: Any, state: dict, meta: dict, resume: dict | None,
@@ -349,7 +355,7 @@ def _train_locked(out_dir: Path, run: dict, dims: tuple, seconds: float | None,
                   ppo: dict | None) -> dict:  # fmt: skip
     """:func:`train` in its claimed folder."""
     env_id = run["env_id"]
-    old, resume, on_file = _previous(out_dir)
+    old, resume, on_file, saved = _previous(out_dir)
     if run["num_envs"] is None:  # a run being resumed keeps its batch size (the default may change)
         run["num_envs"] = (old or {}).get("num_envs") or NUM_ENVS.get(env_id, 256)
     check_resources(run["num_envs"], *dims, N_STEPS, log)
@@ -360,7 +366,7 @@ def _train_locked(out_dir: Path, run: dict, dims: tuple, seconds: float | None,
                            action_level=run["action_level"], **run["env_options"])  # fmt: skip
     env = make_sb3_env(venv, run["seed"])
     try:
-        model = _model(out_dir, env, state, resume, run, threads, ppo, log)
+        model = _model(out_dir, env, state, (resume, saved), run, threads, ppo, log)
 
         meta = {"env_id": env_id, "action_level": run["action_level"], "obs_dim": dims[0],
                 "act_dim": dims[1], "algo": run["algo"], "seed": run["seed"],
@@ -381,9 +387,10 @@ def _train_locked(out_dir: Path, run: dict, dims: tuple, seconds: float | None,
         env.close()
 
 
-def _model(out_dir: Path, env: Any, state: dict, resume: dict | None, run: dict, threads: int,
+def _model(out_dir: Path, env: Any, state: dict, previous: tuple, run: dict, threads: int,
            ppo: dict | None, log: Any) -> Any:  # fmt: skip
-    """A new PPO model, or the checkpoint's (with its last observation: no reset)."""
+    """A new PPO model, or the checkpoint's (``previous``: its resume state and what the model
+    takes from it, :func:`_previous`; with its last observation: no reset)."""  # noqa: D205, D209
     import torch
     from stable_baselines3 import PPO
 
@@ -405,20 +412,18 @@ def _model(out_dir: Path, env: Any, state: dict, resume: dict | None, run: dict,
     }
     if not state["steps"]:
         model = PPO("MlpPolicy", env, **kw)
-    else:
-        ckpt = out_dir / "checkpoint.zip"
-        try:
-            model = PPO.load(ckpt, env=env, force_reset=resume is None, seed=run["seed"])
-        except (OSError, EOFError, KeyError, ValueError, RuntimeError, AssertionError) as e:
-            raise ValueError(f"{ckpt}: not a readable checkpoint ({type(e).__name__}: {e}); "
-                             "choose another --out") from None  # fmt: skip
+    else:  # built as new, then the checkpoint's weights: nothing in it is unpickled
+        ckpt, (resume, saved) = out_dir / "checkpoint.zip", previous
+        model = load_model(ckpt, saved, env, kw)
+        last = resume is not None and restore_model(resume, model, ckpt)
         state["steps"] = int(model.num_timesteps)
         env.episodes = int(state["episodes"])
         if log:
             log(f"resuming at {state['steps']} steps ({state['wall_s']:.1f} s trained)")
-            if resume is None:
-                log("the checkpoint holds no environment state (an older quadsim): the run "
-                    "goes on from new episodes, not bit for bit as an unstopped run")  # fmt: skip
+            if not last:
+                log(f"the checkpoint holds no {'last observation' if resume else 'environment'}"
+                    " state (an older quadsim): the run goes on from new episodes, not bit for "
+                    "bit as an unstopped run")  # fmt: skip
     model.set_logger(_sb3_logger(out_dir))
     return model
 

@@ -183,8 +183,8 @@ def _check_out(out: Path, sw: Sweep, doc: dict, trajectories: int) -> None:
     meta = out / "sweep.json"
     if meta.exists():
         try:
-            old = json.loads(meta.read_text())
-        except (OSError, json.JSONDecodeError):
+            old = json.loads(meta.read_text(encoding="utf-8"))
+        except (OSError, ValueError):  # not JSON, not text (a pickle is never loaded): not ours
             old = {}
         old = old if isinstance(old, dict) else {}
         if old.get("digest") != doc["digest"]:
