@@ -235,14 +235,26 @@ def test_crash_terminates_with_penalty():
 
 @pytest.mark.parametrize("backend", ["numpy", "native"])
 def test_divergence_terminates(backend):
-    """A body rate above the world's fault limit (1000 rad/s): SimulationError -> terminated."""
+    """A speed above the world's fault limit (here 1 m/s: a fall from 0.99 m/s):
+    SimulationError -> terminated, the drone kept at its last good state."""
+    from quadsim.physics.world import Ground, Limits, World
+
     if backend == "native":
         native_backend()
-    env = HoverEnv(backend=backend)
-    obs, _ = env.reset(seed=0, options={"state": {"ang_vel": [1500.0, 0.0, 0.0]}})
-    obs, reward, term, _, info = env.step(np.zeros(4, np.float32))
-    assert term and info["fault"] and not info["crashed"] and reward == pytest.approx(-10.0)
-    assert np.all(np.isfinite(obs))
+    world = World(ground=Ground(height=0.0, crash_speed=0.0), limits=Limits(max_speed=1.0))
+    env = HoverEnv(backend=backend, world=world)
+    with pytest.raises(ValueError, match=r"reset state: vel: a speed of 1\.5 m/s is above the "
+                                         r"world's fault limit max_speed = 1 m/s"):  # fmt: skip
+        env.reset(seed=0, options={"state": {"vel": [0.0, 0.0, -1.5]}})
+    obs, _ = env.reset(seed=0, options={"state": {"pos": [0.0, 0.0, 1.0],
+                                                  "vel": [0.0, 0.0, -0.99]}})  # fmt: skip
+    for _ in range(20):  # the rotors spin down: it falls faster
+        obs, reward, term, _, info = env.step(-np.ones(4, np.float32))
+        if term:
+            break
+    assert term and info["fault"] and not info["crashed"] and -10.0 < reward < -9.0
+    assert np.all(np.isfinite(obs)) and np.linalg.norm(obs[3:6]) <= 1.0
+    assert env.sim.status.fault_code[0] == 2  # speed
     obs, _ = env.reset(seed=0)  # a new episode starts clean
     assert not env.step(np.zeros(4, np.float32))[2]
 
@@ -442,3 +454,42 @@ def test_invalid_arguments():
     env.reset(seed=0)
     with pytest.raises(ValueError, match="actions must have shape"):
         env.step(np.zeros((3, 4)))
+
+
+@pytest.mark.parametrize("vector", [False, True], ids=["single", "vector"])
+def test_reset_options_are_checked(vector):
+    """``options`` is a dict (or ``None``) of known keys; a given ``state`` is a dict of finite
+    values of the right size, a unit quaternion, a speed and a body rate within the world's
+    fault limits: else ``TypeError``/``ValueError`` naming it, before anything is drawn."""
+    make = (lambda **kw: HoverVectorEnv(2, backend="numpy", **kw)) if vector else \
+        (lambda **kw: HoverEnv(backend="numpy", **kw))  # fmt: skip
+    env = make()
+    env.reset(seed=1)
+    drawn = env.np_random.bit_generator.state
+    with pytest.raises(TypeError, match="reset: options must be a dict or None; got str"):
+        env.reset(seed=2, options="notadict")
+    with pytest.raises(ValueError, match=r"reset: unknown options \['stat'\]; use "):
+        env.reset(seed=2, options={"stat": AT_REST})
+    with pytest.raises(TypeError, match=r"reset state \(options\['state'\]\) must be a dict"):
+        env.reset(seed=2, options={"state": [0.0, 0.0, 1.0]})
+    bad = [
+        ({"vel": [1e308] * 3}, r"reset state: vel: a speed of inf m/s is above the world's fault "
+                               r"limit max_speed = 1000 m/s"),
+        ({"ang_vel": [0.0, 0.0, 1001.0]}, "reset state: ang_vel: a body rate of 1001 rad/s is "
+                                          "above the world's fault limit max_rate = 1000 rad/s"),
+        ({"pos": [0.0, np.nan, 1.0]}, r"reset state: pos must be finite \(float64\)"),
+        ({"vel": [0.0, np.inf, 0.0]}, r"reset state: vel must be finite"),
+        ({"attitude": [0.0, 0.0, 0.0, 2.0]}, "reset state: attitude must be a unit quaternion"),
+        ({"pos": [[0.0, 0.0, 1.0]] * 3}, r"reset state: pos must be 3 numbers, or \("),
+        ({"ang_vel": "fast"}, "reset state: ang_vel must be 3 numbers"),
+        ({"pos": [0.0, 0.0, 1.0], "spin": 1.0}, r"reset state: unknown keys \['spin'\]"),
+    ]  # fmt: skip
+    for state, message in bad:
+        with pytest.raises(ValueError, match=message):
+            env.reset(seed=2, options={"state": state})
+    assert env.np_random.bit_generator.state == drawn  # nothing drawn
+    env.reset(seed=2, options={"state": {"vel": [1000.0, 0.0, 0.0]}})  # at the limit
+    f32 = make(dtype="float32")
+    with pytest.raises(ValueError, match=r"reset state: pos must be finite \(float32\)"):
+        f32.reset(seed=0, options={"state": {"pos": [0.0, 0.0, 1e39]}})
+    make(world=None).reset(seed=0, options={"state": {"vel": [5000.0, 0.0, 0.0]}})  # no limits

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 
 import numpy as np
@@ -21,6 +22,8 @@ from gymnasium.vector import AutoresetMode  # noqa: E402
 
 from quadsim.app.envs import HoverEnv, HoverVectorEnv, Termination, TrackVectorEnv  # noqa: E402
 from quadsim.app.envs.actions import InnerConsts, InnerState, init_inner, inner_loop  # noqa: E402
+from quadsim.loop.parts import SENSORS as SENSOR_KINDS  # noqa: E402
+from quadsim.loop.parts import Output, Sensor  # noqa: E402
 
 LEVELS = ["rotor_speeds", "pwm", "thrust_rates", "thrust_attitude"]
 INFO = ("crashed", "fault", "out_of_bounds", "tilted", "pos_error", "time")
@@ -190,9 +193,17 @@ def test_compiled_single_env_and_overrides():
         got, want = env.step(a), ref.step(a)
         np.testing.assert_allclose(got[0], want[0], atol=1e-5, err_msg=f"step {i}")
         assert got[1] == pytest.approx(want[1], abs=1e-9) and got[2:4] == want[2:4]
-    env.reset(seed=0, options={"state": {"ang_vel": [1500.0, 0.0, 0.0]}})  # rate fault
-    _, reward, term, _, info = env.step(np.zeros(4, np.float32))
-    assert term and info["fault"] and not info["crashed"] and reward == pytest.approx(-10.0)
+    for e in (env, ref):  # a NaN action: a fault, the drone kept where it was
+        e.reset(seed=0, options={"state": state})
+    a = np.array([0.2, np.nan, -0.2, 0.5], np.float32)
+    got, want = env.step(a), ref.step(a)
+    np.testing.assert_allclose(got[0], want[0], atol=1e-5)
+    assert got[1] == pytest.approx(want[1], abs=1e-9) and got[2:4] == want[2:4]
+    assert got[4]["fault"] == want[4]["fault"] and env.sim.k == ref.sim.k
+    _, reward, term, _, info = got
+    assert term and info["fault"] and not info["crashed"] and -10.0 < reward < -9.0
+    with pytest.raises(ValueError, match="reset state: ang_vel: a body rate of 1500"):
+        env.reset(seed=0, options={"state": {"ang_vel": [1500.0, 0.0, 0.0]}})
     with pytest.raises(ValueError, match="unit quaternion"):
         env.reset(seed=0, options={"state": {"attitude": [0.0, 0.0, 0.0, 2.0]}})
     with pytest.raises(ValueError, match="finite"):
@@ -235,3 +246,143 @@ def test_inner_loop_is_one_function():
         one = type("S", (), {"quat": q[i], "ang_vel": w[i]})
         r1, _ = inner_loop(a[i], one, init_inner(()), c)
         np.testing.assert_allclose(r1, rpm[i], rtol=1e-12)
+
+
+def nan_actions(rng, level, n, t):
+    """:func:`actions` with a NaN in one environment's action every third step, and ``±inf`` in
+    one's the step after: ``(actions, env, entry, kind)``, ``kind`` ``"nan"``, ``"inf"`` or
+    ``""``."""
+    a = actions(rng, level, n).astype(np.float64)
+    i, j = (5 * t) % n, t % a.shape[1]
+    kind = ("", "nan", "inf")[t % 3]
+    if kind:
+        a[i, j] = np.nan if kind == "nan" else np.inf if t % 2 else -np.inf
+    return a, i, j, kind
+
+
+@pytest.mark.parametrize("level", LEVELS)
+@pytest.mark.parametrize("cls", [HoverVectorEnv, TrackVectorEnv])
+def test_nan_actions_are_faults_alike_on_both_paths(cls, level):
+    """An action that holds a NaN (any entry, every level) is a fault on both paths: the drone is
+    kept where it was (velocity, attitude and rates unchanged, as the simulator keeps a diverged
+    drone; its status says ``non-finite state``), ``terminated`` with ``info["fault"]`` (not
+    crashed), reward ``exp(-cost) - crash_penalty`` with the NaN entries read as 0 (and observed
+    as 0), reset by the next step; ``±inf`` is clipped like any action outside, no fault."""
+    fast, ref = pair(cls, level, n=8)
+    fast.reset(seed=11)
+    ref.reset(seed=11)
+    rng = np.random.default_rng(4)
+    before = {id(fast): fast.core.observe(), id(ref): ref.core.observe()}
+    done, faults, inf = np.zeros(8, bool), 0, 0
+    for t in range(45):
+        a, i, j, kind = nan_actions(rng, level, 8, t)
+        got, want = fast.step(a), ref.step(a)
+        assert_same(got, want, f"{level} step {t}")
+        if kind and not done[i]:  # (an environment reset in this step ignores its action)
+            for env, (obs, reward, term, _, info) in ((fast, got), (ref, want)):
+                if kind == "inf":
+                    assert not info["fault"][i] and obs[i, 18 + j] == np.sign(a[i, j])
+                    continue
+                assert term[i] and info["fault"][i] and not info["crashed"][i], (t, info)
+                assert -10.0 < reward[i] < -9.0, reward[i]
+                assert obs[i, 18 + j] == 0.0
+                np.testing.assert_array_equal(obs[i, 3:18], before[id(env)][i, 3:18])
+                status = env.sim.status
+                assert status.fault_code[i] == 1 and status.fault_step[i] == env.sim.k - 5
+            faults += kind == "nan"
+            inf += kind == "inf"
+        done = want[2] | want[3]
+        before = {id(fast): got[0], id(ref): want[0]}
+    assert faults >= 10 and inf >= 10, (faults, inf)
+    np.testing.assert_array_equal(fast.sim.status.fault_step, ref.sim.status.fault_step)
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_single_env_nan_action_and_action_shape(level):
+    """The single env: a NaN action is the same fault on both paths (the drone frozen for the
+    whole control step: the simulator's clock runs on alike), also when stepped on after it; an
+    action of another shape than ``(k,)``, e.g. a batch of one ``(1, k)``, is refused."""
+    kw = {"action_level": level, "dtype": "float64", "max_episode_steps": 100,
+          "termination": Termination(max_pos_error=1.2)}  # fmt: skip
+    fast, ref = HoverEnv(backend="native", **kw), HoverEnv(backend="numpy", **kw)
+    assert fast.core.compiled is not None and ref.core.compiled is None
+    for env in (fast, ref):
+        env.reset(seed=2)
+        with pytest.raises(ValueError, match=r"action must have shape \(4,\) \(the action "
+                                             r"space's\); got \(1, 4\)"):  # fmt: skip
+            env.step(np.zeros((1, 4), np.float32))
+        with pytest.raises(ValueError, match=r"action must have shape \(4,\)"):
+            env.step(np.zeros(5, np.float32))
+    a = actions(np.random.default_rng(0), level, 1)[0]
+    nan = a.copy()
+    nan[3] = np.nan
+    for i, act in enumerate((a, nan, a)):  # the last: stepped on after the fault
+        got, want = fast.step(act), ref.step(act)
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-6, err_msg=f"step {i}")
+        assert got[1] == pytest.approx(want[1], abs=1e-9) and got[2:4] == want[2:4]
+        for key in ("fault", "crashed"):
+            assert got[4][key] == want[4][key] == (i > 0 and key == "fault"), (i, key)
+        assert fast.sim.k == ref.sim.k == 5 * (i + 1)
+        if i:
+            assert got[2] and -10.0 < got[1] < -9.0
+    np.testing.assert_array_equal(fast.sim.state.pos, ref.sim.state.pos)
+    for env in (fast, ref):  # a new episode starts clean
+        env.reset(seed=2)
+        assert not env.step(a)[4]["fault"]
+
+
+class NanPart(Sensor):
+    """A part without a reading at some heights: NaN above 1 m, ``+inf`` below 0.8 m."""
+
+    outputs = (Output("h", 1, "m", "height; NaN above 1 m"),
+               Output("g", 1, "m", "minus the height; +inf below 0.8 m"))  # fmt: skip
+
+    def measure(self, k, truth, state, z, ctx):
+        h = truth.pos[..., 2]
+        return {"h": ctx.xp.where(h > 1.0, math.nan, h),
+                "g": ctx.xp.where(h < 0.8, math.inf, -h)}, state  # fmt: skip
+
+
+@pytest.mark.parametrize("level", LEVELS)
+def test_nan_sensor_readings_alike_on_both_paths(monkeypatch, level):
+    """A sensor part's NaN and ``±inf`` readings: ``info["sensors"]`` holds them as read, the
+    observation as any non-finite entry (NaN as 0, ``±inf`` as ``±1e6``), on both paths; they
+    are no fault."""
+    monkeypatch.setitem(SENSOR_KINDS, "nanpart", f"{__name__}:NanPart")
+    fast, ref = pair(HoverVectorEnv, level, n=6, sensors={"p": {"kind": "nanpart"}})
+    fast.reset(seed=5)
+    ref.reset(seed=5)
+    rng = np.random.default_rng(5)
+    seen = {"nan": 0, "inf": 0}
+    for t in range(25):
+        a = actions(rng, level, 6)
+        got, want = fast.step(a), ref.step(a)
+        assert_same(got, want, f"{level} step {t}")
+        for obs, info in ((got[0], got[4]), (want[0], want[4])):
+            h, g = info["sensors"]["p_h"], info["sensors"]["p_g"]
+            assert np.all(np.isfinite(obs)) and not info["fault"].any()
+            np.testing.assert_allclose(obs[:, -2], np.where(np.isnan(h), 0.0, h), rtol=1e-6)
+            np.testing.assert_allclose(obs[:, -1], np.where(np.isinf(g), 1e6, g), rtol=1e-6)
+        np.testing.assert_allclose(got[4]["sensors"]["p_h"], want[4]["sensors"]["p_h"],
+                                   rtol=1e-9, atol=1e-9)  # fmt: skip
+        np.testing.assert_allclose(got[4]["sensors"]["p_g"], want[4]["sensors"]["p_g"],
+                                   rtol=1e-9, atol=1e-9)  # fmt: skip
+        seen["nan"] += int(np.isnan(want[4]["sensors"]["p_h"]).sum())
+        seen["inf"] += int(np.isinf(want[4]["sensors"]["p_g"]).sum())
+    assert seen["nan"] and seen["inf"], seen
+
+
+def test_nan_action_without_a_world():
+    """``world=None``: the simulator flags and freezes nothing, yet a NaN action is the env's
+    fault on both paths alike (the drone flies the step with the NaN entries as 0)."""
+    fast, ref = pair(HoverVectorEnv, "thrust_rates", n=3, world=None)
+    fast.reset(seed=0)
+    ref.reset(seed=0)
+    a = np.zeros((3, 4))
+    a[1, 2] = np.nan
+    for t in range(3):  # NaN, then the autoreset, then NaN again
+        got, want = fast.step(a), ref.step(a)
+        assert_same(got, want, f"step {t}")
+        np.testing.assert_array_equal(want[4]["fault"], [False, t != 1, False])
+        np.testing.assert_array_equal(want[2], want[4]["fault"])
+    assert fast.sim.status is None and ref.sim.status is None

@@ -44,9 +44,11 @@ from ...physics._array import as_like, namespace, unstack
 from ...physics.envelope import envelope
 from ...physics.rotation import from_euler, multiply
 from ...physics.rotors import make_allocator
+from ...physics.world import FAULT_NAMES
 
 __all__ = [
     "ACTION_LEVELS",
+    "NAN_FAULT",
     "ActionLevel",
     "InnerConsts",
     "InnerState",
@@ -54,6 +56,7 @@ __all__ = [
     "RotorSpeeds",
     "ThrustAttitude",
     "ThrustRates",
+    "clean_action",
     "default_gains",
     "init_inner",
     "inner_control",
@@ -61,6 +64,20 @@ __all__ = [
     "make_action_level",
     "rotor_time_constant",
 ]
+
+
+NAN_FAULT = FAULT_NAMES.index("non-finite state")
+"""The fault code (:data:`quadsim.physics.world.FAULT_NAMES`) of an action that holds a NaN: the
+state such a command makes (the drone is flagged at the control step's first physics step)."""
+
+
+def clean_action(action: Any, n: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The actions ``(n, k)`` clipped to ``[-1, 1]`` with NaN entries as 0, and which
+    environments' actions hold a NaN ``(n,)`` (a fault; ``±inf`` is clipped as any action
+    outside). The compiled env step traces the same rule (:mod:`quadsim.app.envs.compiled`)."""  # noqa: D205, D209
+    a = np.asarray(action, dtype=np.float64).reshape(n, k)
+    nan = np.isnan(a)
+    return np.where(nan, 0.0, np.clip(a, -1.0, 1.0)), nan.any(axis=1)
 
 
 class ActionLevel:

@@ -14,6 +14,8 @@ environments:
     y_{j+1} = \mathrm{loop\_step}(y_j, [w, a_j]); \quad
     \mathrm{observation}(x_S, a, \mathrm{ref}(t)), \; \mathrm{outcome}(\dots)
 
+(NaN entries of ``u`` as 0: an action that holds a NaN flags the drone as faulted at the first
+substep, so that the plant keeps its state, as :meth:`quadsim.app.envs.core.QuadCore._fault`),
 where ``y`` is the loop step's column (plant state ``x``, world flags, brain state, clock,
 command), ``w`` the control step's wind and ``a_j`` the action, or the previous one while
 ``j`` is below the latency. With the thrust levels the loop's controller is their inner loop
@@ -69,8 +71,9 @@ from ...loop.brain import Periods
 from ...loop.closed_loop import closed_loop_step, per_drone_params
 from ...physics._symbolic import SymArray, symbolic
 from ...physics.world import Status
-from .actions import init_inner, inner_control
+from .actions import NAN_FAULT, init_inner, inner_control
 from .compiled_sensing import SensorRows
+from .observation import finite
 from .observer import advance, integrate_error
 from .reward import outcome
 from .starts import start_state
@@ -214,7 +217,7 @@ class CompiledStep:
             span, fresh = self.sensors.span(rows), tr.U[self.k_act] > 0.5
             read = self.sensors.read(tr, x, fresh, steps, tr.U[self.n_u - 1])
             out[span] = [cs.if_else(fresh, a, b) for a, b in zip(read, xs[span], strict=True)]
-            obs += out[rows["sensor_held"]]
+            obs += flat(finite(symbolic(out[rows["sensor_held"]], self.dtype)), self.dtype)
         out[rows["obs"]] = obs
         return out
 
@@ -222,8 +225,16 @@ class CompiledStep:
         """The column after the control step; an environment with ``fresh = 1`` (``NEXT_STEP``
         autoreset) starts anew instead: its start state, first observation, reward 0 and no
         flags."""  # noqa: D205, D209
+        import casadi as cs
+
         dtype, U, ku, rows = self.dtype, tr.U, self.k_act, self.rows
-        a = tr.xp.clip(symbolic([U[i] for i in range(ku)], dtype), -1.0, 1.0)
+        ok = [U[i] <= math.inf for i in range(ku)]  # False for NaN only (CasADi folds u == u)
+        good = ok[0]
+        for k in ok[1:]:
+            good = cs.logic_and(good, k)
+        tr.nan = cs.logic_not(good)  # a NaN action: a fault (core.QuadCore._fault)
+        a = tr.xp.clip(symbolic([cs.if_else(k, U[i], 0.0) for i, k in enumerate(ok)], dtype),
+                       -1.0, 1.0)  # NaN entries as 0 (actions.clean_action)
         tr.fresh = U[ku] > 0.5
         dev = [U[ku + 1 + i] for i in range(3 * len(START))]
         tr.new = self._start_column(self.core, tr.xp, dev)
@@ -249,7 +260,7 @@ class CompiledStep:
         import casadi as cs
 
         F, _ = self._loop
-        xs, dtype, U, level = tr.xs, self.dtype, tr.U, self.core.level
+        dtype, U, level = self.dtype, tr.U, self.core.level
         w0 = self.k_act + 1 + 3 * len(START)
         wind, delay, prev = [U[w0], U[w0 + 1], U[w0 + 2]], U[w0 + 3], tr.sym("last_action")
         if level.inner_loop:  # the action is the inner loop's reference
@@ -262,7 +273,7 @@ class CompiledStep:
             now = flat(level.command(a, None), dtype)
             before = flat(level.command(prev, None), dtype)
         p = cs.vertcat(0.0, 0.0, 0.0, *[tr.P[i] for i in range(tr.P.numel())])
-        col, est = cs.vertcat(*xs[: self.n_loop]), tr.rotor_est()
+        col, est = cs.vertcat(*self._flag_nan(tr)), tr.rotor_est()
         cmd = self.rows["cmd_rpm"]
         for j in range(self.substeps):
             late = delay > j
@@ -272,6 +283,23 @@ class CompiledStep:
                 sent = [col[i] for i in range(cmd.start, cmd.stop)] if level.inner_loop else now
                 est = advance(est, symbolic(list(sent), dtype), tr.observer)
         return [col[i] for i in range(self.n_loop)], est
+
+    def _flag_nan(self, tr: Trace) -> list:
+        """The loop step's rows at the start of the control step, a drone with a NaN action
+        flagged as faulted at its first substep (the simulator then keeps its state, as the
+        reference path's :meth:`~quadsim.app.envs.core.QuadCore._fault`; without a world
+        nothing is flagged)."""  # noqa: D205, D209
+        import casadi as cs
+
+        col, rows = list(tr.xs[: self.n_loop]), self.rows
+        if self.world is None:
+            return col
+        fs, fc = rows["fault_step"].start, rows["fault_code"].start
+        clear = cs.logic_and(col[fs] < 0.0, col[rows["crashed"].start] < 0.5)
+        new = cs.logic_and(tr.nan, clear)
+        col[fs] = cs.if_else(new, col[rows["step"].start], col[fs])
+        col[fc] = cs.if_else(new, float(NAN_FAULT), col[fc])
+        return col
 
     def _episode_rows(self, tr: Trace, a: SymArray, x: tuple, st: Any, est: Any) -> list:
         """The rows from ``steps`` on after the step to ``x`` (flags ``st``) with the action
@@ -302,6 +330,7 @@ class CompiledStep:
         never = xp.zeros(()) > 0.0
         crashed = never if st is None else SymArray(st.crashed, dtype) > 0.5
         fault = never if st is None else SymArray(st.fault_step, dtype) >= 0.0
+        fault = fault | (SymArray(tr.nan, dtype) > 0.5)  # a NaN action (also without a world)
         w = symbolic(x[tr.sl["ang_vel"]], dtype)
         reward, term, oob, tilted, dist = outcome(e_p, e_v, w, last, tr.sym("last_action"),
                                                   crashed, fault, R_zz, core.weights,
@@ -311,7 +340,7 @@ class CompiledStep:
         held = []
         if self.sensors is not None:  # the readings end the observation
             at, r = self.sensors.span(rows).start, rows["sensor_held"]
-            held = sensed[r.start - at : r.stop - at]
+            held = flat(finite(symbolic(sensed[r.start - at : r.stop - at], dtype)), dtype)
         out = [steps, *last.entries(), *battery, *(flat(est, dtype) if est is not None else ()),
                *(flat(integral, dtype) if integral is not None else ()), *sensed,
                *flat(obs, dtype), *held]

@@ -24,17 +24,18 @@ import numpy as np
 from ...engines.native import available
 from ...engines.sim import SimulationError, Simulator
 from ...loop.initial import Spread, sample_start
+from ...physics._array import to_numpy
 from ...physics.envelope import envelope
 from ...physics.params import Params, load_params
-from ...physics.world import Ground, World
-from .actions import make_action_level
+from ...physics.world import Ground, Status, World
+from .actions import NAN_FAULT, clean_action, make_action_level
 from .compiled import CompiledStep
 from .disturbances import DisturbanceState, check_disturbances
-from .observation import observation, observation_size
+from .observation import finite, observation, observation_size
 from .observer import advance, integrate_error, make_observer, normalized
 from .reward import RewardWeights, Termination, check_weights, outcome
 from .sensing import EnvSensors
-from .starts import InitRanges, check_init, start_state
+from .starts import InitRanges, check_init, check_state, start_state
 
 __all__ = ["ENV_WORLD", "QuadCore", "resolve_backend"]
 
@@ -286,10 +287,16 @@ class QuadCore:
             rng: Generator of the random initial states.
             full: Restart the whole simulator (clock and flags), else only those drones.
             state: Overrides of the drawn values, broadcast to the selected environments:
-                ``pos`` [m], ``attitude`` (xyzw), ``vel`` [m/s], ``ang_vel`` [rad/s].
+                ``pos`` [m], ``attitude`` (xyzw), ``vel`` [m/s], ``ang_vel`` [rad/s]
+                (checked by :func:`~quadsim.app.envs.starts.check_state`).
+
+        Raises:
+            TypeError, ValueError: A bad ``state`` (:func:`~quadsim.app.envs.starts.check_state`),
+                before anything is drawn.
         """
         idx = np.flatnonzero(which)
         m = idx.size
+        state = check_state(state, m, self.world, self.dtype)
         if m == 0:
             return
         ref_pos, ref_vel = self.task.reference(np.zeros(m))
@@ -301,11 +308,6 @@ class QuadCore:
         start = dev._replace(pos=ref_pos + dev.pos, vel=ref_vel + dev.vel)
         pos, quat, vel, ang_vel = start_state(start.pos, start.rpy, start.vel, start.ang_vel,
                                               self.floor)  # fmt: skip
-        state = dict(state or {})
-        unknown = set(state) - {"pos", "attitude", "vel", "ang_vel"}
-        if unknown:
-            raise ValueError(f"reset state: unknown keys {sorted(unknown)}; use pos, attitude, "
-                             "vel, ang_vel")  # fmt: skip
         pos = state.get("pos", pos)
         quat = state.get("attitude", quat)
         vel = state.get("vel", vel)
@@ -390,8 +392,8 @@ class QuadCore:
         integral = self._err_int if self.observe_integral else None
         obs, e_p, e_v, R_zz = observation(pos, quat, vel, w, self._last_action, ref_pos, ref_vel,
                                           ahead, rotors, integral, self.observe_body)  # fmt: skip
-        if self.sensing is not None:
-            obs = np.concatenate([obs, self._sensor_obs], axis=1)
+        if self.sensing is not None:  # a part's NaN or inf as any observation's (no fault)
+            obs = np.concatenate([obs, finite(self._sensor_obs)], axis=1)
         obs = obs.astype(np.float32)
         if not np.all(np.isfinite(obs)):  # beyond float32's range
             obs = np.nan_to_num(obs, nan=0.0, posinf=1e6, neginf=-1e6)
@@ -409,6 +411,49 @@ class QuadCore:
         obs, reward, terminated, truncated, info = self._step(action)
         return self.dist.noisy(obs), reward, terminated, truncated, info
 
+    def _fault(self, which: np.ndarray) -> None:
+        """Flag the drones ``which`` ``(n,)`` as faulted at the coming physics step (a NaN action),
+        as the simulator flags a diverged one: it stays at its present state (the simulator's
+        status; without a world the simulator flags and freezes nothing)."""  # noqa: D205, D209
+        sim = self._sim
+        status = sim.status
+        if status is None:
+            return
+        st = Status(*(np.array(to_numpy(f)) for f in status))
+        new = which & ~(st.crashed.astype(bool) | (st.fault_step >= 0))
+        sim.status = st._replace(
+            fault_step=np.where(new, sim.k, st.fault_step).astype(st.fault_step.dtype),
+            fault_code=np.where(new, NAN_FAULT, st.fault_code).astype(st.fault_code.dtype))
+
+    def _substeps(self, a: np.ndarray) -> tuple[list, bool]:
+        """The physics substeps of a control step with the clipped actions ``a`` ``(n, k)``.
+
+        Returns:
+            ``(sent, diverged)``: the rotor commands the observer is fed (the inner loop's, else
+            the action's as sent, one per substep) and whether the single drone (``n = 1``)
+            diverged (its simulator raised; it goes on frozen at its last good state).
+        """
+        sim, level, late, wind = self._sim, self.level, None, None
+        sent = [] if level.inner_loop else [level.command(a, None)] * self.substeps
+        if self.disturbances.active:  # the wind of this control step; the latency
+            wind, late = self.dist.advance(), self.dist.delay[:, None]
+        elif not level.inner_loop:
+            try:
+                sim.rollout(sent[0], record=False, steps=self.substeps)
+            except SimulationError:
+                return sent, True
+            return sent, False
+        diverged = False
+        for j in range(self.substeps):
+            aj = a if late is None else np.where(j < late, self._last_action, a)
+            cmd = level.command(aj, sim.state if level.inner_loop else None)
+            sent += [cmd] if level.inner_loop else []
+            try:
+                sim.step(cmd, wind=wind)
+            except SimulationError:  # n == 1: frozen by the simulator, the substeps go on
+                diverged = True
+        return sent, diverged
+
     def _step(self, action: np.ndarray) -> tuple:
         """:meth:`step` without the observation noise."""
         active = self.disturbances.active
@@ -416,27 +461,11 @@ class QuadCore:
             wind = self.dist.advance() if active else None
             return self.compiled.step(action, wind=wind, delay=self.dist.delay)
 
-        a = np.clip(np.asarray(action, dtype=np.float64).reshape(self.n, self.act_dim), -1, 1)
-        sim, level, obs_ = self._sim, self.level, self.observer
-        # the observer's commands: the inner loop's (thrust levels), else the action as sent
-        sent = [] if level.inner_loop else [level.command(a, None)] * self.substeps
-        diverged = False
-        try:
-            if active:  # the wind of this control step; the last action until the latency
-                wind, late = self.dist.advance(), self.dist.delay[:, None]
-                for j in range(self.substeps):
-                    aj = np.where(j < late, self._last_action, a)
-                    cmd = level.command(aj, sim.state if level.inner_loop else None)
-                    sent += [cmd] if level.inner_loop else []
-                    sim.step(cmd, wind=wind)
-            elif not level.inner_loop:
-                sim.rollout(sent[0], record=False, steps=self.substeps)
-            else:
-                for _ in range(self.substeps):
-                    sent.append(level.command(a, sim.state))
-                    sim.step(sent[-1])
-        except SimulationError:  # n == 1: the state is kept at its last good value
-            diverged = True
+        a, nan = clean_action(action, self.n, self.act_dim)
+        sim, obs_ = self._sim, self.observer
+        if nan.any():
+            self._fault(nan)
+        sent, diverged = self._substeps(a)
         for cmd in sent if self.observe_rotors else ():
             self._rotor_est = advance(self._rotor_est, cmd, obs_)
         if hasattr(self.level, "advance"):  # a level with a battery (pwm)
@@ -454,7 +483,7 @@ class QuadCore:
         status = sim.status
         n = self.n
         crashed = np.zeros(n, bool) if status is None else np.array(status.crashed, bool)
-        fault = np.full(n, diverged)
+        fault = nan | diverged
         if status is not None:
             fault |= np.asarray(status.fault_step) >= 0
         reward, terminated, out, tilted, dist = outcome(

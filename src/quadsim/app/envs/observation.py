@@ -19,7 +19,7 @@ from ...physics._array import namespace
 from ...physics.rotation import rotate_inverse, to_matrix
 from .observer import INTEGRAL_MAX
 
-__all__ = ["observation", "observation_size"]
+__all__ = ["finite", "observation", "observation_size"]
 
 
 def observation_size(act_dim: int, n_rotors: int, rotors: bool = False, integral: bool = False,
@@ -75,6 +75,12 @@ def observation(
         d = pos[..., None, :] - ahead
         parts += [ref_vel, xp.reshape(d, (*d.shape[:-2], d.shape[-2] * 3))]
     obs = xp.concat([xp.broadcast_to(p, (*e_p.shape[:-1], p.shape[-1])) for p in parts], axis=-1)
+    return finite(obs), e_p, vel - ref_vel, R[..., 2, 2]
+
+
+def finite(obs: Any) -> Any:
+    """``obs`` with its non-finite entries as :func:`numpy.nan_to_num` with ±1e6 (NaN: 0, ±inf:
+    ±1e6; pure, array API): what an observation holds instead, its sensor readings included."""  # noqa: D205, D209
+    xp = namespace(obs)
     big = xp.where(obs > 0.0, 1e6, xp.where(obs < 0.0, -1e6, 0.0))
-    obs = xp.where(xp.abs(obs) < math.inf, obs, big)
-    return obs, e_p, vel - ref_vel, R[..., 2, 2]
+    return xp.where(xp.abs(obs) < math.inf, obs, big)

@@ -6,7 +6,7 @@ action, reward, termination and randomisation are defined there and in ``docs/en
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium as gym
@@ -14,9 +14,10 @@ import numpy as np
 
 from ...loop.initial import make_trajectory as make
 from .core import QuadCore
+from .starts import check_state
 from .tasks import HoverTask, TrackTask
 
-__all__ = ["HoverEnv", "QuadsimEnv", "TrackEnv", "make_trajectory", "spaces"]
+__all__ = ["HoverEnv", "QuadsimEnv", "TrackEnv", "check_options", "make_trajectory", "spaces"]
 
 
 def spaces(core: QuadCore) -> tuple[gym.spaces.Box, gym.spaces.Box]:
@@ -33,6 +34,25 @@ def spaces(core: QuadCore) -> tuple[gym.spaces.Box, gym.spaces.Box]:
     obs = gym.spaces.Box(low, high, dtype=np.float32)
     act = gym.spaces.Box(-1.0, 1.0, (core.act_dim,), dtype=np.float32)
     return obs, act
+
+
+def check_options(options: Any, known: tuple[str, ...]) -> dict:
+    """A reset's ``options`` as a dict (``None``: empty), if it is one with only ``known`` keys.
+
+    Raises:
+        TypeError: ``options`` is neither a dict nor ``None``.
+        ValueError: An unknown key.
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(f"reset: options must be a dict or None; got "
+                        f"{type(options).__name__} {options!r:.80}")  # fmt: skip
+    unknown = sorted(map(repr, set(options) - set(known)))
+    if unknown:
+        raise ValueError(f"reset: unknown options [{', '.join(unknown)}]; use "
+                         f"{', '.join(known)}")  # fmt: skip
+    return dict(options)
 
 
 def make_trajectory(trajectory: str | Callable) -> Callable:
@@ -102,17 +122,31 @@ class QuadsimEnv(CoreEnv, gym.Env):
         Args:
             seed: Seed of :attr:`np_random` (the initial-state generator).
             options: Optional ``{"state": {"pos": ..., "attitude": ..., "vel": ...,
-                "ang_vel": ...}}`` overriding the drawn initial state (any subset).
+                "ang_vel": ...}}`` overriding the drawn initial state (any subset; finite, a
+                unit quaternion, speed and body rate within the world's fault limits:
+                :func:`~quadsim.app.envs.starts.check_state`).
+
+        Raises:
+            TypeError: ``options`` is not a dict (or ``None``), or its ``state`` is not one.
+            ValueError: An unknown option, or a bad ``state``, naming its key.
         """
+        state = check_options(options, ("state",)).get("state")
+        check_state(state, 1, self.core.world, self.core.dtype)  # before anything is drawn
         super().reset(seed=seed)
-        state = (options or {}).get("state")
         self.core.reset(np.ones(1, bool), self.np_random, full=True, state=state)
         return self.core.observe()[0], {"time": 0.0}
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict]:
         """One control step; ``info`` has ``crashed``, ``fault``, ``out_of_bounds``, ``tilted``,
-        ``pos_error`` [m] and ``time`` [s] (and ``sensors``: the sensor parts' readings)."""  # noqa: D205, D209
-        obs, reward, term, trunc, info = self.core.step(np.asarray(action)[None])
+        ``pos_error`` [m] and ``time`` [s] (and ``sensors``: the sensor parts' readings).
+
+        An action of another shape than the action space's ``(k,)`` (e.g. a batch ``(1, k)``)
+        raises ``ValueError``; one that holds a NaN is a fault (docs/envs.md)."""  # noqa: D205, D209
+        action = np.asarray(action)
+        if action.shape != self.action_space.shape:
+            raise ValueError(f"action must have shape {self.action_space.shape} (the action "
+                             f"space's); got {action.shape}")  # fmt: skip
+        obs, reward, term, trunc, info = self.core.step(action[None])
         info = {k: {n: _first(r) for n, r in v.items()} if k == "sensors" else v[0].item()
                 for k, v in info.items()}  # fmt: skip
         return obs[0], float(reward[0]), bool(term[0]), bool(trunc[0]), info

@@ -5,12 +5,14 @@ axis ``±pos`` [m], roll and pitch ``±tilt`` [rad], yaw ``±yaw`` [rad], veloci
 [m/s], body rates per axis ``±ang_vel`` [rad/s] (or uniform in a ball of radius
 ``ang_vel_norm``), each shifted by the centres of :class:`InitRanges`; rotors start at hover
 speed. :func:`start_state` turns a draw into the plant state (the NumPy reference path of
-:class:`~quadsim.app.envs.core.QuadCore` and the compiled env step call it).
+:class:`~quadsim.app.envs.core.QuadCore` and the compiled env step call it); :func:`check_state`
+checks a reset's given start (``reset(options={"state": ...})``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -18,7 +20,10 @@ import numpy as np
 from ...physics._array import namespace
 from ...physics.rotation import kfrom_euler
 
-__all__ = ["InitRanges", "check_init", "start_state"]
+__all__ = ["STATE_KEYS", "InitRanges", "check_init", "check_state", "start_state"]
+
+STATE_KEYS = {"pos": 3, "attitude": 4, "vel": 3, "ang_vel": 3}
+"""The keys of a reset's given start (:func:`check_state`) and their sizes."""
 
 
 class InitRanges(NamedTuple):
@@ -82,3 +87,62 @@ def start_state(pos: Any, rpy: Any, vel: Any, ang_vel: Any, floor: float | None)
         z = xp.maximum(pos[..., 2], floor)
         pos = xp.stack([pos[..., 0], pos[..., 1], z], axis=-1)
     return pos, quat, vel, ang_vel
+
+
+def check_state(state: Any, m: int, world: Any, dtype: Any = "float64") -> dict[str, np.ndarray]:
+    """A reset's given start, checked: ``{key: (m, size) float64 array}``.
+
+    Args:
+        state: ``None``, or a dict of any of ``pos`` [m], ``attitude`` (xyzw quaternion),
+            ``vel`` [m/s] and ``ang_vel`` [rad/s], each one row or one row per environment reset.
+        m: Number of environments reset.
+        world: The environments' :class:`~quadsim.physics.world.World` (its fault limits), or
+            ``None``.
+        dtype: The simulator's dtype: the values must be finite in it.
+
+    Raises:
+        TypeError: ``state`` is not a dict.
+        ValueError: Naming the key: an unknown key, a value that is not ``size`` numbers (or
+            ``(m, size)``), not finite, an attitude that is not a unit quaternion (to 1e-6), a
+            speed above the world's ``limits.max_speed`` or a body rate above its
+            ``limits.max_rate`` (a start the simulator would flag as a fault at once).
+    """
+    if state is None:
+        return {}
+    if not isinstance(state, Mapping):
+        raise TypeError(f"reset state (options['state']) must be a dict of "
+                        f"{', '.join(STATE_KEYS)}; got {type(state).__name__}")  # fmt: skip
+    unknown = sorted(map(repr, set(state) - set(STATE_KEYS)))
+    if unknown:
+        raise ValueError(f"reset state: unknown keys [{', '.join(unknown)}]; use "
+                         f"{', '.join(STATE_KEYS)}")  # fmt: skip
+    limits = None if world is None else world.limits
+    bounds = {"vel": ("speed", "m/s", "max_speed"), "ang_vel": ("body rate", "rad/s", "max_rate")}
+    out = {}
+    for key, size in STATE_KEYS.items():
+        if key not in state:
+            continue
+        try:
+            v = np.broadcast_to(np.asarray(state[key], dtype=np.float64), (m, size))
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"reset state: {key} must be {size} numbers, or ({m}, {size}); got "
+                             f"{state[key]!r}") from e  # fmt: skip
+        with np.errstate(over="ignore"):
+            finite = np.isfinite(v.astype(dtype))
+        if not finite.all():
+            raise ValueError(f"reset state: {key} must be finite ({np.dtype(dtype)}); got "
+                             f"{v[~finite.all(axis=1)][0].tolist()}")  # fmt: skip
+        with np.errstate(over="ignore"):
+            norm = np.sqrt(np.sum(v * v, axis=1))
+        if key == "attitude" and np.any(np.abs(norm - 1.0) > 1e-6):
+            raise ValueError(f"reset state: attitude must be a unit quaternion (xyzw); got norm "
+                             f"{norm[np.argmax(np.abs(norm - 1.0))]:.6g}")  # fmt: skip
+        if limits is not None and key in bounds:
+            what, unit, name = bounds[key]
+            lim = getattr(limits, name)
+            if np.max(norm) > lim:
+                raise ValueError(f"reset state: {key}: a {what} of {np.max(norm):.6g} {unit} "
+                                 f"is above the world's fault limit {name} = {lim:g} "
+                                 f"{unit}")  # fmt: skip
+        out[key] = v
+    return out

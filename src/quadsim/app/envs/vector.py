@@ -34,8 +34,9 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from .core import QuadCore
-from .single import CoreEnv, make_trajectory, spaces
+from .single import CoreEnv, check_options, make_trajectory, spaces
 from .snapshot import core_state, set_core_state
+from .starts import check_state
 from .tasks import HoverTask, TrackTask
 
 __all__ = ["HoverVectorEnv", "QuadsimVectorEnv", "TrackVectorEnv"]
@@ -107,13 +108,16 @@ class QuadsimVectorEnv(CoreEnv, VectorEnv):
             seed: Seed of :attr:`np_random`, which draws all initial states and parameters.
             options: ``reset_mask`` (bool ``(num_envs,)``): reset only these, keeping the
                 simulator and parameters; ``state``: initial-state overrides as in
-                :meth:`quadsim.app.envs.HoverEnv.reset`.
+                :meth:`quadsim.app.envs.HoverEnv.reset` (one row, or one per environment
+                reset).
+
+        Raises:
+            TypeError: ``options`` is not a dict (or ``None``), or its ``state`` is not one.
+            ValueError: An unknown option, a bad ``reset_mask`` or ``state`` (naming its key).
         """
-        super().reset(seed=seed)
-        options = dict(options or {})
+        options = check_options(options, ("reset_mask", "state"))
         mask = options.get("reset_mask")
         state = options.get("state")
-        rng = self.np_random
         if mask is not None:
             mask = np.asarray(mask)
             if mask.shape != (self.num_envs,) or mask.dtype != np.bool_:
@@ -121,6 +125,11 @@ class QuadsimVectorEnv(CoreEnv, VectorEnv):
                     f"options['reset_mask'] must be a bool array of shape ({self.num_envs},); "
                     f"got {mask.dtype} {mask.shape}"
                 )
+        m = self.num_envs if mask is None else int(np.count_nonzero(mask))
+        check_state(state, m, self.core.world, self.core.dtype)  # before anything is drawn
+        super().reset(seed=seed)
+        rng = self.np_random
+        if mask is not None:
             self.core.reset(mask, rng, state=state)
             self._done[mask] = False
         else:
