@@ -92,9 +92,11 @@ def _resident() -> int:
         return 0
 
 
-def estimate_memory(n: int, backend: str, chunk_bytes: float) -> float:
-    """Bytes a flight of ``n`` drones needs (see the module docstring)."""
-    return BASE_BYTES + n * BYTES_PER_DRONE.get(backend, 10_000) + 4 * chunk_bytes
+def estimate_memory(n: int, backend: str, chunk_bytes: float, per_drone: float = 0.0) -> float:
+    """Bytes a flight of ``n`` drones needs (see the module docstring); ``per_drone``: more bytes
+    each drone costs (what its sensor parts declare,
+    :func:`quadsim.loop.parts.checks.declared_bytes`)."""  # noqa: D205, D209
+    return BASE_BYTES + n * (BYTES_PER_DRONE.get(backend, 10_000) + per_drone) + 4 * chunk_bytes
 
 
 def estimate_time(n: int, steps: int, backend: str) -> float:
@@ -204,15 +206,18 @@ def dt_advice(dt: float, integrator: str, dtype: str, tau: float, what: str) -> 
     return None
 
 
-def memory_problem(n: int, backend: str) -> str | None:
-    """Why ``n`` drones on ``backend`` would not fit in the memory available, or ``None``."""
+def memory_problem(n: int, backend: str, per_drone: float = 0.0) -> str | None:
+    """Why ``n`` drones on ``backend`` would not fit in the memory available, or ``None``
+    (``per_drone``: the bytes per drone of the sensor parts, as :func:`estimate_memory`)."""  # noqa: D205, D209
     # the part of the process's own memory not yet resident is needed as well
-    need = estimate_memory(n, backend, CHUNK_BYTES) - min(BASE_BYTES, _resident())
+    need = estimate_memory(n, backend, CHUNK_BYTES, per_drone) - min(BASE_BYTES, _resident())
     avail = available_memory()
     if avail is not None and need > avail:
+        each = BYTES_PER_DRONE.get(backend, 10_000) + per_drone
+        parts = f", {per_drone / 1e3:.0f} kB of it the sensor parts'" if per_drone else ""
         return (
             f"{n} drones need about {format_bytes(need)} of memory "
-            f"({BYTES_PER_DRONE.get(backend, 10_000) / 1e3:.0f} kB per drone on {backend}); "
+            f"({each / 1e3:.0f} kB per drone on {backend}{parts}); "
             f"{format_bytes(avail)} is available"
         )
     return None

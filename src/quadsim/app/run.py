@@ -68,6 +68,19 @@ def _progress_bar(total: int, enabled: bool) -> Any:
     return bar, update
 
 
+def _beside(bar: Any, echo: Any) -> Any:
+    """``echo`` on a line of its own while the progress ``bar`` (or ``None``) is shown."""
+    if bar is None:
+        return echo
+
+    def say(line: str) -> None:
+        bar.clear()
+        echo(line)
+        bar.refresh()
+
+    return say
+
+
 def default_out(scenario: str | os.PathLike[str]) -> Path:
     """``runs/<scenario file name without its suffix>``."""
     return Path("runs") / Path(scenario).stem
@@ -138,9 +151,10 @@ def fly_scenario(
         on_chunk = chunk_writer(out, parts)
         with kept_on_failure(out):
             try:
-                result = fly_assembly(objs, log_every=o["log_every"],
-                                      chunk_steps=o["chunk_steps"] or None, on_chunk=on_chunk,
-                                      progress=update, keep_log=False, meta=run_meta)  # fmt: skip
+                with echo_warnings(_beside(bar, echo), "default"):  # a fallback says so
+                    result = fly_assembly(objs, log_every=o["log_every"], on_chunk=on_chunk,
+                                          chunk_steps=o["chunk_steps"] or None, progress=update,
+                                          keep_log=False, meta=run_meta)  # fmt: skip
             finally:
                 if bar is not None:
                     bar.close()
@@ -235,15 +249,18 @@ def _write_rosbag(out: Path, summary: dict, objs: Any, periods: Any, progress: b
 
 
 @contextlib.contextmanager
-def echo_warnings(echo: Any) -> Any:
-    """Warnings raised inside the block are shown through ``echo`` (``quadsim: warning: ...``)."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            yield
-        finally:
-            for w in caught:
-                echo(f"quadsim: warning: {w.message}")
+def echo_warnings(echo: Any, action: str = "always") -> Any:
+    """Warnings raised inside the block are shown through ``echo`` as they come, one line each
+    (``quadsim: warning: ...``; no file, line or source: ``--quiet`` silences them with the rest);
+    ``action`` is the filter (``"default"``: each place once)."""  # noqa: D205, D209
+
+    def show(message: Any, *args: Any, **kw: Any) -> None:
+        echo(f"quadsim: warning: {message}")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter(action)  # type: ignore[arg-type]
+        warnings.showwarning = show
+        yield
 
 
 def finish_run(

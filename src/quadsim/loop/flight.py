@@ -80,7 +80,8 @@ from .closed_loop_jax import build_scan
 from .closed_loop_native import compile_for_simulator
 from .compiled_runner import CompiledRunner
 from .driver import Chunking, drive
-from .parts import log_columns
+from .parts import Controller, Sensor, log_columns
+from .parts.checks import check_sensor
 from .paths import compiled_path_reason, scan_path_reason
 from .step_runner import StepLoop, StepRunner, one_line
 
@@ -276,6 +277,11 @@ def fly(
     )
     seed = sim.seed if seed is None else check_seed(seed)
     sens = checked_sensors(sensors)
+    for part in sens.parts:  # each held to its declaration before anything flies
+        try:
+            check_sensor(part, dt, sim.world, sim.drone.gravity_vec, n=min(n, 2))
+        except ValueError as e:
+            raise ValueError(f"sensor part {part.name!r}: {e}") from None
     periods = loop_periods(sim.dt, gains, sens)  # validated once
     flight = _Flight(sim, trajectory, control, gains, allocator, sens, command, ctrl_state,
                      offset, total, log_every, chunk_steps, seed, periods, estimator)  # fmt: skip
@@ -350,6 +356,7 @@ def _runner(f: _Flight, jit: bool | None,
         reason = compiled_path_reason(sim, f.control, f.gains, allocator=f.allocator, **kw)
     fast = "scan" if backend == "jax" else "compiled"
     failed: list[tuple[str, str]] = []  # (by what, why) it could not be traced: one warning
+    who = None  # the part whose code failed to trace (None: the controller, or unknown)
     if reason is None and fast == "compiled":
         try:
             loop, bstate0 = _compile_native(f)
@@ -357,7 +364,8 @@ def _runner(f: _Flight, jit: bool | None,
                                            f.seed, f.estimator),
                     {"loop": "compiled", "loop_reason": None})  # fmt: skip
         except Exception as e:  # any failure to trace or build falls back
-            reason = f"the closed loop could not be compiled: {one_line(e)}"
+            who = culprit(e) or who
+            reason = f"the closed loop could not be compiled: {who_said(who, e)}"
             failed.append(("by CasADi", one_line(e)))
     if reason is None and fast == "scan":
         try:
@@ -366,7 +374,8 @@ def _runner(f: _Flight, jit: bool | None,
                               f.chunk_steps, f.seed, f.periods, f.estimator)  # fmt: skip
             return make, {"loop": "scan", "loop_reason": None}
         except Exception as e:  # the controller (or trajectory) does not trace: per step
-            reason = f"the closed loop could not be traced by JAX: {one_line(e)}"
+            who = culprit(e) or who
+            reason = f"the closed loop could not be traced by JAX: {who_said(who, e)}"
             failed.append(("by JAX into the scan", one_line(e)))
     if compiled:
         raise ValueError(f"compiled=True, but the {fast} loop cannot run: {reason}")
@@ -380,12 +389,37 @@ def _runner(f: _Flight, jit: bool | None,
         reason = (f"{reason}; nor per step" if same else
                   f"{reason}; the per-step function could not be traced by JAX: {why}")
     if failed:
-        _warn_fallback(f.control, failed, f"the per-step Python loop on {step_loop.backend}")
+        _warn_fallback(who or _controller_name(f.control), failed,
+                       f"the per-step Python loop on {step_loop.backend}")  # fmt: skip
     return (lambda: StepRunner(step_loop, f.log_every)), {"loop": "python", "loop_reason": reason}
 
 
-def _warn_fallback(control: Callable, failed: list[tuple[str, str]], ran: str) -> None:
-    """The one-line :class:`TraceFallbackWarning` of a flight whose fast loop could not run."""
+def _controller_name(control: Callable) -> str:
+    return f"controller {getattr(control, '__qualname__', None) or type(control).__name__}"
+
+
+def culprit(e: BaseException) -> str | None:
+    """The part whose code raised ``e``: the innermost frame of its traceback that runs a sensor
+    part's or a controller part's method (``"sensor part 'tof' (Rangefinder)"``), or ``None``."""  # noqa: D205, D209
+    found, tb = None, e.__traceback__
+    while tb is not None:
+        me = tb.tb_frame.f_locals.get("self")
+        if isinstance(me, Sensor):
+            found = f"sensor part {me.name!r} ({type(me).__name__})"
+        elif isinstance(me, Controller):
+            found = _controller_name(me)
+        tb = tb.tb_next
+    return found
+
+
+def who_said(who: str | None, e: BaseException) -> str:
+    """``"<who>: Type: message"`` (the error alone when ``who`` is ``None``)."""
+    return f"{who}: {one_line(e)}" if who else one_line(e)
+
+
+def _warn_fallback(who: str, failed: list[tuple[str, str]], ran: str) -> None:
+    """The one-line :class:`TraceFallbackWarning` of a flight whose fast loop could not run
+    (``who``: the part that could not be traced)."""  # noqa: D205, D209
     import warnings
 
     parts: list[list[str]] = []  # [by what, ..., why]: the same error said once
@@ -395,8 +429,7 @@ def _warn_fallback(control: Callable, failed: list[tuple[str, str]], ran: str) -
         else:
             parts.append([by, why])
     said = "; nor ".join(f"{' nor '.join(p[:-1])} ({p[-1]})" for p in parts)
-    name = getattr(control, "__qualname__", None) or type(control).__name__
-    warnings.warn(f"fly: controller {name} could not be traced {said}; flying {ran} (slower)",
+    warnings.warn(f"fly: {who} could not be traced {said}; flying {ran} (slower)",
                   TraceFallbackWarning, stacklevel=4)  # fmt: skip
 
 

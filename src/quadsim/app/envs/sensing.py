@@ -83,7 +83,7 @@ class EnvSensors:
         if not isinstance(tables, dict) or not all(isinstance(t, dict) for t in tables.values()):
             raise ValueError(f"sensors must be a dict of tables {{name: {{'kind': ...}}}}; "
                              f"got {tables!r}")  # fmt: skip
-        parts = load_parts(tables, dt, world, gravity, _fail)
+        parts = load_parts(tables, dt, world, gravity, _fail, n=n)
         control_hz = 1.0 / (dt * substeps)
         periods = []
         for part in parts:

@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from ...loop.brain import Sensors, loop_periods
-from ...loop.parts import Context, controller_class, part_outputs, sensor_class
+from ...loop.parts import Context, Sensor, controller_class, part_outputs, sensor_class
+from ...loop.parts.checks import check_controller, check_sensor
 from .schema import SCHEMA
 
 __all__ = ["BUILTIN_CONTROLLERS", "check_reads", "load_controller", "load_parts", "split_parts"]
@@ -27,7 +28,13 @@ _NAME = re.compile(r"[a-z][a-z0-9_]*")
 _BUILTIN_READINGS = ("gyro", "accel", "mocap_pos", "mocap_quat", "mocap_stamp", "baro_alt",
                      "gnss_pos", "gnss_vel", "gnss_stamp", "imu_fresh", "mocap_fresh",
                      "baro_fresh", "gnss_fresh")  # fmt: skip
+_BUILTIN_SIZES = {"gyro": 3, "accel": 3, "mocap_pos": 3, "mocap_quat": 4, "gnss_pos": 3,
+                  "gnss_vel": 3}  # fmt: skip
 _BATTERY = ("battery_v", "battery_i", "battery_p", "battery_charge")
+
+
+class _NotAPartError(Exception):
+    """A part class whose ``from_table`` gave something else."""
 
 
 def split_parts(doc: dict) -> tuple[dict, dict, dict]:
@@ -53,8 +60,12 @@ def _key_of(e: ValueError, table: dict, default: str) -> tuple[str, str]:
     return (key, rest) if sep and key in table else (default, str(e))
 
 
-def load_parts(tables: dict, dt: float, world: Any, gravity: Any, fail: Any) -> tuple:
+def load_parts(tables: dict, dt: float, world: Any, gravity: Any, fail: Any,
+               n: int = 2) -> tuple:  # fmt: skip
     """The sensor parts of the ``[sensors.<name>]`` tables, each checked, in file order.
+
+    Each is checked on its table, then its declaration and one step against it for ``min(n,
+    2)`` drones (:func:`quadsim.loop.parts.checks.check_sensor`).
 
     Raises:
         ValueError: ``FILE: sensors.<name>.<key> (line N): why``.
@@ -75,13 +86,23 @@ def load_parts(tables: dict, dt: float, world: Any, gravity: Any, fail: Any) -> 
             raise fail(where, "kind", str(e)) from None
         try:
             part = cls.from_table(name, table, Context(dt, np, world=world, gravity=gravity))
+            if not isinstance(part, Sensor):
+                raise _NotAPartError(f"{kind}: {cls.__name__}.from_table returned "
+                                     f"{type(part).__name__} {part!r:.60}, not a sensor "
+                                     "part")  # fmt: skip
             loop_periods(dt, None, Sensors(parts=(part,)))
+        except _NotAPartError as e:
+            raise fail(where, "kind", str(e)) from None
         except ValueError as e:
             key, why = _key_of(e, table, "rate" if "rate" in table else "kind")
             raise fail(where, key, why) from None
         except Exception as e:  # a user's part failing in its own way: still a bad input
             raise fail(where, "kind", f"{kind} could not be built: {type(e).__name__}: "
                                       f"{e}") from None  # fmt: skip
+        try:  # its declaration and one step against it (the runners then agree)
+            check_sensor(part, dt, world, gravity, n=min(int(n), 2))
+        except ValueError as e:
+            raise fail("sensors", name, str(e)) from None
         parts.append(part)
     return tuple(parts)
 
@@ -120,19 +141,24 @@ def load_controller(v: dict, extra: dict, drone: Any, fail: Any) -> Any:
                                          f"{e}") from None  # fmt: skip
 
 
-def check_reads(control: Any, parts: tuple, v: dict, fail: Any) -> None:
-    """A controller that reads readings gets only ones its sensors give.
+def check_reads(control: Any, parts: tuple, v: dict, fail: Any, n_rotors: int = 4) -> None:
+    """A controller that reads readings gets only ones its sensors give, and one call of it at
+    hover gives a command the loop can fly (:func:`quadsim.loop.parts.checks.check_controller`).
 
     Raises:
-        ValueError: ``FILE: controller.kind (line N): the controller reads [...] ...``.
-    """
+        ValueError: ``FILE: controller.kind (line N): the controller reads [...] ...`` or
+            ``<Class>.__call__ returned ...``.
+    """  # noqa: D205
     reads = tuple(getattr(control, "reads", None) or ())
-    if not reads:
-        return
-    given = {name for name, _ in part_outputs(parts)} | {f"{p.name}_fresh" for p in parts}
-    given |= set(_BUILTIN_READINGS) | (set(_BATTERY) if v["sim"]["command"] == "pwm" else set())
-    missing = [r for r in reads if r not in given]
+    sizes = dict(part_outputs(parts)) | {f"{p.name}_fresh": 1 for p in parts}
+    sizes |= {r: _BUILTIN_SIZES.get(r, 1) for r in _BUILTIN_READINGS}
+    sizes |= dict.fromkeys(_BATTERY, 1) if v["sim"]["command"] == "pwm" else {}
+    missing = [r for r in reads if r not in sizes]
     if missing:
         raise fail("controller", "kind", f"the controller reads {missing}, which no sensor of "
                                          f"the scenario gives (sensor parts: "
                                          f"{[p.name for p in parts]})")  # fmt: skip
+    try:
+        check_controller(control, n_rotors, sizes, n=min(int(v[""]["n"]), 2))
+    except ValueError as e:
+        raise fail("controller", "kind", str(e)) from None

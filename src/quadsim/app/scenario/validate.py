@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ...engines import native
+from ...loop.parts.checks import declared_bytes
 from ...physics.params import PhysicalError, check_physical
 from ..preflight import memory_problem
 from .checks import check_combinations, check_ranges
@@ -202,8 +203,13 @@ def prepare(v: dict, fail: Any) -> Prepared:
         raise fail("randomize", key, f"{at}{e.reason}; lower randomize.{key}") from None
     check_start(v, world, init, fail)
     named = v.get("parts", {})
-    parts = load_parts(named.get("sensors", {}), v["sim"]["dt"], world, drone.gravity_vec, fail)
+    parts = load_parts(named.get("sensors", {}), v["sim"]["dt"], world, drone.gravity_vec, fail,
+                       n=v[""]["n"])  # fmt: skip
+    problem = memory_problem(v[""]["n"], v["sim"]["backend"],
+                             sum(declared_bytes(p) for p in parts))  # fmt: skip
+    if parts and problem:  # what the parts declare counts too
+        raise fail("", "n", problem)
     control = load_controller(v, named.get("controller", {}), drone, fail)
     gains = control.gains
-    check_reads(control, parts, v, fail)
+    check_reads(control, parts, v, fail, int(drone.mixing_matrix.shape[1]))
     return Prepared(drone, traj, world, init, gains, parts, control)
