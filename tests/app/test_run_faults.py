@@ -88,3 +88,14 @@ def test_the_ros2_node_reports_the_diverged_drones_and_exits_1(tmp_path):
     assert err.read_text().count("diverged: body rate at step 0") == 3, err.read_text()
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert s["fault_count"] == 3 and s["tracking_rms_m"] is None
+
+
+def test_an_initial_position_the_reference_overrides_is_warned_about(tmp_path):
+    """Issue 40, item 11: ``initial.pos`` had no effect, silently, with start_on_reference."""
+    scen = tmp_path / "s.toml"
+    scen.write_text('duration = 1.0\n[initial]\npos = [0.0, 0.0, 0.5]\n')
+    (note,) = [n for n in check_run(load_scenario(scen)) if "initial" in n]
+    assert "initial.pos (line 3): has no effect: initial.start_on_reference" in note
+    scen.write_text('duration = 1.0\n[initial]\npos = [0.0, 0.0, 0.5]\n'
+                    'start_on_reference = false\n')  # fmt: skip
+    assert not [n for n in check_run(load_scenario(scen)) if "initial" in n]

@@ -9,6 +9,7 @@ before a validated scenario flies (the estimates and advice of :mod:`quadsim.app
 from __future__ import annotations
 
 import math
+import tomllib
 from typing import Any
 
 import numpy as np
@@ -195,11 +196,27 @@ def check_run(sc: Any) -> list[str]:
     advice = dt_advice(sim["dt"], sim["integrator"], sim["dtype"], tau, what)
     if advice:
         notices.append(f"quadsim: warning: {_where(sc, 'sim.dt')}: {advice}")
+    notices += _ignored_start(sc)
     if sc.prepared is not None:
         short = _thrust_short(sc.prepared.trajectory, v[""]["duration"], drone, gains)
         if short:
             notices.append(f"quadsim: warning: {_where(sc, 'trajectory.kind')}: {short}")
     return notices
+
+
+def _ignored_start(sc: Any) -> list[str]:
+    """Warnings for ``initial.pos`` and ``initial.vel`` written in the file while
+    ``initial.start_on_reference`` puts the drones on the reference instead."""  # noqa: D205, D209
+    if not sc.values["initial"]["start_on_reference"] or not sc.text:
+        return []
+    try:
+        written = tomllib.loads(sc.text).get("initial", {})
+    except tomllib.TOMLDecodeError:  # validated already; a text that differs says nothing here
+        return []
+    return [f"quadsim: warning: {_where(sc, f'initial.{k}')}: has no effect: "
+            "initial.start_on_reference (true by default) starts the drones on the reference; "
+            "set it to false to start there" for k in ("pos", "vel")
+            if isinstance(written, dict) and k in written]  # fmt: skip
 
 
 def _thrust_short(trajectory: Any, duration: float, drone: Any, gains: Any) -> str | None:
