@@ -21,6 +21,12 @@ from typing import Any
 import numpy as np
 import pytest
 
+# The tests' own cache of compiled libraries and traces (issue 40, item 16: the suite wrote
+# tens of MB into the user's ~/.cache/quadsim). Kept per machine, so a later run (CI on the same
+# machine) reuses what an earlier one built; a test that needs another cache sets its own.
+os.environ.setdefault("QUADSIM_CACHE_DIR",
+                      str(Path.home() / ".cache" / "quadsim-tests" / "native"))  # fmt: skip
+
 REQUIRE_ALL = (
     os.environ.get("QUADSIM_REQUIRE_ALL_BACKENDS") == "1" or os.environ.get("CI", "") == "true"
 )
