@@ -468,7 +468,7 @@ def test_reset_options_are_checked(vector):
     drawn = env.np_random.bit_generator.state
     with pytest.raises(TypeError, match="reset: options must be a dict or None; got str"):
         env.reset(seed=2, options="notadict")
-    with pytest.raises(ValueError, match=r"reset: unknown options \['stat'\]; use "):
+    with pytest.raises(ValueError, match=r"reset: options: unknown keys \['stat'\]; use "):
         env.reset(seed=2, options={"stat": AT_REST})
     with pytest.raises(TypeError, match=r"reset state \(options\['state'\]\) must be a dict"):
         env.reset(seed=2, options={"state": [0.0, 0.0, 1.0]})

@@ -6,7 +6,7 @@ action, reward, termination and randomisation are defined there and in ``docs/en
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import gymnasium as gym
@@ -14,7 +14,7 @@ import numpy as np
 
 from ...loop.initial import make_trajectory as make
 from .core import QuadCore
-from .starts import check_state
+from .starts import check_state, known_keys
 from .tasks import HoverTask, TrackTask
 
 __all__ = ["HoverEnv", "QuadsimEnv", "TrackEnv", "check_options", "make_trajectory", "spaces"]
@@ -43,16 +43,7 @@ def check_options(options: Any, known: tuple[str, ...]) -> dict:
         TypeError: ``options`` is neither a dict nor ``None``.
         ValueError: An unknown key.
     """
-    if options is None:
-        return {}
-    if not isinstance(options, Mapping):
-        raise TypeError(f"reset: options must be a dict or None; got "
-                        f"{type(options).__name__} {options!r:.80}")  # fmt: skip
-    unknown = sorted(map(repr, set(options) - set(known)))
-    if unknown:
-        raise ValueError(f"reset: unknown options [{', '.join(unknown)}]; use "
-                         f"{', '.join(known)}")  # fmt: skip
-    return dict(options)
+    return known_keys(options, known, "reset: options", "reset: options", "a dict or None")
 
 
 def make_trajectory(trajectory: str | Callable) -> Callable:

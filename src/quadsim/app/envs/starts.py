@@ -20,7 +20,7 @@ import numpy as np
 from ...physics._array import namespace
 from ...physics.rotation import kfrom_euler
 
-__all__ = ["STATE_KEYS", "InitRanges", "check_init", "check_state", "start_state"]
+__all__ = ["STATE_KEYS", "InitRanges", "check_init", "check_state", "known_keys", "start_state"]
 
 STATE_KEYS = {"pos": 3, "attitude": 4, "vel": 3, "ang_vel": 3}
 """The keys of a reset's given start (:func:`check_state`) and their sizes."""
@@ -89,6 +89,25 @@ def start_state(pos: Any, rpy: Any, vel: Any, ang_vel: Any, floor: float | None)
     return pos, quat, vel, ang_vel
 
 
+def known_keys(value: Any, known: Any, what: str, short: str, expect: str) -> dict:
+    """``value`` as a dict (``None``: empty), if it is a mapping with only ``known`` keys.
+
+    Raises:
+        TypeError: ``"<what> must be <expect>; got ..."``: not a mapping.
+        ValueError: ``"<short>: unknown keys [...]; use ..."``.
+    """
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{what} must be {expect}; got {type(value).__name__} "
+                        f"{value!r:.80}")  # fmt: skip
+    unknown = sorted(map(repr, set(value) - set(known)))
+    if unknown:
+        raise ValueError(f"{short}: unknown keys [{', '.join(unknown)}]; use "
+                         f"{', '.join(known)}")  # fmt: skip
+    return dict(value)
+
+
 def check_state(state: Any, m: int, world: Any, dtype: Any = "float64") -> dict[str, np.ndarray]:
     """A reset's given start, checked: ``{key: (m, size) float64 array}``.
 
@@ -107,15 +126,10 @@ def check_state(state: Any, m: int, world: Any, dtype: Any = "float64") -> dict[
             speed above the world's ``limits.max_speed`` or a body rate above its
             ``limits.max_rate`` (a start the simulator would flag as a fault at once).
     """
-    if state is None:
+    state = known_keys(state, STATE_KEYS, "reset state (options['state'])", "reset state",
+                       f"a dict of {', '.join(STATE_KEYS)}")  # fmt: skip
+    if not state:
         return {}
-    if not isinstance(state, Mapping):
-        raise TypeError(f"reset state (options['state']) must be a dict of "
-                        f"{', '.join(STATE_KEYS)}; got {type(state).__name__}")  # fmt: skip
-    unknown = sorted(map(repr, set(state) - set(STATE_KEYS)))
-    if unknown:
-        raise ValueError(f"reset state: unknown keys [{', '.join(unknown)}]; use "
-                         f"{', '.join(STATE_KEYS)}")  # fmt: skip
     limits = None if world is None else world.limits
     bounds = {"vel": ("speed", "m/s", "max_speed"), "ang_vel": ("body rate", "rad/s", "max_rate")}
     out = {}
