@@ -10,8 +10,10 @@ nominal terms (the preset's rotor lag, nothing fitted) and the JSON."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +23,7 @@ from quadsim.app.sysid import replay as rp
 from quadsim.app.sysid import replay_cli
 from quadsim.app.sysid import replay_protocol as pr
 from quadsim.app.sysid import replay_rotation as rr
+from quadsim.app.validation import nanobench
 from quadsim.physics import motor_thermal as mt
 from quadsim.physics.params import load_params
 
@@ -101,11 +104,90 @@ def test_a_changed_coefficient_fails_the_pins(change, flights, params, motor):
     assert max(off) > 0.004
 
 
-def test_held_out_over_the_repository_flights(flights, params, motor):
-    rows = pr.leave_one_out(list(flights.values()), params, motor)
+@pytest.fixture(scope="module")
+def held(flights, params, motor):
+    """``leave_one_out`` over the three flights, counting its expensive per-flight calls (the
+    IMU-to-Vicon shift, the rotor model) and its progress calls."""
+    calls = {"imu_shift": 0, "rotor_forces": 0, "progress": 0}
+
+    def counted(name, fn):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    with pytest.MonkeyPatch.context() as mp:
+        shift = nanobench.estimate_imu_shift
+        mp.setattr(nanobench, "estimate_imu_shift", counted("imu_shift", shift))
+        mp.setattr(rp, "rotor_forces", counted("rotor_forces", rp.rotor_forces))
+        rows = pr.leave_one_out(list(flights.values()), params, motor,
+                                progress=counted("progress", lambda: None))  # fmt: skip
+    return rows, calls
+
+
+def test_held_out_over_the_repository_flights(flights, held):
+    rows, _ = held
     for (k, _), r in zip(flights.items(), rows, strict=True):
         assert r["specific_force_z_r2"] == pytest.approx(HELD[k], abs=0.01), k
         assert r["trained_on"] == [f["name"] for j, f in flights.items() if j != k]
+
+
+def test_held_out_folds_share_the_per_flight_work(flights, params, motor, held):
+    """Issue 40: each flight is prepared once, not once per fold (the IMU-to-Vicon shift: 3 calls
+    for 3 flights, 9 before), the rotation's grid costs one torque per rotor lag and flight plus
+    one per fold (24, 567 before); and a fold is still exactly the refit on the other flights
+    (``fit_terms`` then ``score``) and, for roll and pitch, the least squares on the others'
+    samples pooled (the sums only change the rounding)."""
+    rows, calls = held
+    n = len(flights)
+    assert calls["imu_shift"] == n
+    assert calls["rotor_forces"] == n * len(rr.LAGS_S) + n
+    assert calls["progress"] == 3 * n
+    b2, b3, b9 = flights.values()
+    terms, masses = pr.fit_terms([b3, b9], params, motor)
+    alone = pr.score(b2, params, motor, terms, mass_ref=float(np.mean(masses)))
+    assert rows[0]["thrust_terms"] == terms._asdict()
+    for key in ("specific_force_z_r2", "specific_force_z_rmse_m_s2", "level_deviation_pct"):
+        assert rows[0][key] == alone[key], key
+    combos = list(itertools.product(rr.LAGS_S, rr.DELAYS, rr.TRIM_GRID_HZ))
+    designs = [rr.rotation_design(f, params, motor, combos) for f in (b3, b9)]
+    want = _pooled_lstsq(designs, combos)
+    got = rows[0]["rotation_terms"]
+    assert (got["time_constant"], got["delay"], got["trim_hz"]) == want[:3]
+    np.testing.assert_allclose(got["gain"] + got["offset"], want[3] + want[4], rtol=1e-9)
+
+
+def _pooled_lstsq(designs, combos):
+    """The roll/pitch fit as it was before the sums: least squares on the pooled samples."""
+    meas = np.concatenate([m for _, m in designs])
+    best = None
+    for c in combos:
+        pred = np.concatenate([p[c] for p, _ in designs])
+        err, coefs = 0.0, []
+        for j in range(2):
+            A = np.column_stack([pred[:, j], np.ones(len(pred))])
+            beta = np.linalg.lstsq(A, meas[:, j], rcond=None)[0]
+            err += float(np.mean((A @ beta - meas[:, j]) ** 2) / np.var(meas[:, j]))
+            coefs.append(beta)
+        if best is None or err < best[0]:
+            best = (err, c, coefs)
+    _, (tc, d, fc), coefs = best
+    return tc, d, fc, [coefs[0][0], coefs[1][0]], [coefs[0][1], coefs[1][1]]
+
+
+def test_the_same_flight_twice_is_refused(flights, params, motor):
+    """Held out, a copy would be fitted on itself (issue 40: 0.906 became 0.926): refused by
+    content, whatever the name or path, before anything is fitted."""
+    b9 = flights["B9"]
+    copy = {**b9, "name": "copy", "path": "/elsewhere/copy.csv"}
+    with pytest.raises(ValueError, match=r"^/elsewhere/copy\.csv: the same flight as .*B9_trefoil"):
+        pr.leave_one_out([b9, flights["B2"], copy], params, motor)
+    with pytest.raises(ValueError, match="the same flight as"):
+        rp.cross_flights([b9, copy], motor=motor)
+    rp.check_distinct(list(flights.values()))  # the three differ
+    moved = {**b9, "pwm": np.where(b9["pwm"] > 0, b9["pwm"] + 1.0, 0.0)}
+    rp.check_distinct([b9, moved])  # one count of PWM is another flight
 
 
 def test_terms_off_give_todays_thrust(flights, params, motor):
@@ -153,7 +235,8 @@ def test_window_level_leaves_its_samples_out(flights, params, motor, scored):
         pr.score(flights["B9"], params, motor, pr.ThrustTerms.of(params), level="imu")
 
 
-def test_command_line_protocol_and_strict(tmp_path, capsys):
+def test_command_line_protocol_and_strict(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)  # a progress bar, but for --quiet
     out = tmp_path / "p.json"
     assert replay_cli.main([str(LOGS["B3"]), "--preset", PRESET, "--json", str(out)]) == 0
     doc = json.loads(out.read_text())
@@ -162,10 +245,13 @@ def test_command_line_protocol_and_strict(tmp_path, capsys):
     assert doc["specific_force_z_r2"] == pytest.approx(R2["B3"], abs=0.004)
     assert doc["strict"]["specific_force_z_r2"] == pytest.approx(0.70, abs=0.01)
     assert set(doc["delays_s"]) >= {"pwm_to_imu", "pwm_to_gyro", "imu_to_vicon", "pwm_to_vicon"}
-    assert "replay protocol through cf21_nanobench" in capsys.readouterr().out
+    std = capsys.readouterr()
+    assert "replay protocol through cf21_nanobench" in std.out
+    assert "replay:" in std.err and "/1 " in std.err  # one flight: one step
     strict = tmp_path / "s.json"
     assert replay_cli.main([str(LOGS["B3"]), "--preset", PRESET, "--strict",
-                            "--json", str(strict)]) == 0  # fmt: skip
+                            "--json", str(strict), "--quiet"]) == 0  # fmt: skip
+    assert capsys.readouterr().err == ""
     s = json.loads(strict.read_text())
     assert "ceiling_r2" not in s and "protocol" not in s
     want = rp.replay(rp.load_log(LOGS["B3"]), preset=PRESET)
@@ -223,7 +309,8 @@ def test_a_slow_moment_on_the_pwm_is_removed_as_trim(flights, params, motor):
     assert moved < 0.02 * moved_raw
 
 
-def test_replay_json_reports_roll_and_pitch(tmp_path, capsys):
+def test_replay_json_reports_roll_and_pitch(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     out = tmp_path / "r.json"
     logs = [str(p) for p in LOGS.values()]
     assert replay_cli.main([*logs, "--preset", PRESET, "--json", str(out)]) == 0
@@ -234,4 +321,7 @@ def test_replay_json_reports_roll_and_pitch(tmp_path, capsys):
         assert len(r["ang_acc_r2"]) == 3  # the replay's own, as it is
     for r, k in zip(doc["flights"], LOGS, strict=True):
         assert r["ang_acc_trimmed_r2"] == pytest.approx(ROT_NOMINAL[k], abs=0.01)
-    assert "wx R2" in capsys.readouterr().out
+    std = capsys.readouterr()
+    assert "wx R2" in std.out
+    # the progress bar: each flight, then per flight its preparation, its rotation sums, its fold
+    assert "replay:" in std.err and "/12 " in std.err

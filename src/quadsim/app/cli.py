@@ -8,7 +8,7 @@ ROS 2 node over DDS (docs/ros2.md); ``quadsim recover DIR`` rebuilds the results
 run; ``quadsim info PRESET [--plot FILE]`` prints the flight envelope; ``quadsim presets`` lists
 the drones; ``quadsim bench`` measures quadsim's speed (the scripts in ``benchmarks/`` compare
 the peers); ``quadsim replay LOG [...] [--format nanobench] [--preset NAME] [--strict] [--level
-L] [--json FILE] [--out DIR]`` replays a real flight's motor commands through the model
+L] [--json FILE] [--out DIR] [--quiet]`` replays a real flight's motor commands through the model
 (docs/validation.md).
 
 Exit codes: 0 success, 1 simulation failure (a drone diverged or crashed), 2 bad input (one line
@@ -96,6 +96,7 @@ def _parser() -> argparse.ArgumentParser:
                     "first 3 s of cruise (then not scored)")
     rp.add_argument("--json", metavar="FILE", help="also write the metrics as JSON")
     rp.add_argument("--out", metavar="DIR", help="folder for the predicted-against-measured plots")
+    rp.add_argument("--quiet", action="store_true", help="no progress bar")
     _ros2_args(sub)
     sw = sub.add_parser("sweep", help="fly a sweep or Monte-Carlo campaign of a scenario "
                         "(docs/sweeps.md)")
@@ -400,10 +401,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         if args.command == "presets":
             return _presets()
         if args.command == "replay":
-            from .sysid.replay import main as replay_main
+            from .sysid.replay_cli import main as replay_main
 
             argv = [*args.logs, "--format", args.format, "--preset", args.preset]
             argv += ["--level", args.level] + (["--strict"] if args.strict else [])
+            argv += ["--quiet"] if args.quiet else []
             argv += ["--json", args.json] if args.json else []
             argv += ["--out", args.out] if args.out else []
             return replay_main(argv)

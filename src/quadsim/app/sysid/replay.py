@@ -28,26 +28,36 @@ step (the PWM at sample ``k`` predicts the IMU at ``k`` plus the delay). Short h
 velocity and gyro change.
 
 Reading and checking a log: :mod:`quadsim.app.sysid.replay_log` (:func:`load_log`, re-exported
-here); the command line ``python -m quadsim.app.sysid.replay LOG [LOG ...]`` (or ``quadsim
-replay``), which prints the table: :mod:`quadsim.app.sysid.replay_cli` (:func:`main`).
+here); the filters, delays and ``R²``: :mod:`quadsim.app.sysid.replay_signals` (re-exported
+here); the command line ``quadsim replay LOG [LOG ...]`` (or ``python -m
+quadsim.app.sysid.replay_cli``), which prints the table: :mod:`quadsim.app.sysid.replay_cli`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
-from scipy.signal import butter, filtfilt, lfilter, savgol_filter
+from scipy.signal import lfilter, savgol_filter
 
 from ...physics import rotation
 from ...physics.params import load_params
 from ..validation import nanobench
 from . import thrust_stand as ts
 from .csvlog import LogError
-from .replay_log import REQUIRED_COLUMNS, check_fittable, load_log
+from .replay_log import REQUIRED_COLUMNS, check_distinct, check_fittable, load_log
+from .replay_signals import (
+    CUTOFF_HZ,
+    best_shift,
+    gyro_derivative,
+    lowpass,
+    lowpass_coefficients,
+    r2,
+    shift,
+)
 
 __all__ = [
     "AIRBORNE_CLEARANCE_M",
@@ -58,6 +68,7 @@ __all__ = [
     "LogError",
     "airborne",
     "best_shift",
+    "check_distinct",
     "check_fittable",
     "cross_flights",
     "euler_ang_acc",
@@ -66,16 +77,15 @@ __all__ = [
     "horizon_errors",
     "load_log",
     "lowpass",
-    "main",
+    "lowpass_coefficients",
     "r2",
     "replay",
     "rotor_forces",
+    "rotor_lag",
     "shift",
+    "steady_speeds",
     "vicon_specific_force",
 ]
-
-CUTOFF_HZ = 10.0
-"""Low-pass cut-off of the compared signals [Hz]."""
 
 HORIZONS_S = (0.1, 0.5)
 """Short horizons of :func:`horizon_errors` [s]."""
@@ -83,10 +93,8 @@ HORIZONS_S = (0.1, 0.5)
 AIRBORNE_CLEARANCE_M = 0.05
 """Height above the ground [m] from which a sample counts as airborne (:func:`airborne`)."""
 
-_SHIFTS_PWM = (-0.1, 0.3)  # search range of the PWM delays [s]
 TIME_CONSTANTS_S = tuple(round(0.005 * i, 3) for i in range(21))
 """The rotors' time constants [s] tried when :func:`replay` fits one (0 to 100 ms)."""
-_SAVGOL = (9, 3)  # window [samples], polynomial order of the gyro's derivative
 
 
 # --------------------------------------------------------------------------- models
@@ -141,17 +149,7 @@ def rotor_forces(
         ``(rpm (T, 4), thrust_total (T,) [N], torque (T, 3) [N m] in the body frame)``. A motor
         with PWM 0 or a negative model speed gives 0 RPM.
     """
-    pwm = np.asarray(pwm, dtype=np.float64)
-    v = np.asarray(vbat, dtype=np.float64)[:, None]
-    w = np.where(pwm > 0.0, np.maximum(motor.steady(pwm, v), 0.0), 0.0)
-    if time_constant < 0.0 or not math.isfinite(time_constant):
-        raise ValueError(f"time_constant must be finite and >= 0, got {time_constant}")
-    if time_constant > 0.0:
-        if dt is None or not dt > 0.0:
-            raise ValueError(f"a time constant needs the sample period dt > 0, got {dt}")
-        a = math.exp(-dt / time_constant)
-        # y_k = a y_{k-1} + (1 - a) x_{k-1}, y_0 = x_0 (the filter's state starts at x_0)
-        w = lfilter([0.0, 1.0 - a], [1.0, -a], w, axis=0, zi=w[:1])[0]
+    w = rotor_lag(steady_speeds(motor, pwm, vbat), time_constant, dt)
     k, q = np.asarray(params.rpm2thrust), np.asarray(params.rpm2torque)
     thrust = np.where(w > 0.0, k[0] + k[1] * w + k[2] * w * w, 0.0)
     drag = np.where(w > 0.0, q[0] + q[1] * w + q[2] * w * w, 0.0)
@@ -161,68 +159,34 @@ def rotor_forces(
     return w, thrust.sum(axis=1), tau
 
 
+def steady_speeds(motor: ts.RpmFit, pwm: np.ndarray, vbat: np.ndarray) -> np.ndarray:
+    """Each rotor's steady speed [RPM] ``(T, 4)`` (the model's steady part) from the PWM
+    ``(T, 4)`` and the battery voltage ``(T,)`` [V]; 0 where the PWM is 0 or the model's speed is
+    negative."""  # noqa: D205, D209
+    pwm = np.asarray(pwm, dtype=np.float64)
+    v = np.asarray(vbat, dtype=np.float64)[:, None]
+    return np.where(pwm > 0.0, np.maximum(motor.steady(pwm, v), 0.0), 0.0)
+
+
+def rotor_lag(w: np.ndarray, time_constant: float, dt: float | None) -> np.ndarray:
+    """Steady speeds ``w`` ``(T, n)`` through the rotors' first-order lag of
+    :func:`rotor_forces` (``w`` itself for a time constant of 0).
+
+    Raises:
+        ValueError: A negative or infinite time constant, or one without ``dt > 0``.
+    """  # noqa: D205
+    if time_constant < 0.0 or not math.isfinite(time_constant):
+        raise ValueError(f"time_constant must be finite and >= 0, got {time_constant}")
+    if time_constant > 0.0:
+        if dt is None or not dt > 0.0:
+            raise ValueError(f"a time constant needs the sample period dt > 0, got {dt}")
+        a = math.exp(-dt / time_constant)
+        # y_k = a y_{k-1} + (1 - a) x_{k-1}, y_0 = x_0 (the filter's state starts at x_0)
+        w = lfilter([0.0, 1.0 - a], [1.0, -a], w, axis=0, zi=w[:1])[0]
+    return w
+
+
 # --------------------------------------------------------------------------- helpers
-
-
-def r2(pred: np.ndarray, meas: np.ndarray) -> float:
-    """Coefficient of determination ``1 - Σ(meas - pred)² / Σ(meas - mean(meas))²``."""
-    pred, meas = np.asarray(pred, dtype=np.float64), np.asarray(meas, dtype=np.float64)
-    ss = float(np.sum((meas - meas.mean()) ** 2))
-    return 1.0 - float(np.sum((meas - pred) ** 2)) / ss if ss > 0 else math.nan
-
-
-def lowpass(x: np.ndarray, dt: float, cutoff: float = CUTOFF_HZ) -> np.ndarray:
-    """``x`` (along axis 0, sample period ``dt`` [s]) low-passed at ``cutoff`` [Hz]: the
-    Butterworth filter of order 2 run forward and backward (no phase shift) that every compared
-    signal of :func:`replay` goes through."""  # noqa: D205, D209
-    b, a = butter(2, cutoff, fs=1.0 / dt)
-    return filtfilt(b, a, x, axis=0)
-
-
-def gyro_derivative(gyro: np.ndarray, dt: float) -> np.ndarray:
-    """The measured angular acceleration [rad/s²] ``(T, 3)`` of :func:`replay`: the gyro
-    differentiated by a Savitzky-Golay filter (9 samples, cubic) and :func:`lowpass`."""  # noqa: D205, D209
-    return lowpass(savgol_filter(gyro, *_SAVGOL, deriv=1, delta=dt, axis=0), dt)
-
-
-def shift(t: np.ndarray, x: np.ndarray, tau: float) -> np.ndarray:
-    """``x`` delayed by ``tau`` [s]: ``y(t) = x(t - tau)`` (linear interpolation, held at the
-    ends)."""  # noqa: D205, D209
-    if x.ndim == 1:
-        return np.interp(t - tau, t, x)
-    return np.stack([np.interp(t - tau, t, x[:, j]) for j in range(x.shape[1])], axis=-1)
-
-
-def _corr(pred: np.ndarray, y: np.ndarray) -> float:
-    x = pred.reshape(len(y), -1)
-    x = x - x.mean(axis=0)
-    return float(np.sum(x * y) / math.sqrt(float(np.sum(x * x) * np.sum(y * y))))
-
-
-def best_shift(
-    t: np.ndarray,
-    pred: np.ndarray,
-    meas: np.ndarray,
-    keep: np.ndarray,
-    step: float = 0.001,
-    fixed: float | None = None,
-) -> tuple[float, float]:
-    """The delay ``tau`` in :data:`_SHIFTS_PWM` (grid ``step``) maximizing the correlation of
-    ``pred(t - tau)`` with ``meas(t)`` on the rows ``keep`` (columns pooled), and that
-    correlation; with ``fixed``, that delay's correlation."""  # noqa: D205, D209
-    y = meas[keep].reshape(len(t[keep]), -1)
-    y = y - y.mean(axis=0)
-    if fixed is not None:
-        return float(fixed), _corr(shift(t, pred, fixed)[keep], y)
-    taus = np.arange(_SHIFTS_PWM[0], _SHIFTS_PWM[1] + step / 2, step)
-    corr = np.array([_corr(shift(t, pred, tau)[keep], y) for tau in taus])
-    if not np.any(np.isfinite(corr)):
-        raise ValueError(
-            "the prediction or the measurement never changes over the airborne "
-            "samples: the delay cannot be fitted"
-        )
-    j = int(np.nanargmax(corr))
-    return float(round(taus[j], 6)), float(corr[j])
 
 
 def euler_ang_acc(params: Any, tau: np.ndarray, omega: np.ndarray) -> np.ndarray:
@@ -343,12 +307,8 @@ def replay(
     fl = load_log(flight) if isinstance(flight, (str, Path)) else flight
     params = load_params(preset)
     motor = motor if motor is not None else fit_motor(stand_files)
-    t = np.asarray(fl["t"], dtype=np.float64)
-    flying = np.asarray(fl["flying"], dtype=bool)
-    keep = airborne(fl)
-    dt = float(np.median(np.diff(t)))
-    check_fittable(fl, keep, dt)
-    fz_meas = lowpass(np.asarray(fl["accel"])[:, 2], dt)
+    ms = _measure(fl)
+    t, flying, keep, dt, fz_meas, gyro = ms.t, ms.flying, ms.keep, ms.dt, ms.fz_meas, ms.gyro
     delays = dict(delays or {})
     tc_fit, d_fit, _ = _fit_lag(params, motor, fl, fz_meas, keep, dt)
     tc_use = tc_fit if time_constant is None else float(time_constant)
@@ -363,9 +323,7 @@ def replay(
     m_use = m_fit if mass is None else float(mass)
     fz_pred = thrust_d / m_use
     m_vicon = _vicon_mass(params, fl, x, keep, dt)
-    # rotation
-    gyro = np.asarray(fl["gyro"], dtype=np.float64)
-    ang_meas = gyro_derivative(gyro, dt)
+    ang_meas = ms.ang_meas
     ang_raw = euler_ang_acc(params, lowpass(tau, dt), gyro)
     fitted["pwm_to_gyro"] = best_shift(t, ang_raw, ang_meas, keep)[0]
     d_gyro = float(delays.get("pwm_to_gyro", fitted["pwm_to_gyro"]))
@@ -411,6 +369,32 @@ def replay(
         ang_h = euler_ang_acc(params, shift(t, tau, d_gyro), gyro) + bias
         out["horizons"] = horizon_errors(fl, fz_raw, ang_h, params.gravity_vec, horizons)
     return out
+
+
+class _Measured(NamedTuple):
+    """A flight's measured signals, whatever is fitted: time, period, airborne samples, the
+    in-flight mask, the IMU's ``f_z`` (low-passed), the gyro and its derivative."""  # noqa: D205, D209
+
+    t: np.ndarray
+    dt: float
+    keep: np.ndarray
+    flying: np.ndarray
+    fz_meas: np.ndarray
+    gyro: np.ndarray
+    ang_meas: np.ndarray
+
+
+def _measure(fl: dict[str, Any]) -> _Measured:
+    """:class:`_Measured` of a flight, refused by :func:`check_fittable` if the fits cannot be
+    made."""  # noqa: D205, D209
+    t = np.asarray(fl["t"], dtype=np.float64)
+    keep = airborne(fl)
+    dt = float(np.median(np.diff(t)))
+    check_fittable(fl, keep, dt)
+    gyro = np.asarray(fl["gyro"], dtype=np.float64)
+    return _Measured(t, dt, keep, np.asarray(fl["flying"], dtype=bool),
+                     lowpass(np.asarray(fl["accel"])[:, 2], dt), gyro,
+                     gyro_derivative(gyro, dt))  # fmt: skip
 
 
 def _angular_metrics(
@@ -497,12 +481,26 @@ def cross_flights(
     *,
     preset: str = "cf2x_L250",
     motor: ts.RpmFit | None = None,
-    horizons: Sequence[float] = (),
+    own: Sequence[dict[str, Any]] | None = None,
+    progress: Callable[[], object] | None = None,
 ) -> list[dict[str, Any]]:
     """Held-out evaluation: each flight's fit (mass, lag, delays, bias) tested on each other.
 
     The mass, rotor time constant, PWM delays and angular bias are fitted on each flight and
-    used on every other one.
+    used on every other one. Each flight is fitted (:func:`replay`) and its measured signals
+    computed once; a row only runs the training flight's values through the test flight's rotor
+    model (the cost is one fit per flight, not one per pair).
+
+    Args:
+        flights: Loaded logs, no two alike (:func:`check_distinct`).
+        preset: The preset (:func:`replay`).
+        motor: The rotor-speed model (default :func:`fit_motor`).
+        own: The flights' own :func:`replay` results with this preset and motor, when already
+            made (then nothing is refitted).
+        progress: Called after each flight's own fit.
+
+    Raises:
+        LogError: Two flights with the same content; a flight the fits cannot use.
 
     Returns:
         One dict per ordered pair ``(train, test)``: ``train``, ``test``, ``mass_kg``,
@@ -510,51 +508,50 @@ def cross_flights(
         :func:`replay` metrics (``specific_force_z_r2``, ``specific_force_z_rmse_m_s2``,
         ``ang_acc_r2``).
     """
+    check_distinct(flights)
     motor = motor if motor is not None else fit_motor()
-    own = [replay(f, preset=preset, motor=motor, horizons=()) for f in flights]
+    params = load_params(preset)
+    fits = list(own) if own is not None else []
+    for f in flights if own is None else ():
+        fits.append(replay(f, preset=preset, motor=motor, horizons=()))
+        if progress is not None:
+            progress()
+    measured = [_measure(f) for f in flights]
     rows = []
-    for a, ra in zip(flights, own, strict=True):
-        for b in flights:
-            if a is b:
+    for i, (a, ra) in enumerate(zip(flights, fits, strict=True)):
+        d = {k: ra["delays_s"][k] for k in ("pwm_to_imu", "pwm_to_gyro")}
+        for j, b in enumerate(flights):
+            if j == i:
                 continue
-            d = {k: ra["delays_s"][k] for k in ("pwm_to_imu", "pwm_to_gyro")}
-            rb = replay(
-                b,
-                preset=preset,
-                motor=motor,
-                mass=ra["mass_kg"],
-                delays=d,
-                ang_bias=ra["ang_acc_bias_rad_s2"],
-                time_constant=ra["time_constant_s"],
-                horizons=horizons,
-            )
-            rows.append(
-                {
-                    "train": a.get("name", ""),
-                    "test": b.get("name", ""),
-                    "mass_kg": ra["mass_kg"],
-                    "time_constant_s": ra["time_constant_s"],
-                    "delays_s": d,
-                    "specific_force_z_r2": rb["specific_force_z_r2"],
-                    "specific_force_z_rmse_m_s2": rb["specific_force_z_rmse_m_s2"],
-                    "ang_acc_r2": rb["ang_acc_r2"],
-                    "ang_acc_bias_rad_s2": ra["ang_acc_bias_rad_s2"],
-                    "n_samples": rb["n_samples"],
-                }
-            )
+            rb = _held_out(params, motor, b, measured[j], ra, d)
+            rows.append({"train": a.get("name", ""), "test": b.get("name", ""),
+                         "mass_kg": ra["mass_kg"], "time_constant_s": ra["time_constant_s"],
+                         "delays_s": d, **rb, "ang_acc_bias_rad_s2": ra["ang_acc_bias_rad_s2"],
+                         "n_samples": int(measured[j].keep.sum())})  # fmt: skip
     return rows
 
 
-# --------------------------------------------------------------------------- command line
+def _held_out(
+    params: Any, motor: ts.RpmFit, fl: dict[str, Any], ms: _Measured, train: dict[str, Any],
+    delays: dict[str, float],
+) -> dict[str, Any]:  # fmt: skip
+    """The metrics of :func:`cross_flights`' rows: :func:`replay` of the test flight ``fl``
+    (measured ``ms``) given the training flight's mass, time constant, ``delays`` and angular
+    bias (``train``, its :func:`replay`), without the test flight's own fits."""  # noqa: D205, D209
+    t, keep, dt = ms.t, ms.keep, ms.dt
+    _, thrust, tau = rotor_forces(params, motor, fl["pwm"], fl["vbat"],
+                                  float(train["time_constant_s"]), dt)  # fmt: skip
+    fz_pred = shift(t, lowpass(thrust, dt), float(delays["pwm_to_imu"])) / float(train["mass_kg"])
+    shifted = shift(t, tau, float(delays["pwm_to_gyro"]))
+    ang_pred = lowpass(euler_ang_acc(params, shifted, ms.gyro), dt)
+    ang_pred = (ang_pred + np.asarray(train["ang_acc_bias_rad_s2"], dtype=np.float64))[keep]
+    return {
+        "specific_force_z_r2": r2(fz_pred[keep], ms.fz_meas[keep]),
+        "specific_force_z_rmse_m_s2": float(np.sqrt(np.mean((fz_pred - ms.fz_meas)[keep] ** 2))),
+        "ang_acc_r2": [r2(ang_pred[:, j], ms.ang_meas[keep][:, j]) for j in range(3)],
+    }
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``LOG [LOG ...] [--format nanobench] [--preset NAME] [--json FILE]
-    [--out DIR]`` (:func:`quadsim.app.sysid.replay_cli.main`)."""  # noqa: D205, D209
-    from .replay_cli import main as cli_main
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+if __name__ == "__main__":  # the command line is replay_cli's (replay_cli imports this module)
+    raise SystemExit("quadsim: the replay's command line is `quadsim replay` or "
+                     "`python -m quadsim.app.sysid.replay_cli`")  # fmt: skip

@@ -1,13 +1,15 @@
 """The command line of the flight-log replay: ``quadsim replay`` and
-``python -m quadsim.app.sysid.replay`` (:func:`main`).
+``python -m quadsim.app.sysid.replay_cli`` (:func:`main`).
 
 Every log is read and checked (:func:`quadsim.app.sysid.replay_log.load_log`) before anything
-is fitted; a log that cannot be replayed, an ``--out`` folder that another run holds or a file
-that cannot be written exits 2 with one line ``quadsim: FILE: ...`` on stderr, and nothing is
-written. ``--json FILE`` is strict JSON (no ``NaN``: a value that is not a number is ``null``),
-written whole or not at all (:func:`quadsim.app.io.files.atomic_write`); ``--out DIR`` is held
-for the run (:func:`quadsim.app.io.outdir.claim`) and gets one PNG per flight, each written
-whole.
+is fitted; a log that cannot be replayed, the same flight given twice (by content, under two
+names: :func:`~quadsim.app.sysid.replay_log.check_distinct`), an ``--out`` folder that another
+run holds or a file that cannot be written exits 2 with one line ``quadsim: FILE: ...`` on
+stderr, and nothing is written. While the flights are fitted a progress bar runs on stderr
+when stderr is a terminal (not with ``--quiet``). ``--json FILE`` is strict JSON (no ``NaN``: a
+value that is not a number is ``null``), written whole or not at all
+(:func:`quadsim.app.io.files.atomic_write`); ``--out DIR`` is held for the run
+(:func:`quadsim.app.io.outdir.claim`) and gets one PNG per flight, each written whole.
 """  # noqa: D205
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
-from collections.abc import Sequence
+import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -158,22 +161,55 @@ def _print_protocol(preset: str, results: list[dict], held: list[dict]) -> None:
                   f"{max(r['specific_force_z_rmse_m_s2'] for r in ok):.3f} m/s2")  # fmt: skip
 
 
-def _run_protocol(args: argparse.Namespace, flights: list[dict], motor: ts.RpmFit) -> Any:
+def _progress(total: int, enabled: bool) -> tuple[Any, Callable[[], object]]:
+    """A progress bar of ``total`` steps on stderr (a context manager) and its one-step update;
+    none unless ``enabled`` and stderr is a terminal (the errors stay one line in a log)."""  # noqa: D205, D209
+    if not (enabled and sys.stderr.isatty()):
+        return contextlib.nullcontext(), lambda: None
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, unit="step", desc="replay", leave=False, dynamic_ncols=True)
+    return bar, lambda: bar.update(1)
+
+
+def _run_protocol(
+    args: argparse.Namespace, flights: list[dict], motor: ts.RpmFit, tick: Callable[[], object]
+) -> tuple[list[dict], list[dict]]:
     """The protocol's per-flight results and, with several logs, its leave-one-out rows."""
+
     def one(f: dict) -> dict:
-        return pr.protocol_replay(f, preset=args.preset, motor=motor, level=args.level)
+        r = pr.protocol_replay(f, preset=args.preset, motor=motor, level=args.level)
+        tick()
+        return r
 
     results = [_fitted(f["path"], lambda f=f: one(f)) for f in flights]
     held: list[dict] = []
     if len(flights) > 1:
         params = load_params(args.preset)
-        held = _fitted("held out", lambda: pr.leave_one_out(flights, params, motor,
-                                                            level=args.level))  # fmt: skip
+        held = _fitted("held out", lambda: pr.leave_one_out(
+            flights, params, motor, level=args.level, progress=tick))  # fmt: skip
         for h, r in zip(held, results, strict=True):
             h["ang_acc_r2"] = r["ang_acc_r2"]
             h.pop("series", None)
-    _print_protocol(args.preset, results, held)
-    return results[0] if len(results) == 1 else {"flights": results, "held_out": held}
+    return results, held
+
+
+def _run_strict(
+    args: argparse.Namespace, flights: list[dict], motor: ts.RpmFit, tick: Callable[[], object]
+) -> tuple[list[dict], list[dict]]:
+    """Each flight's own fit and, with several logs, every ordered pair held out."""
+
+    def one(f: dict) -> dict:
+        r = rp.replay(f, preset=args.preset, motor=motor)
+        tick()
+        return r
+
+    results = [_fitted(f["path"], lambda f=f: one(f)) for f in flights]
+    cross: list[dict] = []
+    if len(flights) > 1:
+        cross = _fitted("held out", lambda: rp.cross_flights(
+            flights, preset=args.preset, motor=motor, own=results))  # fmt: skip
+    return results, cross
 
 
 def _fitted(what: str, fit: Any) -> Any:
@@ -206,21 +242,17 @@ def _run(args: argparse.Namespace) -> int:
         raise ValueError(f"--level {args.level}: only with the protocol (a preset with warm-up "
                          "or inflow terms, without --strict)")  # fmt: skip
     flights = [rp.load_log(p, args.format) for p in args.logs]
+    rp.check_distinct(flights)  # a copy would be held out against itself
     motor = rp.fit_motor()
+    n = len(flights)
+    bar, tick = _progress(n + (3 * n if protocol and n > 1 else 0), not args.quiet)
+    with bar:  # closed (its line cleared) before the table is printed
+        results, held = (_run_protocol if protocol else _run_strict)(args, flights, motor, tick)
     if protocol:
-        doc: Any = _run_protocol(args, flights, motor)
-        results = doc["flights"] if "flights" in doc else [doc]
+        _print_protocol(args.preset, results, held)
     else:
-        results = [
-            _fitted(f["path"], lambda f=f: rp.replay(f, preset=args.preset, motor=motor))
-            for f in flights
-        ]
-        cross = []
-        if len(flights) > 1:
-            cross = _fitted("held out", lambda: rp.cross_flights(flights, preset=args.preset,
-                                                                 motor=motor))  # fmt: skip
-        _print(args.preset, motor, results, cross)
-        doc = results[0] if len(results) == 1 else {"flights": results, "held_out": cross}
+        _print(args.preset, motor, results, held)
+    doc: Any = results[0] if n == 1 else {"flights": results, "held_out": held}
     if args.json is not None:
         text = strict_dumps(_without_series(doc), indent=2) + "\n"
         atomic_write(args.json, lambda tmp: tmp.write_text(text, encoding="utf-8"))
@@ -233,16 +265,17 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: ``LOG [LOG ...] [--format nanobench] [--preset NAME] [--json FILE]
-    [--out DIR]``.
+    """Command line: ``LOG [LOG ...] [--format nanobench] [--preset NAME] [--strict] [--level L]
+    [--json FILE] [--out DIR] [--quiet]``.
 
     Returns:
         0 on success; 2, with one line ``quadsim: ...`` on stderr naming the file (and the row
-        and column where there is one), for a log that cannot be replayed, an unknown preset,
-        an ``--out`` folder held by another run or a file that cannot be written.
+        and column where there is one), for a log that cannot be replayed, the same flight
+        given twice (naming both files), an unknown preset, an ``--out`` folder held by another
+        run or a file that cannot be written.
     """  # noqa: D205
     ap = argparse.ArgumentParser(
-        prog="python -m quadsim.app.sysid.replay",
+        prog="python -m quadsim.app.sysid.replay_cli",
         description="Replay a flight's PWM and battery voltage through the rotor model: "
         "predicted against measured body-z specific force and angular acceleration.",
     )
@@ -258,6 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "(window)")
     ap.add_argument("--json", type=Path, default=None, help="write the metrics as JSON")
     ap.add_argument("--out", type=Path, default=None, help="folder for the PNG plots")
+    ap.add_argument("--quiet", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     try:
         _check_json(args.json)
@@ -266,3 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _run(args)
     except (ValueError, OSError) as e:  # bad input, a file named
         return report_bad_input(e)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

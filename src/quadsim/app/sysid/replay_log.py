@@ -26,12 +26,16 @@ A median sample period outside :data:`PERIOD_RANGE_S` (0.1 to 25 ms: the 10 Hz l
 more than 20 Hz, and a period of picoseconds is a time column in the wrong unit) and a log with
 no row in flight are refused naming the column. :func:`check_fittable` refuses data from which
 the fits of :func:`~quadsim.app.sysid.replay.replay` cannot be made (too few airborne samples, a
-PWM, accelerometer, Vicon attitude or gyro that never changes), saying which.
+PWM, accelerometer, Vicon attitude or gyro that never changes), saying which;
+:func:`check_distinct` refuses the same flight given twice (by content, :func:`flight_digest`),
+which held out would be fitted on itself.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,8 +57,10 @@ __all__ = [
     "REQUIRED_COLUMNS",
     "VBAT_RANGE_V",
     "VEL_RANGE_M_S",
+    "check_distinct",
     "check_fittable",
     "check_period",
+    "flight_digest",
     "load_log",
 ]
 
@@ -257,3 +263,35 @@ def check_fittable(flight: dict[str, Any], keep: np.ndarray, dt: float) -> None:
             raise LogError(path, f"the gyro's {a} never changes over the {n} airborne samples "
                            f"({span}): the angular acceleration cannot be compared",
                            column=f"imu_gyro_{a}")  # fmt: skip
+
+
+def flight_digest(flight: dict[str, Any]) -> str:
+    """The SHA-256 (hex) of a flight's data: every array of its dict (name, dtype, shape and
+    values) but the file's line numbers, so that the same flight read from two files (another
+    name, gzipped or not) has one digest."""  # noqa: D205, D209
+    h = hashlib.sha256()
+    for key in sorted(flight):
+        v = flight[key]
+        if key == "lines" or not isinstance(v, np.ndarray | list | tuple):
+            continue
+        a = np.ascontiguousarray(v)
+        h.update(f"{key}:{a.dtype.str}:{a.shape};".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def check_distinct(flights: Sequence[dict[str, Any]]) -> None:
+    """Refuse a flight given twice: the same content (:func:`flight_digest`) under two paths
+    or names, which a held-out evaluation would fit on itself.
+
+    Raises:
+        LogError: Naming the second file (or flight) and the first.
+    """  # noqa: D205
+    seen: dict[str, int] = {}
+    for i, f in enumerate(flights):
+        j = seen.setdefault(flight_digest(f), i)
+        if j != i:
+            first = flights[j].get("path") or flights[j].get("name") or f"flight {j + 1}"
+            raise LogError(f.get("path") or f.get("name") or None, f"the same flight as "
+                           f"{first} (identical data): a flight given twice would be held out "
+                           "against itself; give each flight once")  # fmt: skip

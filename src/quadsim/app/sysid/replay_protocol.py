@@ -37,7 +37,7 @@ the preset's rotor lag and inertia alone for one flight), next to the replay's `
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -126,8 +126,18 @@ def thrust_series(
     """The predicted total thrust [N] ``(T,)`` of the module docstring's model (no delay, no
     low-pass); ``Ω_h`` is the preset's hover speed
     (:func:`~quadsim.physics.motor_thermal.hover_rpm`)."""  # noqa: D205, D209
-    w, _, _ = rp.rotor_forces(params, motor, flight["pwm"], flight["vbat"], terms.time_constant,
-                              dt)  # fmt: skip
+    speeds = rp.steady_speeds(motor, flight["pwm"], flight["vbat"])
+    climb = _climb(flight) if terms.inflow_coef > 0.0 else None
+    return _total_thrust(params, speeds, climb, terms, dt)
+
+
+def _total_thrust(
+    params: Any, speeds: np.ndarray, climb: np.ndarray | None, terms: ThrustTerms, dt: float
+) -> np.ndarray:
+    """:func:`thrust_series` from the rotors' steady speeds ``(T, 4)``
+    (:func:`~quadsim.app.sysid.replay.steady_speeds`) and the climb speed ``(T,)`` (needed with
+    an inflow term), which do not depend on the terms."""  # noqa: D205, D209
+    w = rp.rotor_lag(speeds, terms.time_constant, dt)
     k = np.asarray(params.rpm2thrust)
     thrust = np.where(w > 0.0, k[0] + k[1] * w + k[2] * w * w, 0.0)
     if terms.warmup_coef > 0.0:
@@ -138,7 +148,7 @@ def thrust_series(
         thrust = thrust * mt.warmup_factor(theta, terms.warmup_coef)
     total = thrust.sum(axis=1)
     if terms.inflow_coef > 0.0:
-        total = total * mt.inflow_factor(_climb(flight), terms.inflow_coef)
+        total = total * mt.inflow_factor(climb, terms.inflow_coef)
     return total
 
 
@@ -171,8 +181,9 @@ def cruise(flight: dict[str, Any], keep: np.ndarray) -> np.ndarray:
 
 
 class _Prepared(NamedTuple):
-    """A flight's fixed data for the fits: time, period, airborne samples, IMU and Vicon f_z
-    (the latter on the IMU's clock), the IMU-to-Vicon shift."""  # noqa: D205, D209
+    """A flight's fixed data for the fits, computed once (:func:`_prepare`): time, period,
+    airborne samples, IMU and Vicon f_z (the latter on the IMU's clock), the IMU-to-Vicon shift,
+    the rotors' steady speeds and the climb speed."""  # noqa: D205, D209
 
     flight: dict[str, Any]
     t: np.ndarray
@@ -181,9 +192,11 @@ class _Prepared(NamedTuple):
     fz_imu: np.ndarray
     fz_vicon: np.ndarray
     imu_to_vicon: float
+    speeds: np.ndarray
+    climb: np.ndarray
 
 
-def _prepare(flight: dict[str, Any], params: Any) -> _Prepared:
+def _prepare(flight: dict[str, Any], params: Any, motor: ts.RpmFit) -> _Prepared:
     t = np.asarray(flight["t"], dtype=np.float64)
     dt = float(np.median(np.diff(t)))
     keep = rp.airborne(flight)
@@ -191,11 +204,12 @@ def _prepare(flight: dict[str, Any], params: Any) -> _Prepared:
     d_iv = nanobench.estimate_imu_shift(flight)
     fz_v = rp.shift(t, rp.vicon_specific_force(flight, params.gravity_vec, dt), d_iv)
     fz_i = rp.lowpass(np.asarray(flight["accel"])[:, 2], dt)
-    return _Prepared(flight, t, dt, keep, fz_i, fz_v, d_iv)
+    speeds = rp.steady_speeds(motor, flight["pwm"], flight["vbat"])
+    return _Prepared(flight, t, dt, keep, fz_i, fz_v, d_iv, speeds, _climb(flight))
 
 
-def _predicted(x: _Prepared, params: Any, motor: ts.RpmFit, terms: ThrustTerms) -> np.ndarray:
-    return rp.lowpass(thrust_series(params, motor, x.flight, terms, x.dt), x.dt)
+def _predicted(x: _Prepared, params: Any, terms: ThrustTerms) -> np.ndarray:
+    return rp.lowpass(_total_thrust(params, x.speeds, x.climb, terms, x.dt), x.dt)
 
 
 def _vicon_delay(x: _Prepared, thrust_lp: np.ndarray) -> float:
@@ -206,6 +220,9 @@ def _vicon_delay(x: _Prepared, thrust_lp: np.ndarray) -> float:
 
 def _scale(pred: np.ndarray, meas: np.ndarray) -> float:
     return float(np.sum(pred * meas) / np.sum(pred * pred))
+
+
+_START = ThrustTerms(0.05, 0.05, 5.0, 0.05)  # where fit_terms starts by default
 
 
 def fit_terms(
@@ -222,27 +239,40 @@ def fit_terms(
     flight projected out, each flight's delay set from Vicon (:func:`score`'s) for the current
     terms; ``rounds`` alternations of delays and terms.
     """  # noqa: D205
-    xs = [_prepare(f, params) for f in flights]
-    terms = start or ThrustTerms(0.05, 0.05, 5.0, 0.05)
+    return _fit(params, [_prepare(f, params, motor) for f in flights], start or _START, rounds)
+
+
+def _fit(
+    params: Any,
+    xs: Sequence[_Prepared],
+    terms: ThrustTerms,
+    rounds: int = 2,
+    first: Sequence[float] | None = None,
+) -> tuple[ThrustTerms, list[float]]:
+    """:func:`fit_terms` on prepared flights from ``terms``; ``first``: the flights' delays for
+    ``terms`` (those of the first round), when already known."""  # noqa: D205, D209
     delays = [0.0] * len(xs)
 
     def residuals(q: np.ndarray) -> np.ndarray:
         tr = ThrustTerms(*(float(v) for v in q))
         out = []
         for x, d in zip(xs, delays, strict=True):
-            p = rp.shift(x.t, _predicted(x, params, motor, tr), d)[x.keep]
+            p = rp.shift(x.t, _predicted(x, params, tr), d)[x.keep]
             y = x.fz_imu[x.keep]
             out.append(p * _scale(p, y) - y)
         return np.concatenate(out)
 
-    for _ in range(rounds):
-        delays = [_vicon_delay(x, _predicted(x, params, motor, terms)) for x in xs]
+    for r in range(rounds):
+        if r == 0 and first is not None:
+            delays = list(first)
+        else:
+            delays = [_vicon_delay(x, _predicted(x, params, terms)) for x in xs]
         q = least_squares(residuals, np.clip(terms, *_BOUNDS), bounds=_BOUNDS, x_scale="jac",
                           diff_step=1e-3).x  # fmt: skip
         terms = ThrustTerms(*(float(v) for v in q))
     masses = []
     for x, d in zip(xs, delays, strict=True):
-        p = rp.shift(x.t, _predicted(x, params, motor, terms), d)[x.keep]
+        p = rp.shift(x.t, _predicted(x, params, terms), d)[x.keep]
         masses.append(1.0 / _scale(p, x.fz_imu[x.keep]))
     return terms, masses
 
@@ -276,8 +306,15 @@ def score(
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {LEVELS}; got {level!r}")
-    x = _prepare(flight, params)
-    thrust_lp = _predicted(x, params, motor, terms)
+    return _score(_prepare(flight, params, motor), params, terms, mass_ref, level)
+
+
+def _score(
+    x: _Prepared, params: Any, terms: ThrustTerms, mass_ref: float | None, level: str
+) -> dict[str, Any]:
+    """:func:`score` of a prepared flight."""
+    flight = x.flight
+    thrust_lp = _predicted(x, params, terms)
     d = _vicon_delay(x, thrust_lp)
     pred = rp.shift(x.t, thrust_lp, d)
     scored, cr = x.keep.copy(), cruise(flight, x.keep)
@@ -321,25 +358,50 @@ def leave_one_out(
     *,
     level: str = "vicon",
     start: ThrustTerms | None = None,
+    progress: Callable[[], object] | None = None,
 ) -> list[dict[str, Any]]:
     """Each flight scored with the terms fitted on the others (:func:`fit_terms`); excluded
     flights (saturated) are scored but never trained on. ``level_deviation_pct`` is against the
     training flights' mean effective mass; each row adds ``trained_on`` (names) and the roll
     and pitch with the trim removed, their terms fitted on the same flights
     (:func:`quadsim.app.sysid.replay_rotation.leave_one_out_rotation`: ``ang_acc_trimmed_r2``,
-    ``rotation_terms``)."""  # noqa: D205, D209
-    keep = [saturation(f, rp.airborne(f))[0] <= SATURATED_FRACTION for f in flights]
-    rot = rr.leave_one_out_rotation(flights, params, motor, keep)
+    ``rotation_terms``).
+
+    The folds share the per-flight work: each flight is prepared once (filters, Vicon, rotor
+    speeds, its first-round delay, its rotation sums); a fold's own work is its least squares
+    on the other flights. ``progress`` is called after each flight's preparation, each
+    flight's rotation sums and each fold: ``3 n`` calls.
+
+    Raises:
+        LogError: Two flights with the same content
+            (:func:`~quadsim.app.sysid.replay_log.check_distinct`), a flight the fits cannot
+            use.
+        ValueError: A flight with no other flight to train on.
+    """  # noqa: D205
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}; got {level!r}")
+    rp.check_distinct(flights)
+    tick = progress if progress is not None else (lambda: None)
+    start = start or _START
+    xs, first, keep = [], [], []
+    for f in flights:
+        x = _prepare(f, params, motor)
+        xs.append(x)
+        keep.append(saturation(f, x.keep)[0] <= SATURATED_FRACTION)
+        first.append(_vicon_delay(x, _predicted(x, params, start)) if keep[-1] else math.nan)
+        tick()
+    rot = rr.leave_one_out_rotation(flights, params, motor, keep, progress=tick)
     rows = []
-    for i, f in enumerate(flights):
-        train = [g for j, g in enumerate(flights) if j != i and keep[j]]
+    for i in range(len(flights)):
+        train = [j for j in range(len(flights)) if j != i and keep[j]]
         if not train:
             raise ValueError("leave one out needs at least one other flight that is not excluded")
-        terms, masses = fit_terms(train, params, motor, start)
-        row = score(f, params, motor, terms, mass_ref=float(np.mean(masses)), level=level)
-        row["trained_on"] = [g.get("name", "") for g in train]
+        terms, masses = _fit(params, [xs[j] for j in train], start, 2, [first[j] for j in train])
+        row = _score(xs[i], params, terms, float(np.mean(masses)), level)
+        row["trained_on"] = [flights[j].get("name", "") for j in train]
         row.update(rot[i])
         rows.append(row)
+        tick()
     return rows
 
 
