@@ -184,6 +184,29 @@ def test_a_full_disk_names_the_file_and_says_the_finished_tasks_are_kept(tmp_pat
     assert r.returncode == 0, r.stderr
 
 
+def test_a_full_disk_while_plotting_names_the_figure(tmp_path):
+    """Issue 40, item 11: the figures are written whole and a full disk names the file (it said
+    "No space left on device" alone); the tasks and results (small) fit under the limit."""
+
+    def limit() -> None:
+        import resource
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (15_000, 15_000))
+
+    sweep = sweep_files(tmp_path, '"drone.mass" = [0.029, 0.032]', duration=0.2)
+    r = cli_sweep([str(sweep), "--out", str(tmp_path / "warm"), "--quiet"])  # compiled, cached
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out"
+    r = subprocess.run([PY, "-m", "quadsim.app.cli", "sweep", str(sweep), "--out", str(out),
+                        "--quiet", "--workers", "1"], capture_output=True, text=True,
+                       timeout=300, preexec_fn=limit)  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    first = r.stderr.strip().splitlines()[0]
+    assert first.startswith(f"quadsim: {out}/") and ".png: File too large" in first, r.stderr
+    assert not list(out.rglob("*.partial")) and (out / "results.parquet").exists()
+
+
 def test_a_huge_or_endless_sweep_is_refused_before_anything_is_made(tmp_path):
     """10^9 runs: refused at once with the count and the estimates; a 1e9-s duration axis:
     refused with the estimate, the axis and its line; nothing written."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ..io.files import atomic_write
 from .spec import Sweep
 from .tasks import METRICS
 
@@ -103,6 +104,7 @@ def plot_metrics(table: Any, sw: Sweep, out: Path) -> list[Path]:
         ax.set_title(f"{sw.path.name}: {metric}", fontsize=9)
         fig.tight_layout()
         path = out / f"{metric}.png"
-        fig.savefig(path, dpi=100)
+        # whole or not at all, and a full disk names the file
+        atomic_write(path, lambda tmp, fig=fig: fig.savefig(tmp, dpi=100, format="png"))
         files.append(path)
     return files
