@@ -193,3 +193,12 @@ def _pid_zero(gains, n):
     from quadsim.loop.control import init_state
 
     return init_state(gains, (n,))
+
+
+def test_a_period_too_long_to_count_is_refused():
+    """Issue 40, item 11: a rangefinder at 1e-9 Hz was accepted (one reading, at the start)."""
+    why = r"sensor tof \(1e-09 Hz\) has a period of 1e\+09 s, 500,000,000,000 physics steps"
+    with pytest.raises(ValueError, match=why + "; at most 16,777,216"):
+        loop_periods(0.002, None, Sensors(parts=(Rangefinder("tof", rate=1e-9),)))
+    slow = Rangefinder("tof", rate=500.0 / 2**24)  # the longest period that counts exactly
+    assert loop_periods(0.002, None, Sensors(parts=(slow,))).parts == (2**24,)
