@@ -226,7 +226,7 @@ def stop_signals_default() -> Any:
     the xdist workers inherit that: a raised SIGINT does nothing (issue 27, item 16: five such
     tests failed in full runs started that way). quadsim leaves an ignored signal ignored
     (:func:`quadsim.engines.signals.catchable`), so these tests set the defaults themselves; the
-    tests that signal a child start it with ``signal_helpers.default_signals``.
+    tests that signal a child start it with ``signal_helpers.child_command``.
     """
     defaults = {s: signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL
                 for s in STOP}  # fmt: skip

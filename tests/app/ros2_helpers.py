@@ -8,21 +8,20 @@ import sys
 import time
 from pathlib import Path
 
-from signal_helpers import default_signals
+from signal_helpers import child_command
 
 
 def start_node(tmp: Path, *args: str, domain: int, ns: str) -> tuple[subprocess.Popen, Path]:
     """Start ``quadsim ros2 *args`` logging into ``tmp/run`` and wait for its start-up line (its
     DDS endpoints exist); returns the process and the file of its stderr. Stop signals have
-    their default dispositions in it (:func:`signal_helpers.default_signals`)."""
+    their default dispositions in it (:func:`signal_helpers.child_command`)."""
     err = tmp / "node.err"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "quadsim.app.cli", "ros2", *args, "--domain-id", str(domain),
-         "--namespace", ns, "--out", str(tmp / "run")],
+        child_command([sys.executable, "-m", "quadsim.app.cli", "ros2", *args, "--domain-id",
+                       str(domain), "--namespace", ns, "--out", str(tmp / "run")]),
         stdout=subprocess.DEVNULL,
         stderr=open(err, "w"),
         cwd=tmp,
-        preexec_fn=default_signals,
     )  # fmt: skip
     end = time.monotonic() + 120
     while "Ctrl-C stops" not in err.read_text():

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from signal_helpers import default_signals
+from signal_helpers import child_command
 
 import quadsim
 from quadsim.app import bench, cli
@@ -201,8 +201,9 @@ def test_ctrl_c_on_a_running_flight_keeps_a_valid_log(tmp_path):
     scen.write_text(long.replace("chunk_steps = 100", "chunk_steps = 50\npart_seconds = 0"))
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out", str(out), "--quiet"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals,
+        child_command([sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out",
+                       str(out), "--quiet"]),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 120
     while (len(list((out / "trajectory.parts").glob("part-*.parquet"))) < 3

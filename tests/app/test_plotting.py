@@ -153,6 +153,62 @@ def test_animate_mp4_or_clear_error(tmp_path, log):
         assert out.stat().st_size > 1000
 
 
+def _gif_frames(path) -> list[np.ndarray]:
+    with Image.open(path) as im:
+        frames = []
+        for k in range(im.n_frames):
+            im.seek(k)
+            frames.append(np.asarray(im.convert("RGB"), dtype=np.float64))
+    return frames
+
+
+def _keep_figures(monkeypatch) -> list:
+    """The figures :func:`plotting.animate` draws on, kept to read titles and artists back."""
+    from quadsim.app.plotting import animation
+
+    figs = []
+    new = animation.new_figure
+    monkeypatch.setattr(
+        animation, "new_figure", lambda *a, **k: figs.append(new(*a, **k)) or figs[-1]
+    )
+    return figs
+
+
+def test_animate_draws_every_drone_in_its_colour(tmp_path, monkeypatch):
+    """Issue 40, item 16: a three-drone log animates three drones, not drone 0 alone. Each
+    drone's colour covers more of the last frame than of the first (its trail has grown; the
+    legend and the dashed references are the same in both), and the title names them."""
+    from matplotlib.colors import to_rgb
+
+    figs = _keep_figures(monkeypatch)
+    out = plotting.animate(make_log(), META, tmp_path / "all.gif", fps=10, max_frames=6)
+    first, *_, last = _gif_frames(out)
+    for k in range(3):  # within 60 of it: the GIF has 64 colours (+134 to +155 here; 1 drone: <= 1)
+        rgb = 255 * np.array(to_rgb(f"C{k}"))
+        near = [int((np.linalg.norm(f - rgb, axis=-1) < 60).sum()) for f in (first, last)]
+        assert near[1] > near[0] + 80, (k, near)
+    (fig,) = figs
+    assert "drones 0–2 — cf2x_L250 — circle" in fig.texts[0].get_text()
+    texts = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert texts == ["drone 0", "drone 1", "drone 2", "reference"]
+
+
+def test_animate_picks_drones_and_keeps_the_one_drone_keyword(tmp_path, monkeypatch):
+    """``drones=`` a subset (the title says which, of how many), ``drone=`` or one index: one."""
+    figs = _keep_figures(monkeypatch)
+    log = make_log(T=20)
+    plotting.animate(log, META, tmp_path / "a.gif", max_frames=2, drones=[0, 2])
+    plotting.animate(log, META, tmp_path / "b.gif", max_frames=2, drone=1)
+    plotting.animate(log, META, tmp_path / "c.gif", 30.0, 2, max_frames=2)  # one index
+    titles = [fig.texts[0].get_text() for fig in figs]
+    assert [t.split(" — ")[0] for t in titles] == ["drones 0, 2", "drone 1", "drone 2"]
+    assert "(2 of 3 drones shown)" in titles[0]
+    with pytest.raises(ValueError, match="not both"):
+        plotting.animate(log, META, tmp_path / "d.gif", drones=[0], drone=0)
+    with pytest.raises(ValueError, match="outside"):
+        plotting.animate(log, META, tmp_path / "d.gif", drones=[0, 5])
+
+
 def test_no_import_side_effects_and_no_pyplot():
     code = (
         "import sys, numpy as np\n"

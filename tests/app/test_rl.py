@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from signal_helpers import default_signals
+from signal_helpers import child_command
 
 pytest.importorskip("stable_baselines3")
 
@@ -151,7 +151,7 @@ def test_a_signal_stops_training_after_a_checkpoint_and_the_run_resumes_bit_for_
     out = tmp_path / "run"
     cmd = [PY, "-m", "quadsim.app.cli", "train", "quadsim/Hover-v0", "--envs", "16", "--steps",
            "6144", "--seed", "0", "--threads", "1", "--out", str(out), "--quiet"]  # fmt: skip
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals)
+    proc = subprocess.Popen(child_command(cmd), stderr=subprocess.PIPE, text=True)
     try:
         t0 = time.monotonic()
         while not (out / "state.json").exists():
@@ -209,17 +209,6 @@ def small_run(tmp_path_factory):
     return out
 
 
-def _fsize_limit(limit: int):
-    def pre():
-        import resource
-        import signal
-
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails: EFBIG
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    return pre
-
-
 def test_a_failed_checkpoint_keeps_the_last_one_and_the_run_resumes_consistently(
     tmp_path, small_run
 ):
@@ -234,8 +223,8 @@ def test_a_failed_checkpoint_keeps_the_last_one_and_the_run_resumes_consistently
     shutil.copytree(small_run, out)
     args = ["train", "quadsim/Hover-v0", "--envs", "8", "--seed", "3", "--threads", "1",
             "--steps", "1536", "--out", str(out), "--quiet"]  # fmt: skip
-    r = subprocess.run([PY, "-m", "quadsim.app.cli", *args], capture_output=True, text=True,
-                       timeout=600, preexec_fn=_fsize_limit(100_000))  # fmt: skip
+    r = subprocess.run(child_command([PY, "-m", "quadsim.app.cli", *args], fsize=100_000),
+                       capture_output=True, text=True, timeout=600)  # fmt: skip
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()
     assert lines[-2] == f"quadsim: {out / 'checkpoint.zip'}: File too large"
@@ -258,9 +247,9 @@ def test_a_failed_checkpoint_keeps_the_last_one_and_the_run_resumes_consistently
     assert json.loads((out / "state.json").read_text())["steps"] == 1536
     assert (out / "progress.csv").read_text().splitlines() == text
     # a new run into a folder that cannot take its first checkpoint
-    r = subprocess.run([PY, "-m", "quadsim.app.cli", *args[:-2], str(tmp_path / "new"), "--quiet"],
-                       capture_output=True, text=True, timeout=600,
-                       preexec_fn=_fsize_limit(100_000))  # fmt: skip
+    r = subprocess.run(child_command([PY, "-m", "quadsim.app.cli", *args[:-2],
+                                      str(tmp_path / "new"), "--quiet"], fsize=100_000),
+                       capture_output=True, text=True, timeout=600)  # fmt: skip
     assert r.returncode == 2 and "kept: nothing yet" in r.stderr, r.stderr
 
 

@@ -11,7 +11,7 @@ import time
 
 import numpy as np
 import pytest
-from signal_helpers import LONG_FLIGHT, default_signals
+from signal_helpers import LONG_FLIGHT, child_command
 
 from quadsim.app import cli, io
 
@@ -21,9 +21,9 @@ def _start(tmp_path, text=LONG_FLIGHT, *extra):
     scen.write_text(text)
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out", str(out), "--quiet",
-         *extra],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_signals,
+        child_command([sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out",
+                       str(out), "--quiet", *extra]),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     return proc, out
 

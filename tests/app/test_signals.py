@@ -11,7 +11,7 @@ import sys
 import time
 
 import pytest
-from signal_helpers import LONG_FLIGHT, default_signals
+from signal_helpers import LONG_FLIGHT, child_command
 
 from quadsim.app.signals import Interrupted, raising, stop_flag
 from quadsim.engines.signals import catchable, interrupt_after
@@ -59,10 +59,9 @@ def test_quadsim_fly_started_with_a_signal_ignored_flies_on_through_it(tmp_path,
     scen.write_text(LONG_FLIGHT)
     out = tmp_path / "out"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out", str(out), "--quiet",
-         "--no-plots"],
+        child_command([sys.executable, "-m", "quadsim.app.cli", "fly", str(scen), "--out",
+                       str(out), "--quiet", "--no-plots"], ignore=[ignored]),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        preexec_fn=lambda: (default_signals(), signal.signal(ignored, signal.SIG_IGN)),
     )  # fmt: skip
     parts = out / "trajectory.parts"
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from signal_helpers import default_signals
+from signal_helpers import child_command
 from sweep_helpers import PY, SLOW, children, cli_sweep, results_bytes, sweep_files
 
 from quadsim.app.sweep.spec import load_sweep, make_runs
@@ -33,9 +33,9 @@ def _alive(pid: int) -> bool:
 def _start_slow(tmp: Path, *extra: str) -> tuple[subprocess.Popen, Path]:
     sweep = sweep_files(tmp, SLOW, duration=4.0, backend="numpy", head="replicates = 2")
     out = tmp / "out"
-    proc = subprocess.Popen([PY, "-m", "quadsim.app.cli", "sweep", str(sweep), "--out", str(out),
-                             "--quiet", *extra], stderr=subprocess.PIPE, text=True,
-                            preexec_fn=default_signals)  # fmt: skip
+    proc = subprocess.Popen(child_command([PY, "-m", "quadsim.app.cli", "sweep", str(sweep),
+                                           "--out", str(out), "--quiet", *extra]),
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
     return proc, out
 
 
@@ -161,19 +161,13 @@ def test_a_resume_refuses_when_a_file_the_base_scenario_reads_changed(tmp_path):
 def test_a_full_disk_names_the_file_and_says_the_finished_tasks_are_kept(tmp_path):
     """Writes past RLIMIT_FSIZE fail with EFBIG as a full disk fails with ENOSPC: same path."""
 
-    def limit() -> None:
-        import resource
-
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (2_000, 2_000))
-
     sweep = sweep_files(tmp_path, '"drone.mass" = [0.029, 0.032]', duration=0.2)
     r = cli_sweep([str(sweep), "--out", str(tmp_path / "warm"), "--quiet"])  # compiled, cached
     assert r.returncode == 0, r.stderr
     out = tmp_path / "out"
-    r = subprocess.run([PY, "-m", "quadsim.app.cli", "sweep", str(sweep), "--out", str(out),
-                        "--quiet", "--workers", "1"], capture_output=True, text=True,
-                       timeout=300, preexec_fn=limit)  # fmt: skip
+    r = subprocess.run(child_command([PY, "-m", "quadsim.app.cli", "sweep", str(sweep), "--out",
+                                      str(out), "--quiet", "--workers", "1"], fsize=2_000),
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
     assert r.returncode == 2, r.stderr
     first, *notes = r.stderr.strip().splitlines()
     assert first.startswith(f"quadsim: {out}/") and "File too large" in first, r.stderr
@@ -188,19 +182,13 @@ def test_a_full_disk_while_plotting_names_the_figure(tmp_path):
     """Issue 40, item 11: the figures are written whole and a full disk names the file (it said
     "No space left on device" alone); the tasks and results (small) fit under the limit."""
 
-    def limit() -> None:
-        import resource
-
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (15_000, 15_000))
-
     sweep = sweep_files(tmp_path, '"drone.mass" = [0.029, 0.032]', duration=0.2)
     r = cli_sweep([str(sweep), "--out", str(tmp_path / "warm"), "--quiet"])  # compiled, cached
     assert r.returncode == 0, r.stderr
     out = tmp_path / "out"
-    r = subprocess.run([PY, "-m", "quadsim.app.cli", "sweep", str(sweep), "--out", str(out),
-                        "--quiet", "--workers", "1"], capture_output=True, text=True,
-                       timeout=300, preexec_fn=limit)  # fmt: skip
+    r = subprocess.run(child_command([PY, "-m", "quadsim.app.cli", "sweep", str(sweep), "--out",
+                                      str(out), "--quiet", "--workers", "1"], fsize=15_000),
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
     assert r.returncode == 2, r.stderr
     first = r.stderr.strip().splitlines()[0]
     assert first.startswith(f"quadsim: {out}/") and ".png: File too large" in first, r.stderr
@@ -417,3 +405,18 @@ def test_a_crafted_sweep_json_runs_no_code(tmp_path, crafted):
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert f"{out} holds another sweep (?)" in r.stderr
     assert not marker.exists() and not (out / "tasks").exists()
+
+
+def test_quadsim_fly_refuses_a_sweeps_folder(tmp_path):
+    """Issue 40, item 11: ``quadsim fly`` into a finished sweep's folder mixed both."""
+    sweep = sweep_files(tmp_path, '"drone.mass" = [0.029, 0.032]', duration=0.2)
+    out = tmp_path / "s"
+    assert cli_sweep([str(sweep), "--out", str(out), "--quiet"]).returncode == 0
+    before = sorted(p.name for p in out.iterdir())
+    r = subprocess.run([PY, "-m", "quadsim.app.cli", "fly", str(tmp_path / "base.toml"), "--out",
+                        str(out), "--quiet"], capture_output=True, text=True,
+                       timeout=300)  # fmt: skip
+    assert r.returncode == 2 and r.stderr.strip() == (
+        f"quadsim: --out {out}: holds a sweep (sweep.json); a run there would mix its files "
+        "with the sweep's: choose another --out"), r.stderr
+    assert sorted(p.name for p in out.iterdir()) == before

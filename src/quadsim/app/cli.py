@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         const="gif",
         choices=("gif", "mp4"),
-        help="also write an animation of drone 0 (default gif)",
+        help="also write an animation of the drones kept for the figures (default gif)",
     )
     f.add_argument(
         "--quiet", action="store_true", help="print nothing but errors (no progress, no summary)"

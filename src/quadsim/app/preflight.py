@@ -113,6 +113,9 @@ def check_out_dir(out: Path) -> None:
     """
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out}: exists and is not a directory")
+    if (out / "sweep.json").is_file():  # quadsim sweep's folder (quadsim.app.sweep.run)
+        raise ValueError(f"--out {out}: holds a sweep (sweep.json); a run there would mix its "
+                         "files with the sweep's: choose another --out")  # fmt: skip
     try:
         out.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=out):

@@ -1,4 +1,4 @@
-"""Animation of one drone's flight to GIF (Pillow) or MP4 (ffmpeg)."""
+"""Animation of the drones' flight to GIF (Pillow) or MP4 (ffmpeg)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,23 @@ import math
 import os
 import shutil
 import subprocess
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ...physics.rotation import to_matrix
-from ._common import cube_axes, cube_limits, figure_title, nan_masked, new_figure
+from ._common import (
+    MAX_DRONES,
+    cube_axes,
+    cube_limits,
+    drone_color,
+    figure_title,
+    nan_masked,
+    new_figure,
+    select_drones,
+)
 
 _ANIM_SIZE = (6.0, 6.0)
 _ANIM_DPI = 80
@@ -60,16 +69,16 @@ def _gif_durations(n: int, period: float) -> list[int]:
     return [int(c) * 10 for c in ticks]
 
 
-def _polyline(segments: list[np.ndarray]) -> np.ndarray:
-    """Join (k, 3) segments into one (M, 3) polyline separated by NaN rows."""
-    nan = np.full((1, 3), np.nan)
-    return np.concatenate([x for s in segments for x in (s, nan)])
-
-
 def _check_request(
-    log: Mapping[str, Any], p: Path, drone: int, fps: float, max_frames: int
-) -> str | None:
-    """The ffmpeg executable an ``.mp4`` needs (``None`` for a ``.gif``); bad requests raise."""
+    log: Mapping[str, Any],
+    p: Path,
+    drones: Sequence[int] | None,
+    fps: float,
+    max_frames: int,
+    max_drones: int,
+) -> tuple[str | None, list[int]]:
+    """The ffmpeg executable an ``.mp4`` needs (``None`` for a ``.gif``) and the drones drawn;
+    bad requests raise."""  # noqa: D205, D209
     suffix = p.suffix.lower()
     if suffix not in (".gif", ".mp4"):
         raise ValueError(f"animate: path must end in .gif or .mp4, got {p.name!r}")
@@ -79,12 +88,15 @@ def _check_request(
             "animate: MP4 needs ffmpeg (pip install imageio-ffmpeg, or put "
             "ffmpeg on PATH); write a .gif instead"
         )
-    n_drones = np.asarray(log["pos"]).shape[1]
-    if not 0 <= drone < n_drones:
-        raise ValueError(f"animate: drone = {drone} outside [0, {n_drones})")
+    try:
+        sel = select_drones(log, drones, max_drones)
+    except ValueError as e:
+        raise ValueError(f"animate: {e}") from None
+    if not sel:
+        raise ValueError("animate: no drone to draw")
     if fps <= 0 or max_frames < 1:
         raise ValueError(f"animate: need fps > 0 and max_frames >= 1, got {fps}, {max_frames}")
-    return ffmpeg
+    return ffmpeg, sel
 
 
 class _Shape(NamedTuple):
@@ -113,59 +125,86 @@ def _drone_shape(meta: Mapping[str, Any]) -> _Shape:
     return _Shape(np.concatenate([rotors, np.zeros((len(rotors), 1))], axis=1), disc, arm)
 
 
+#: Colours of the body axes x, y, z (every drone's).
+_AXIS_COLORS = ("red", "green", "blue")
+
+
 class _Scene(NamedTuple):
-    """The animation's figure: a fixed view rendered once, and the artists redrawn each frame."""
+    """The animation's figure: a fixed view rendered once, and the artists redrawn each frame.
+
+    Each moving part is one 3-D line collection for all the drones (one artist, however many
+    drones), its segments in a fixed order with their colours: ``trails`` a polyline per drone,
+    ``discs`` a rim per rotor (drone by drone), ``frames`` per drone its arms then its body axes.
+    A drone's trail, discs and dashed reference have its colour; arms are black, body axes RGB.
+    """
 
     fig: Any
     ax: Any
-    trail: Any  #: the path flown (the trailing part)
-    arms: Any
-    discs: Any
-    body_axes: list[Any]  #: x, y, z body axes (red, green, blue)
-    title: Any
+    trails: Any  #: the paths flown (the trailing part), one per drone
+    discs: Any  #: the rotor discs
+    frames: Any  #: the arms and the body axes
+    clock: Any  #: the time shown under the title
     background: Any  #: the rendered fixed view, restored before each frame
 
     @property
-    def dynamic(self) -> list[Any]:
-        return [self.trail, self.arms, self.discs, *self.body_axes, self.title]
+    def moving(self) -> list[Any]:
+        """The 3-D collections redrawn each frame, back to front."""
+        return [self.trails, self.discs, self.frames]
 
 
-def _scene(lim: np.ndarray, ref: np.ndarray | None) -> _Scene:
-    """Figure, 3-D axes within ``lim``, the reference path and the (blitted) moving artists."""
+def _scene(lim: np.ndarray, ref: np.ndarray | None, sel: list[int], R: int, title: str) -> _Scene:
+    """Figure, 3-D axes within ``lim``, the references (T, D, 3), legend and title, and the
+    (blitted) moving artists of the drones ``sel`` with ``R`` rotors each."""  # noqa: D205, D209
+    from matplotlib.lines import Line2D
+    from mpl_toolkits.mplot3d.art3d import Line3DCollection
+
     fig = new_figure("", figsize=_ANIM_SIZE, dpi=_ANIM_DPI)
     ax = fig.add_subplot(projection="3d")
     cube_axes(ax, lim)
+    colors = [drone_color(k) for k in range(len(sel))]
     if ref is not None:
-        ax.plot(ref[:, 0], ref[:, 1], ref[:, 2], color="0.5", ls="--", lw=1.0, label="reference")
-    (trail,) = ax.plot([], [], [], color="C0", lw=1.5, label="path")
-    (arms,) = ax.plot([], [], [], color="k", lw=2.0)
-    (discs,) = ax.plot([], [], [], color="C1", lw=1.2)
-    body_axes = [ax.plot([], [], [], color=c, lw=2.0)[0] for c in ("red", "green", "blue")]
-    ax.legend(loc="upper left", fontsize="small")
-    title = fig.text(0.5, 0.97, "", ha="center", va="top", fontsize="medium")
-    for a in (trail, arms, discs, *body_axes, title):
+        for k, c in enumerate(colors):
+            ax.plot(ref[:, k, 0], ref[:, k, 1], ref[:, k, 2], color=c, ls="--", lw=1.0, alpha=0.7)
+    trails = Line3DCollection([], colors=colors, linewidths=1.5)
+    discs = Line3DCollection([], colors=[c for c in colors for _ in range(R)], linewidths=1.2)
+    frames = Line3DCollection(
+        [],
+        colors=[x for _ in colors for x in (*["k"] * R, *_AXIS_COLORS)],
+        linewidths=2.0,
+    )
+    for a in (trails, discs, frames):
         a.set_animated(True)
-    # blitting: the fixed view (axes, grid, reference, legend) is rendered once
+        ax.add_collection(a)
+    handles = [
+        Line2D([], [], color=c, lw=2.0, label=f"drone {i}")
+        for c, i in zip(colors, sel, strict=True)
+    ]
+    if ref is not None:
+        handles.append(Line2D([], [], color="0.4", ls="--", lw=1.0, label="reference"))
+    ax.legend(handles=handles, loc="upper left", fontsize="small")
+    fig.text(0.5, 0.97, title, ha="center", va="top", fontsize="medium")
+    clock = fig.text(0.5, 0.935, "", ha="center", va="top", fontsize="medium", animated=True)
+    # blitting: the fixed view (axes, grid, references, legend, title) is rendered once
     fig.canvas.draw()
     background = fig.canvas.copy_from_bbox(fig.bbox)
-    return _Scene(fig, ax, trail, arms, discs, body_axes, title, background)
+    return _Scene(fig, ax, trails, discs, frames, clock, background)
 
 
-def _pose(scene: _Scene, shape: _Shape, scale: float, c: np.ndarray, Rm: np.ndarray) -> None:
-    """Place the arms, discs and body axes at ``c`` [m] turned by ``Rm``; hide them if unknown."""
-    if np.all(np.isfinite(c)) and np.all(np.isfinite(Rm)):
-        tips = c + scale * shape.rotors @ Rm.T  # (R, 3)
-        arms = _polyline([np.stack([c, tip]) for tip in tips])
-        discs = _polyline([tip + scale * shape.disc @ Rm.T for tip in tips])
-        for j, ln in enumerate(scene.body_axes):
-            e = c + scale * 1.2 * shape.arm * Rm[:, j]
-            ln.set_data_3d([c[0], e[0]], [c[1], e[1]], [c[2], e[2]])
-    else:
-        arms = discs = np.full((1, 3), np.nan)
-        for ln in scene.body_axes:
-            ln.set_data_3d([], [], [])
-    scene.arms.set_data_3d(arms[:, 0], arms[:, 1], arms[:, 2])
-    scene.discs.set_data_3d(discs[:, 0], discs[:, 1], discs[:, 2])
+def _poses(
+    shape: _Shape, scale: float, c: np.ndarray, Rm: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Segments of the discs (D R, 17, 3) and of the arms and body axes (D (R + 3), 2, 3) [m] of
+    drones at ``c`` (D, 3) turned by ``Rm`` (D, 3, 3); NaN (not drawn) where either is unknown."""  # noqa: D205, D209
+    D, R = c.shape[0], shape.rotors.shape[0]
+    tips = c[:, None] + scale * np.einsum("rj,dij->dri", shape.rotors, Rm)  # (D, R, 3)
+    rims = tips[:, :, None] + scale * np.einsum("pj,dij->dpi", shape.disc, Rm)[:, None]
+    ends = c[:, None] + (scale * 1.2 * shape.arm) * Rm.transpose(0, 2, 1)  # (D, 3, 3): axis j
+    tops = np.concatenate([tips, ends], axis=1)  # (D, R + 3, 3)
+    lines = np.stack([np.broadcast_to(c[:, None], tops.shape), tops], axis=2)
+    unknown = ~(np.isfinite(c).all(axis=1) & np.isfinite(Rm).all(axis=(1, 2)))
+    rims[unknown] = np.nan
+    lines[unknown] = np.nan
+    return rims.reshape(D * R, -1, 3), lines.reshape(D * (R + 3), 2, 3)
 
 
 def _frames(
@@ -177,19 +216,22 @@ def _frames(
     R_wb: np.ndarray,
     idx: np.ndarray,
     trail: float | None,
-    base: str,
 ) -> Iterator[np.ndarray]:
-    """Each frame's RGB image (H, W, 3): frame ``f`` is sample ``idx[f]``, attitude ``R_wb[f]``."""
-    fig = scene.fig
+    """Each frame's RGB image (H, W, 3): frame ``f`` is sample ``idx[f]`` of ``pos`` (T, D, 3),
+    attitudes ``R_wb[f]`` (D, 3, 3)."""  # noqa: D205, D209
+    fig, ax = scene.fig, scene.ax
     for f, k in enumerate(idx):
         lo = 0 if trail is None else int(np.searchsorted(time, time[k] - trail))
-        seg = pos[lo : k + 1]
-        scene.trail.set_data_3d(seg[:, 0], seg[:, 1], seg[:, 2])
-        _pose(scene, shape, scale, pos[k], R_wb[f])
-        scene.title.set_text(f"{base}\nt = {time[k]:6.2f} s")
+        scene.trails.set_segments(pos[lo : k + 1].transpose(1, 0, 2))
+        rims, lines = _poses(shape, scale, pos[k], R_wb[f])
+        scene.discs.set_segments(rims)
+        scene.frames.set_segments(lines)
+        scene.clock.set_text(f"t = {time[k]:6.2f} s")
         fig.canvas.restore_region(scene.background)
-        for a in scene.dynamic:
-            (fig if a is scene.title else scene.ax).draw_artist(a)
+        for a in scene.moving:
+            a.do_3d_projection()  # what the axes' own draw does first (here: no full draw)
+            ax.draw_artist(a)
+        fig.draw_artist(scene.clock)
         yield np.asarray(fig.canvas.buffer_rgba())[..., :3]
 
 
@@ -251,18 +293,33 @@ def _write_gif(frames: Iterable[np.ndarray], period: float, p: Path) -> None:
         )
 
 
+def _which(sel: list[int]) -> str:
+    """``drone 0``, ``drones 0-3`` (a run of three or more) or ``drones 0, 2``."""
+    if len(sel) == 1:
+        return f"drone {sel[0]}"
+    if len(sel) > 2 and sel == list(range(sel[0], sel[0] + len(sel))):
+        return f"drones {sel[0]}–{sel[-1]}"
+    return "drones " + ", ".join(map(str, sel))
+
+
 def animate(
     log: Mapping[str, Any],
     meta: Mapping[str, Any],
     path: str | os.PathLike[str],
     fps: float = 30.0,
-    drone: int = 0,
+    drones: Sequence[int] | int | None = None,
     trail: float | None = None,
     max_frames: int = 600,
     scale: float | None = None,
+    max_drones: int = MAX_DRONES,
+    *,
+    drone: int | None = None,
 ) -> Path:
-    """Animate one drone: arms, rotor discs, body axes, trailing path and reference.
+    """Animate the drones: each one's arms, rotor discs, body axes, trailing path and reference.
 
+    Every drone is drawn in its own colour, the figures' (``C0``, ``C1``, ...: its trail, rotor
+    discs and dashed reference; the arms black, the body axes x, y, z red, green, blue), all at
+    one drawing scale in one scene whose limits cover them all; the title names the drones.
     Frames are taken every ``1/fps`` s of simulated time (at most ``max_frames``, evenly spread,
     so playback stays real time). GIF is written with Pillow; MP4 needs an ``ffmpeg`` binary
     (the ``imageio-ffmpeg`` package or ``ffmpeg`` on ``PATH``). A GIF's frame delays are whole
@@ -276,24 +333,33 @@ def animate(
             0.1 m arms), ``drone``/``scenario`` for the title.
         path: Output file, ``.gif`` or ``.mp4``.
         fps: Frames per simulated second.
-        drone: Index of the drone to animate.
+        drones: Indices of the drones to animate (one index: that drone); default every drone
+            of the log, up to ``max_drones``.
         trail: Length of the trailing path [s]; ``None`` for the whole path flown so far.
         max_frames: Upper bound on the number of frames.
-        scale: Drawing scale of the drone; default enlarges it to ~8 % of the scene.
+        scale: Drawing scale of the drones; default enlarges them to ~8 % of the scene.
+        max_drones: At most this many drones are drawn (the first of ``drones``).
+        drone: One drone to animate (as ``drones=[drone]``).
 
     Returns:
         The path written.
 
     Raises:
-        ValueError: Unknown suffix, bad ``drone``, empty log.
+        ValueError: Unknown suffix, bad ``drones``/``drone`` (or both given), empty log.
         RuntimeError: MP4 requested but no ffmpeg available.
     """
+    if drone is not None:
+        if drones is not None:
+            raise ValueError("animate: give drones or drone, not both")
+        drones = [drone]
+    elif isinstance(drones, int | np.integer):
+        drones = [int(drones)]
     p = Path(path)
-    ffmpeg = _check_request(log, p, drone, fps, max_frames)
+    ffmpeg, sel = _check_request(log, p, drones, fps, max_frames, max_drones)
     time = np.asarray(log["time"], dtype=np.float64)
-    pos = nan_masked(np.asarray(log["pos"])[:, drone])
-    quat = np.asarray(log["quat"], dtype=np.float64)[:, drone]
-    ref = nan_masked(np.asarray(log["ref_pos"])[:, drone]) if "ref_pos" in log else None
+    pos = nan_masked(np.asarray(log["pos"])[:, sel])
+    quat = np.asarray(log["quat"], dtype=np.float64)[:, sel]
+    ref = nan_masked(np.asarray(log["ref_pos"])[:, sel]) if "ref_pos" in log else None
     shape = _drone_shape(meta)
     lim = cube_limits(pos, *(() if ref is None else (ref,)), pad=0.15)
     if scale is None:
@@ -303,12 +369,12 @@ def animate(
         fps = min(fps, 1.0 / _GIF_MIN_PERIOD_S)
     idx, period = _frame_indices(time, fps, max_frames)
     with np.errstate(invalid="ignore", divide="ignore"):
-        R_wb = np.asarray(to_matrix(quat[idx]))  # (F, 3, 3)
-    scene = _scene(lim, ref)
-    base = figure_title(meta, f"drone {drone}", [drone], 1)
+        R_wb = np.asarray(to_matrix(quat[idx]))  # (F, D, 3, 3)
+    title = figure_title(meta, _which(sel), sel, np.asarray(log["pos"]).shape[1])
     if scale > 1.0:
-        base += f" (drawn ×{scale:.0f})"
-    frames = _frames(scene, shape, scale, time, pos, R_wb, idx, trail, base)
+        title += f" (drawn ×{scale:.0f})"
+    scene = _scene(lim, ref, sel, shape.rotors.shape[0], title)
+    frames = _frames(scene, shape, scale, time, pos, R_wb, idx, trail)
     if gif:
         _write_gif(frames, period, p)
     else:
