@@ -569,3 +569,29 @@ def test_a_checkpoint_that_does_not_fit_is_refused_and_runs_no_code(tmp_path, sm
               progress=False)  # fmt: skip
     assert str(e.value).startswith(f"{ckpt}: ") and msg in str(e.value), str(e.value)
     assert not marker.exists() and ckpt.read_bytes() == before
+
+
+def test_training_threads_leave_a_busy_core_alone():
+    """Issue 40, item 12: two PyTorch threads beside a busy process ran 35-80x slower than one;
+    with every core but one kept busy by other processes, training takes one thread."""
+    from quadsim.app.rl.budget import idle_cores
+    from quadsim.app.rl.train import auto_threads
+
+    cores = os.cpu_count() or 1
+    spin = "import time\\nt = time.monotonic() + 30\\nwhile time.monotonic() < t: pass"
+    busy = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(max(cores - 1, 1))]
+    try:
+        import time
+
+        time.sleep(0.3)  # the spinners are running
+        idle = idle_cores()
+        said = []
+        n = auto_threads(said.append)
+    finally:
+        for p in busy:
+            p.kill()
+            p.wait()
+    assert idle is not None and idle < cores - 0.5, idle
+    assert n == 1
+    start, end = "PyTorch on 1 thread: other processes keep", "(--threads N to choose)"
+    assert cores < 2 or (len(said) == 1 and said[0].startswith(start) and said[0].endswith(end))

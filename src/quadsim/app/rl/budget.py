@@ -9,12 +9,13 @@ not fit is refused naming the numbers and the batch that fits, a slow one gets a
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from ..preflight import available_memory
 
 __all__ = ["BASE_BYTES", "NOTICE_SECONDS", "SAMPLE_BYTES", "STEP_SECONDS", "check_resources",
-           "estimate"]  # fmt: skip
+           "estimate", "idle_cores"]  # fmt: skip
 
 SAMPLE_BYTES = 600
 """Memory per rollout sample besides 8 bytes per observation and action entry [bytes]: the
@@ -68,3 +69,26 @@ def check_resources(num_envs: int, obs_dim: int, act_dim: int, n_steps: int, log
         log(f"{num_envs} environments: about {need / 1e9:.1f} GB and {secs:.0f} s per PPO "
             f"iteration of {num_envs * n_steps} steps on idle cores (a checkpoint after "
             "each; SIGINT stops after the one in progress)")  # fmt: skip
+
+
+def _cpu_ticks() -> tuple[int, int] | None:
+    """``(idle, total)`` jiffies of every core since boot (Linux ``/proc/stat``), or ``None``."""
+    try:
+        with open("/proc/stat", encoding="ascii") as fh:
+            fields = [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return (fields[3] + (fields[4] if len(fields) > 4 else 0), sum(fields[:8])) if fields else None
+
+
+def idle_cores(seconds: float = 0.25, cores: int | None = None) -> float | None:
+    """How many cores no process keeps busy, over ``seconds`` of looking (``None`` where
+    ``/proc/stat`` cannot be read): idle and I/O-wait time over all the time, times the cores."""  # noqa: D205, D209
+    import os
+
+    a = _cpu_ticks()
+    time.sleep(seconds)
+    b = _cpu_ticks()
+    if a is None or b is None or b[1] <= a[1]:
+        return None
+    return (b[0] - a[0]) / (b[1] - a[1]) * (cores or os.cpu_count() or 1)

@@ -52,7 +52,7 @@ import numpy as np
 from ..io.files import atomic_write, naming
 from ..io.outdir import claim
 from ..signals import stop_flag
-from .budget import check_resources
+from .budget import check_resources, idle_cores
 from .checkpoint import load_model, read_checkpoint
 from .evaluate import cli_disturbances, make_vector_env, success
 from .policy import OBSERVATION_OPTIONS, load_policy, save_policy
@@ -86,6 +86,21 @@ TORCH_THREADS = 2
 cores). Measured on Recover-v0's 512 environments on the 2-core machine: 293 ms per PPO
 iteration with 2 threads against 427 ms with 1 (the update's 8,192-sample minibatches split
 well; docs/rl.md). The same seed and thread count give the same run."""
+
+def auto_threads(log: Any = None) -> int:
+    """:data:`TORCH_THREADS`, at most the cores that other processes leave idle now (at least
+    one): two PyTorch threads beside a busy process ran 35-80x slower than one (issue 40), so a
+    busy machine costs at most the share it takes. Chosen once at the start (the same thread
+    count keeps a run reproducible); ``--threads`` overrides it."""  # noqa: D205, D209
+    cores = os.cpu_count() or 1
+    idle = idle_cores()
+    free = cores if idle is None else int(idle + 0.5)
+    n = max(1, min(TORCH_THREADS, cores, free))
+    if log and n < min(TORCH_THREADS, cores):
+        log(f"PyTorch on {n} thread{'s' * (n > 1)}: other processes keep {cores - free} of the "
+            f"{cores} cores busy (--threads N to choose)")  # fmt: skip
+    return n
+
 
 PPO_DEFAULTS = {"quadsim/Recover-v0": {"ent_coef": 0.005, "gamma": 0.99}}
 """PPO settings per environment over the common defaults (docs/rl.md): Recover's policy collapses
@@ -285,7 +300,7 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
     if episode_steps is None:
         episode_steps = EPISODE_STEPS.get(env_id, 200)
     if threads is None:
-        threads = min(TORCH_THREADS, os.cpu_count() or 1)
+        threads = auto_threads(log)
     env_options = dict(env_options or {})
     dims = _probe(env_id, action_level, episode_steps, env_options)
     out_dir = Path(out)
