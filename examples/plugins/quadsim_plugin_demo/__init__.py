@@ -1,2 +1,3 @@
-"""A quadsim plugin: a sensor (:mod:`.sonar`) and a controller (:mod:`.altitude`) that quadsim
-finds from a scenario by name, with no edit to quadsim itself."""  # noqa: D205, D209
+"""A quadsim plugin: two sensors (:mod:`.sonar`, :mod:`.magnetometer`, with its own ROS 2
+message) and a controller (:mod:`.altitude`) that quadsim finds from a scenario by name, with no
+edit to quadsim itself."""  # noqa: D205, D209

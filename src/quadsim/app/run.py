@@ -20,8 +20,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from ..loop.brain import loop_periods, part_periods, rates_hz, sensor_parts
-from ..loop.parts import log_columns
+from ..loop.brain import Sensors, loop_periods, part_periods, rates_hz, sensor_parts
+from ..loop.parts import log_columns, part_params
 from ..loop.paths import flight_loop
 from . import io, preflight
 from .io import outdir
@@ -34,9 +34,12 @@ from .io.parts import (
     read_part_meta,
     remove_parts,
 )
+from .ros2 import interfaces
 from .scenario import build, check_run, fly_assembly, load_scenario
+from .scenario.locations import failer
 
-__all__ = ["OUTPUTS", "chunk_writer", "fly_scenario", "kept_on_failure", "loop_meta", "recover"]
+__all__ = ["OUTPUTS", "check_part_messages", "chunk_writer", "fly_scenario", "kept_on_failure",
+           "loop_meta", "recover"]
 
 OUTPUTS = (
     "trajectory.parquet",
@@ -127,6 +130,8 @@ def fly_scenario(
     plots = o["plots"] if plots is None else plots
     out = Path(out_dir) if out_dir is not None else default_out(scenario)
     preflight.check_outputs(plots=plots, animate=animate, csv=csv, rosbag=rosbag)
+    if rosbag:
+        check_part_messages(sc)
     for notice in check_run(sc):
         echo(notice)
     preflight.check_out_dir(out)
@@ -166,12 +171,33 @@ def fly_scenario(
     return summary
 
 
+def check_part_messages(sc: Any) -> None:
+    """The ROS 2 messages a scenario's sensor parts declare, held to their types' definitions
+    (:func:`quadsim.app.ros2.interfaces.check_parts`) before anything flies: ``quadsim fly
+    --rosbag`` and ``quadsim ros2`` refuse a type quadsim does not know or a field an output
+    cannot fill here, not when the bag is written after the flight.
+
+    Raises:
+        ValueError: ``FILE: sensors.<name> (line N): why``.
+    """  # noqa: D205
+    parts = sc.prepared.parts if sc.prepared is not None else ()
+    if not parts:
+        return
+    dt = float(sc.values["sim"]["dt"])
+    try:
+        interfaces.check_parts(parts, dt, loop_periods(dt, None, Sensors(parts=parts)).parts)
+    except interfaces.PartMessageError as e:
+        raise failer(sc.source, sc.text)("sensors", e.part, e.why) from None
+
+
 def loop_meta(dt: float, periods: Any, sens: Any, name: str, reason: str | None) -> dict:
     """The run metadata of the loop that flies a run (``quadsim fly``'s and ``quadsim ros2``'s).
 
     ``loop``, ``loop_reason``, ``rates_hz`` and, with sensor parts, ``columns``: their outputs'
     log columns (:func:`quadsim.loop.parts.log_columns`), which the log writer takes from the
-    metadata of every part (:func:`quadsim.app.io.columns.declared_fields`).
+    metadata of every part (:func:`quadsim.app.io.columns.declared_fields`), and
+    ``part_params``: each part's kind, rate and parameters with their units and shapes
+    (:func:`quadsim.loop.parts.part_params`; a vector's value as a list).
 
     Args:
         dt: The physics step [s].
@@ -183,6 +209,7 @@ def loop_meta(dt: float, periods: Any, sens: Any, name: str, reason: str | None)
     meta = {"loop": name, "loop_reason": reason, "rates_hz": rates_hz(dt, periods, sens)}
     if sens.parts:
         meta["columns"] = log_columns(sens.parts)
+        meta["part_params"] = part_params(sens.parts)
     return meta
 
 

@@ -68,6 +68,8 @@ def write_bag(
     topics = encode.part_topics(parts, dt, periods)
     part_keys = {key for key, _ in part_outputs([pt.part for pt in topics])}
     counts: dict[str, int] = {}
+    classes = [m.message_class(pt.decl.type) for pt in topics]
+    fast = [[encode.part_template(pt, f"{d}/base_link") for d in names] for pt in topics]
 
     def write(tmp: Path) -> None:
         with open(tmp, "wb") as fh:
@@ -89,21 +91,21 @@ def write_bag(
                     counts[topic] = 0
                 return channels[topic]
 
-            def put(topic: str, msg: Any, ns_time: int) -> None:
-                cid = channel(topic, type(msg))
-                w.add_message(
-                    cid,
-                    log_time=ns_time,
-                    data=msg.serialize(),
-                    publish_time=ns_time,
-                    sequence=counts[topic],
-                )
+            def put(topic: str, msg: Any, ns_time: int, cls: Any = None) -> None:
+                """Write ``msg`` (a message, or its CDR bytes with its class ``cls``)."""
+                data = msg if cls is not None else msg.serialize()
+                cid = channel(topic, cls if cls is not None else type(msg))
+                w.add_message(cid, log_time=ns_time, data=data, publish_time=ns_time,
+                              sequence=counts[topic])  # fmt: skip
                 counts[topic] += 1
 
             tf_topic = "/tf"
             for k in range(n_t):
                 tfs = []
                 row = {key: log[key][k] for key in part_keys}  # the parts' readings at sample k
+                values = [encode.part_values(pt, row) for pt in topics]  # (n, k) each
+                st = encode.stamp(float(t_all[k]))
+                stamp = (st.sec, st.nanosec)
                 for i, d in enumerate(names):
                     t = float(t_all[k])
                     ns_t = round(t * 1e9)
@@ -128,9 +130,13 @@ def write_bag(
                             encode.reference(t, log["ref_pos"][k, i], log["ref_yaw"][k, i]),
                             ns_t,
                         )
-                    for pt in topics:
-                        put(dds.topic(namespace, d, pt.leaf),
-                            encode.part_message(pt, t, row, i, frame=base), ns_t)
+                    for j, pt in enumerate(topics):  # from its template where it has one
+                        leaf = dds.topic(namespace, d, pt.leaf)
+                        if fast[j][i] is None:
+                            put(leaf, encode.part_message(pt, t, row, i, frame=base), ns_t)
+                        else:
+                            tpl, at = fast[j][i]
+                            put(leaf, tpl.render(*stamp, at, values[j][i]), ns_t, classes[j])
                     tfs.append(encode.transform(t, pos, quat, child=base))
                 put(tf_topic, m.TFMessage(transforms=tfs), round(float(t_all[k]) * 1e9))
                 if progress is not None and (k % 500 == 0 or k == n_t - 1):
@@ -139,3 +145,4 @@ def write_bag(
 
     atomic_write(bag_path, write)
     return counts
+

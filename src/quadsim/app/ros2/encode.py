@@ -9,11 +9,13 @@ FLU body. With the attitude ``q`` (body to world), world velocity ``v`` and body
 * ``sensor_msgs/JointState``: rotor ``i`` is the joint ``rotor_i``, its speed in rad/s
   (``RPM · 2π/60``), positions and efforts empty;
 * ``geometry_msgs/PoseStamped``: the reference position and yaw (``world``);
-* every sensor part's messages (:meth:`quadsim.loop.parts.Sensor.ros2`: the IMU's
-  ``sensor_msgs/Imu``, the rangefinder's ``sensor_msgs/Range``) on ``/<ns>/<drone>/<leaf>``,
-  frame ``<drone>/base_link``: its constants, and its readings in the fields it names (an
-  output of size ``k`` fills a field of ``k`` floats in order; ``+inf`` where its ``valid``
-  output is 0).
+* every sensor part's messages (:meth:`quadsim.loop.parts.Sensor.ros2`, any standard ROS 2
+  type held to its definition, :mod:`quadsim.app.ros2.interfaces`: the IMU's
+  ``sensor_msgs/Imu``, the rangefinder's ``sensor_msgs/Range``, a plugin's
+  ``sensor_msgs/MagneticField``) on ``/<ns>/<drone>/<leaf>``, its ``header`` (where the type
+  has one) stamped in the frame ``<drone>/base_link``: its constants, and its readings in the
+  fields it names (an output of size ``k`` fills ``k`` floats in order; ``+inf`` where its
+  ``valid`` output is 0); :func:`part_template` makes the node's and the bag's fast path.
 
 Stamps: the simulated time ``t`` [s] as ``builtin_interfaces/Time`` (``sec``, ``nanosec``;
 rounded to the nanosecond).
@@ -22,14 +24,13 @@ rounded to the nanosecond).
 from __future__ import annotations
 
 import math
-from dataclasses import fields as dataclass_fields
-from dataclasses import is_dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from ...loop.parts import Context, output_key
 from ...physics.rotation import rotate_inverse
+from . import cdr, interfaces
 from . import msgs as m
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "PartTopic",
     "odometry",
     "part_message",
+    "part_template",
     "part_topics",
     "part_values",
     "reference",
@@ -137,7 +139,8 @@ class PartTopic(NamedTuple):
 
 
 def part_topics(parts: Any, dt: float, periods: Any) -> list[PartTopic]:
-    """Every ROS 2 message the sensor ``parts`` declare, in order.
+    """Every ROS 2 message the sensor ``parts`` declare, in order, each held to its type's
+    definition (:func:`quadsim.app.ros2.interfaces.check_parts`).
 
     Args:
         parts: The sensor parts (:func:`quadsim.loop.brain.sensor_parts`: the IMU's included).
@@ -145,16 +148,14 @@ def part_topics(parts: Any, dt: float, periods: Any) -> list[PartTopic]:
         periods: Each part's period in physics steps (:func:`quadsim.loop.brain.part_periods`).
 
     Raises:
-        ValueError: A type quadsim does not speak, a field its outputs cannot fill, or two
-            messages on one leaf.
-    """
+        quadsim.app.ros2.interfaces.PartMessageError: A type quadsim does not know, a field its
+            outputs or constants cannot fill, or two messages on one leaf (naming the part).
+    """  # noqa: D205
+    interfaces.check_parts(parts, dt, periods)
     out: list[PartTopic] = []
     for part, period in zip(parts, periods, strict=True):
         for decl in part.ros2(Context(dt=float(dt), xp=np, period=int(period))):
-            leaf = decl.leaf or part.name
-            if any(t.leaf == leaf for t in out):
-                raise ValueError(f"sensor {part.name}: a second ROS 2 message on {leaf!r}")
-            topic = PartTopic(part, decl, leaf, int(period))
+            topic = PartTopic(part, decl, decl.leaf or part.name, int(period))
             part_message(topic, 0.0, {}, 0, frame="")  # every field takes what it is given
             out.append(topic)
     return out
@@ -170,50 +171,70 @@ def part_values(topic: PartTopic, readings: dict, i: int | None = None) -> np.nd
         a = np.asarray(readings[output_key(topic.part, outputs[out])], dtype=np.float64)
         return a.reshape(len(a), -1)
 
+    if not topic.decl.fields:  # constants only
+        n = len(np.asarray(next(iter(readings.values())))) if readings else 1
+        return np.zeros((n, 0)) if i is None else np.zeros(0)
     values = np.concatenate([reading(out) for _, out in topic.decl.fields], axis=1)
     if topic.decl.valid:
         values = np.where(reading(topic.decl.valid)[:, :1] == 0.0, math.inf, values)
     return values if i is None else values[i]
 
 
-def _floats(obj: Any, path: str) -> tuple[Any, list]:
-    """The container of the field ``path`` of ``obj`` and the keys of its floats, in order: a
-    number (``[name]`` of its parent), a list (its indices) or a message (its fields)."""  # noqa: D205, D209
-    *up, last = path.split(".")
-    for step in up:
-        obj = getattr(obj, step)
-    value = getattr(obj, last)
-    if isinstance(value, list):
-        return value, list(range(len(value)))
-    if is_dataclass(value):
-        return value, [f.name for f in dataclass_fields(value)]
-    return obj, [last]
+def _cast(typ: str, value: Any) -> Any:
+    """``value`` as the Python value of a field of base type ``typ``."""
+    if typ in interfaces.FLOATS:
+        return float(value)
+    if typ == "bool":
+        return bool(value)
+    return int(value) if typ in interfaces.INTEGERS else str(value)
+
+
+def _put(msg: Any, leaves: list[tuple[str, str]], values: list, seq: str = "") -> None:
+    """Set the ``leaves`` (``(path, type)``, :func:`quadsim.app.ros2.interfaces.leaves`) of
+    ``msg`` to ``values``; ``seq``: the path of a sequence field they fill (made that long)."""  # noqa: D205, D209
+    if seq:
+        *up, last = seq.split(".")
+        obj = msg
+        for step in up:
+            obj = getattr(obj, step)
+        if isinstance(getattr(obj, last), list):
+            setattr(obj, last, [None] * len(values))
+    for (leaf, typ), value in zip(leaves, values, strict=True):
+        obj = msg
+        steps = leaf.replace("[", ".[").split(".")
+        for step in steps[:-1]:
+            obj = obj[int(step[1:-1])] if step.startswith("[") else getattr(obj, step)
+        if steps[-1].startswith("["):
+            obj[int(steps[-1][1:-1])] = _cast(typ, value)
+        else:
+            setattr(obj, steps[-1], _cast(typ, value))
 
 
 def part_message(topic: PartTopic, t: float, readings: dict, i: int, *, frame: str) -> Any:
     """The message of ``topic`` at ``t`` [s]: its constants, and drone ``i``'s readings
     (``readings``: the log keys ``<part>_<output>``, arrays with a leading drone axis; zeros when
-    empty)."""  # noqa: D205, D209
+    empty); ``header`` (where the type has one) stamped ``t`` in ``frame``."""  # noqa: D205, D209
     decl = topic.decl
-    msg = m.message_class(decl.type)(header=_header(t, frame))
+    cls = m.message_class(decl.type)
+    msg = cls(header=_header(t, frame)) if interfaces.has_header(decl.type) else cls()
     sizes = [next(o.size for o in topic.part.outputs if o.name == out) for _, out in decl.fields]
     values = part_values(topic, readings, i) if readings else np.zeros(sum(sizes))
+    for path, value in decl.constants:
+        flat = [value] if isinstance(value, str) else np.ravel(np.asarray(value, dtype=object))
+        _put(msg, interfaces.leaves(decl.type, path, len(flat)), list(flat), path)
     ends = np.cumsum([0, *sizes])
-    assign = [(path, np.ravel(np.asarray(v, dtype=np.float64))) for path, v in decl.constants]
-    spans = zip(decl.fields, ends[:-1], ends[1:], strict=True)
-    assign += [(path, values[a:b]) for (path, _), a, b in spans]
-    for path, new in assign:
-        try:
-            obj, keys = _floats(msg, path)
-        except AttributeError:
-            raise ValueError(f"sensor {topic.part.name}: {decl.type} has no field {path!r}") \
-                from None  # fmt: skip
-        if len(new) != len(keys):
-            raise ValueError(f"sensor {topic.part.name}: {decl.type}.{path} holds {len(keys)} "
-                             f"numbers, given {len(new)}")  # fmt: skip
-        for key, v in zip(keys, new.tolist(), strict=True):
-            if isinstance(obj, list):
-                obj[key] = type(obj[key])(v)
-            else:
-                setattr(obj, key, type(getattr(obj, key))(v))
+    for (path, _), a, b in zip(decl.fields, ends[:-1], ends[1:], strict=True):
+        _put(msg, interfaces.leaves(decl.type, path, int(b - a)), values[a:b].tolist(), path)
     return msg
+
+
+def part_template(topic: PartTopic, frame: str) -> tuple | None:
+    """``(template, places)`` of ``topic``'s message for a drone's ``frame``: a
+    :class:`~quadsim.app.ros2.cdr.Template` of :func:`part_message` and the places of its readings
+    (``template.render(sec, nanosec, places, part_values(topic, readings, i))``), or ``None``
+    where one cannot be made (the message is then built and serialized whole)."""  # noqa: D205, D209
+    try:
+        tpl = cdr.Template(part_message(topic, 0.0, {}, 0, frame=frame), ("header.stamp",))
+        return tpl, tpl.index(*(path for path, _ in topic.decl.fields))
+    except (KeyError, ValueError):
+        return None

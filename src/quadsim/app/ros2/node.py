@@ -296,25 +296,12 @@ class Ros2Node:
         tf = m.TFMessage(
             transforms=[encode.transform(0.0, z3, q0, child=f"{d}/base_link") for d in self.names]
         )
-        self.part_tpl = [[self._part_template(pt, f"{d}/base_link") for pt in self.part_pubs]
+        # every part's message from a template (its readings are floats, float32 included)
+        self.part_tpl = [[encode.part_template(pt, f"{d}/base_link") for pt in self.part_pubs]
                          for d in self.names]  # fmt: skip
         self.tf_tpl = Template(tf)
         self.tf_idx = self.tf_tpl.index("transforms")
         self.clock_tpl = Template(m.Clock())
-
-    @staticmethod
-    def _part_template(topic: Any, frame: str) -> tuple[Any, np.ndarray] | None:
-        """A part message's template and the places of its readings, or ``None`` where it
-        has numbers other than ``float64`` in them (``sensor_msgs/Range``: sent as a message)."""  # noqa: D205, D209
-        from .cdr import Template
-        from .encode import part_message
-
-        try:
-            tpl = Template(part_message(topic, 0.0, {}, 0, frame=frame))
-            index = tpl.index(*(path for path, _ in topic.decl.fields))
-        except (KeyError, ValueError):
-            return None
-        return tpl, index
 
     def publish(self, t: float, state: Any, out: dict) -> None:
         """Publish the state ``x_k`` and the readings at ``t_k`` of every drone: the messages of

@@ -13,6 +13,7 @@ from ..io import outdir
 from ..io.parts import PARTS, PartWriter
 from ..run import (
     OUTPUTS,
+    check_part_messages,
     chunk_writer,
     echo_warnings,
     failure_lines,
@@ -37,6 +38,7 @@ def main(args: Any) -> int:
         dds.check_interface(args.network)
     with echo_warnings(echo):
         sc = load_scenario(args.scenario)
+        check_part_messages(sc)  # its parts' messages, before anything is built or flown
         objs = build(sc)
     out = Path(args.out) if args.out else Path("runs") / f"{Path(args.scenario).stem}_ros2"
 
@@ -55,10 +57,12 @@ def main(args: Any) -> int:
                            flush_seconds=o["part_seconds"],
                            before_first_part=lambda: outdir.set_aside(out, OUTPUTS))  # fmt: skip
         where = f"network interface {args.network}" if args.network else "loopback only"
+        leaves = ",".join(["odom", *(pt.leaf for pt in node.part_pubs), "rotor_speeds",
+                           "reference"])  # fmt: skip
         node.log(
             f"{node.n} drone{'s' if node.n > 1 else ''} on DDS domain {args.domain_id} "
             f"({where}), {1 / sim.dt:g} Hz {args.rate}, per drone {dds.topic(node.ns, 'd0')}/"
-            f"{{odom,imu,rotor_speeds,reference}}, commands {{cmd_rotor_speeds,cmd_pose,"
+            f"{{{leaves}}}, commands {{cmd_rotor_speeds,cmd_pose,"
             f"cmd_attitude,cmd_mode}}; the loop on {node.loop.backend}; Ctrl-C stops"
         )
         if not args.network:

@@ -14,9 +14,12 @@ A **sensor part** is an object the loop carries in a collection (:attr:`Sensors.
 * ``init(n, truth, ctx) -> state`` and ``measure(k, truth, state, z, ctx) -> (readings, state)``,
   pure array-API functions of the true :class:`~quadsim.engines.state.State` ``(n, ...)``, its
   state (a tree of arrays or ``None``), its normals ``z`` ``(n, count)`` and a :class:`Context`;
-* ``ros2(ctx)``: the ROS 2 messages its readings become (:class:`Ros2`; ``quadsim ros2`` publishes
-  them when a reading is new, ``--rosbag`` writes them at every logged sample); ``ctx`` gives its
-  sample period, on which a covariance may depend.
+* ``ros2(ctx)``: the ROS 2 messages its readings become (:class:`Ros2`, of any standard ROS 2
+  type; ``quadsim ros2`` publishes them when a reading is new, ``--rosbag`` writes them at every
+  logged sample); ``ctx`` gives its sample period, on which a covariance may depend.
+* ``params``: ``{name: Param}``, the parameters its scenario table gives (:func:`check_params`):
+  numbers, vectors or small matrices (:attr:`Param.shape`, a read-only float64 array on the
+  part), with their units; the run metadata lists them (:func:`part_params`).
 
 The loop wires the rest: each part's normals are cut from the step's, its readings are taken at
 its period and held in between (``<name>_fresh`` tells when a reading is new), its state joins the
@@ -49,9 +52,13 @@ import math
 import re
 from typing import Any, ClassVar, NamedTuple
 
+import numpy as np
+
 __all__ = [
     "CONTROLLERS",
     "ENTRY_POINTS",
+    "MAX_PARAM_AXES",
+    "MAX_PARAM_SIZE",
     "SENSORS",
     "Context",
     "Controller",
@@ -63,7 +70,9 @@ __all__ = [
     "controller_class",
     "log_columns",
     "output_key",
+    "param_unit",
     "part_outputs",
+    "part_params",
     "sensor_class",
 ]
 
@@ -111,13 +120,18 @@ class Ros2(NamedTuple):
     """A ROS 2 message a part's readings are published as (``quadsim ros2``, ``--rosbag``).
 
     Attributes:
-        type: Its ROS 2 type, ``"pkg/msg/Type"`` (one of :mod:`quadsim.app.ros2.msgs`).
+        type: Its ROS 2 type, ``"pkg/msg/Type"``: any of the standard ROS 2 interfaces
+            quadsim ships (``std_msgs``, ``geometry_msgs``, ``sensor_msgs``, ``nav_msgs``, ...;
+            :mod:`quadsim.app.ros2.interfaces`, which checks a declaration against the type's
+            definition before anything flies).
         fields: ``((field, output), ...)``: the message's fields (a dotted path) that take the
-            part's readings (its outputs' names). An output of size ``k > 1`` fills a field
-            that holds ``k`` floats, in order: a vector (``angular_velocity``: ``x, y, z``) or
-            a fixed-size array.
-        constants: ``((field, value), ...)``: the message's fixed fields; a value is a number,
-            or a sequence of numbers for an array field (a covariance).
+            part's readings (its outputs' names). An output of size ``k`` fills a field that
+            holds ``k`` floats (``float32`` or ``float64``), in order: a number, a vector
+            (``angular_velocity``: ``x, y, z``), any message of numbers, a fixed-size array or
+            a sequence (of the output's size).
+        constants: ``((field, value), ...)``: the message's fixed fields; a value is a number
+            (an integer for an integer field), a sequence of numbers for an array or sequence
+            field (a covariance), or a string for a string field.
         valid: An output whose ``0`` means "no reading": the ``fields`` are then ``+inf`` (the
             ROS convention for a range sensor that detects nothing, REP 117), or ``""``.
         leaf: The topic's last name, ``/<namespace>/<drone>/<leaf>`` (default the part's name).
@@ -134,18 +148,32 @@ class Param(NamedTuple):
     """A parameter a part takes from its scenario table.
 
     Attributes:
-        default: Its value when the table omits it (a float, or ``None``: required).
-        doc: What it is, with its unit.
-        lo: Smallest allowed value (inclusive), or ``None``.
-        hi: Largest allowed value (inclusive), or ``None``.
-        positive: Must be ``> 0``.
+        default: Its value when the table omits it: a float, a nested sequence of ``shape``
+            (``(0.0, 0.0, 0.0)``), or ``None``: required.
+        doc: What it is, with its unit (``"noise std [m]"``).
+        lo: Smallest allowed value (inclusive) of every entry, or ``None``.
+        hi: Largest allowed value (inclusive) of every entry, or ``None``.
+        positive: Every entry must be ``> 0``.
+        shape: ``()`` for a number, ``(3,)`` for a vector, ``(3, 3)`` for a matrix (at most
+            :data:`MAX_PARAM_AXES` axes, :data:`MAX_PARAM_SIZE` entries): the scenario gives a
+            list of that shape (``mount_pos = [0.02, 0.0, 0.0]``), the part gets a read-only
+            float64 array.
+        unit: The unit of every entry (default: the last ``[...]`` of ``doc``).
     """
 
-    default: float | None
+    default: Any
     doc: str
     lo: float | None = None
     hi: float | None = None
     positive: bool = False
+    shape: tuple[int, ...] = ()
+    unit: str = ""
+
+
+MAX_PARAM_AXES = 2
+"""The most axes a part's parameter has (a vector, a small matrix)."""
+MAX_PARAM_SIZE = 1024
+"""The most entries a part's parameter has."""
 
 
 class Context(NamedTuple):
@@ -194,7 +222,7 @@ class Sensor:
     """It holds its own readings (in its state) and says when they are new: its readings
     include ``fresh``; the loop then holds nothing for it."""
 
-    def __init__(self, name: str, rate: float | None = None, **values: float) -> None:
+    def __init__(self, name: str, rate: float | None = None, **values: Any) -> None:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ValueError(f"a part's name is lower-case letters, digits and _; got {name!r}")
         if rate is not None and (isinstance(rate, bool) or not isinstance(rate, int | float)
@@ -225,16 +253,26 @@ class Sensor:
         return ()
 
     def __repr__(self) -> str:
-        vals = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.params)
+        vals = ", ".join(f"{k}={_shown(getattr(self, k))!r}" for k in self.params)
         return f"{type(self).__name__}({self.name!r}, rate={self.rate!r}, {vals})"
 
 
-def check_params(params: dict[str, Param], values: dict) -> dict[str, float]:
+def _shown(v: Any) -> Any:
+    """A parameter's value as :meth:`Sensor.__repr__` shows it (an array as nested lists)."""
+    return v.tolist() if isinstance(v, np.ndarray) else v
+
+
+def check_params(params: dict[str, Param], values: dict) -> dict[str, Any]:
     """``values`` completed with the defaults, each checked against its :class:`Param`.
+
+    A scalar parameter is a ``float``; one of ``shape`` ``(3,)`` or ``(3, 3)`` a read-only float64
+    array of that shape (given as a nested list, tuple or array of exactly that shape); every
+    entry finite, in ``[lo, hi]`` and ``> 0`` where the parameter says so.
 
     Raises:
         ValueError: ``"<key>: why"`` for an unknown key, a missing one, a value that is not a
-            finite number or out of its range (the scenario adds the file and line).
+            finite number (or an array of them of the declared shape) or out of its range (the
+            scenario adds the file and line).
     """
     unknown = sorted(set(values) - set(params))
     if unknown:
@@ -244,13 +282,71 @@ def check_params(params: dict[str, Param], values: dict) -> dict[str, float]:
         v = values.get(key, p.default)
         if v is None:
             raise ValueError(f"{key}: required ({p.doc})")
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-            raise ValueError(f"{key}: must be a finite number ({p.doc}); got {v!r}")
-        if p.positive and not v > 0:
-            raise ValueError(f"{key}: must be > 0 ({p.doc}); got {v!r}")
-        if (p.lo is not None and v < p.lo) or (p.hi is not None and v > p.hi):
-            raise ValueError(f"{key}: must be in [{p.lo}, {p.hi}] ({p.doc}); got {v!r}")
-        out[key] = float(v)
+        shape = tuple(getattr(p, "shape", ()) or ())
+        a = _param_array(key, p, shape, v)
+        for j, x in enumerate(a.ravel().tolist()):
+            at = f" (entry {[int(i) for i in np.unravel_index(j, shape)]})" if shape else ""
+            if p.positive and not x > 0:
+                raise ValueError(f"{key}: must be > 0 ({p.doc}); got {v!r}{at}")
+            if (p.lo is not None and x < p.lo) or (p.hi is not None and x > p.hi):
+                raise ValueError(f"{key}: must be in [{p.lo}, {p.hi}] ({p.doc}); got "
+                                 f"{v!r}{at}")  # fmt: skip
+        if shape:
+            a.flags.writeable = False
+            out[key] = a
+        else:
+            out[key] = float(a)
+    return out
+
+
+def _param_array(key: str, p: Param, shape: tuple, v: Any) -> np.ndarray:
+    """``v`` as a float64 array of ``shape`` (``()``: a number), finite; else ``ValueError``."""
+    if len(shape) > MAX_PARAM_AXES or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n > 0 for n in shape) or (
+            math.prod(shape) > MAX_PARAM_SIZE):  # fmt: skip
+        raise ValueError(f"{key}: its declared shape {shape!r} is not one of at most "
+                         f"{MAX_PARAM_AXES} axes of whole sizes and {MAX_PARAM_SIZE} "
+                         "entries")  # fmt: skip
+    want = "a finite number" if not shape else (
+        f"a {'list' if len(shape) == 1 else 'nested list'} of finite numbers of shape "
+        f"{list(shape)}")  # fmt: skip
+    try:
+        raw = np.asarray(v, dtype=object) if isinstance(v, list | tuple | np.ndarray) else v
+    except ValueError:  # ragged
+        raw = None
+    flat = raw.ravel().tolist() if isinstance(raw, np.ndarray) else [raw]
+    ok = all(isinstance(x, int | float | np.integer | np.floating)
+             and not isinstance(x, bool | np.bool_) for x in flat)  # fmt: skip
+    got_shape = raw.shape if isinstance(raw, np.ndarray) else ()
+    if not ok or got_shape != shape or not all(math.isfinite(x) for x in flat):
+        got = ("" if got_shape == shape or not ok else " (a number)" if not got_shape
+               else f" of shape {list(got_shape)}")  # fmt: skip
+        raise ValueError(f"{key}: must be {want} ({p.doc}); got {v!r}{got}")
+    return np.array(flat, dtype=np.float64).reshape(shape)
+
+
+def param_unit(p: Param) -> str:
+    """A parameter's unit: :attr:`Param.unit`, else the last ``[...]`` of its doc (``""``)."""
+    if getattr(p, "unit", ""):
+        return p.unit
+    found = re.findall(r"\[([^\[\]]+)\]", p.doc)
+    return found[-1] if found else ""
+
+
+def part_params(parts: Any) -> dict[str, dict]:
+    """The sensor parts' parameters, for the run metadata (``meta["part_params"]``): per part
+    name ``{"kind", "rate_hz", "params"}``, ``params`` ``{key: {"value", "unit", "shape"}}``
+    (a vector's or matrix's value as nested lists)."""  # noqa: D205, D209
+    out = {}
+    for part in parts:
+        cls = type(part)
+        params = {}
+        for key, p in getattr(part, "params", {}).items():
+            v = getattr(part, key, p.default)
+            value = np.asarray(v, dtype=np.float64).tolist() if v is not None else None
+            params[key] = {"value": value, "unit": param_unit(p), "shape": list(p.shape)}
+        out[part.name] = {"kind": f"{cls.__module__}:{cls.__qualname__}",
+                          "rate_hz": part.rate, "params": params}  # fmt: skip
     return out
 
 
