@@ -94,13 +94,13 @@ def test_a_hit_skips_the_trace_and_flies_bitwise_alike(tmp_path, monkeypatch):
     real = cln.closed_loop_step
     monkeypatch.setattr(cln, "closed_loop_step", lambda *a, **k: traced.append(1) or real(*a, **k))
     first = _flight()
-    entries = list(tmp_path.glob("trace_*.npz"))
+    entries = list(tmp_path.glob("trace_*.memo"))
     assert traced == [1] and len(entries) == 1
     second = _flight()
     assert traced == [1]
     for key in first.log:
         np.testing.assert_array_equal(second.log[key], first.log[key], err_msg=key)
-    entries[0].write_bytes(b"not an npz file")
+    entries[0].write_bytes(b"not a memo entry")
     third = _flight()
     assert traced == [1, 1]
     np.testing.assert_array_equal(third.log["pos"], first.log["pos"])
@@ -137,9 +137,9 @@ def test_a_hit_with_other_per_drone_values_flies_as_a_fresh_trace(tmp_path, monk
         return fly(sim, TRAJ, control, GAINS, duration=0.4, compiled=True, log_every=5).log
 
     flight([0.030, 0.031])
-    assert len(list(tmp_path.glob("trace_*.npz"))) == 1
+    assert len(list(tmp_path.glob("trace_*.memo"))) == 1
     hit = flight([0.028, 0.034])
-    assert len(list(tmp_path.glob("trace_*.npz"))) == 1  # the same entry served it
+    assert len(list(tmp_path.glob("trace_*.memo"))) == 1  # the same entry served it
     monkeypatch.setenv("QUADSIM_NO_TRACE_MEMO", "1")
     fresh = flight([0.028, 0.034])
     for key in fresh:
@@ -194,9 +194,8 @@ def test_an_entry_holds_no_pickle_and_gives_back_the_layout(memo):
     root, rollout, loaded = memo
     layout = _layout()
     native_memo.save(KEY, rollout, layout)
-    entry = root / f"trace_{KEY}.npz"
-    with np.load(entry, allow_pickle=False) as z:
-        assert json.loads(str(z["json"]))["lib"] == LIB
+    entry = root / f"trace_{KEY}.memo"
+    assert native_memo.read_entry(entry)[0]["lib"] == LIB
     got = native_memo.load(KEY, threads=2)
     assert got is not None and _same(got[1], layout)
     assert loaded == [(root / LIB, (12, 3, 0), np.dtype("float64"), 2, False, loaded[0][5], 32,
@@ -227,26 +226,30 @@ def test_an_entry_that_does_not_fit_is_a_miss(memo, change):
     """A library elsewhere than the cache (or not named as quadsim names them) is never loaded;
     a class that is not one of quadsim's NamedTuples already imported is never looked up."""
     root, _, loaded = memo
-    np.savez(root / f"trace_{KEY}.npz", json=np.array(json.dumps(_doc_with(change))))
+    native_memo.write_entry(root / f"trace_{KEY}.memo", _doc_with(change), [])
     assert native_memo.load(KEY) is None
     if "lib" in change:
         assert loaded == []
 
 
 def test_a_crafted_entry_runs_nothing_and_is_a_miss(memo, crafted):
-    """A pickle where the entry was (``trace_<key>.pkl``, an older quadsim's name, or the
-    ``.npz``), or an object array in the entry: never unpickled, a miss, the marker absent."""
+    """A pickle where the entry was (``trace_<key>.pkl`` and ``.npz``, older quadsims' names, or
+    the ``.memo``), or an object array in the entry: never unpickled, a miss, the marker
+    absent."""
     root, _, loaded = memo
     payload, marker = crafted
     (root / f"trace_{KEY}.pkl").write_bytes(pickle.dumps({"lib": LIB, "x": payload}))
     assert native_memo.load(KEY) is None
-    (root / f"trace_{KEY}.npz").write_bytes(pickle.dumps(payload))
-    assert native_memo.load(KEY) is None
-    with open(root / f"trace_{KEY}.npz", "wb") as fh:
-        np.savez(fh, json=np.array(json.dumps(_doc_with({"layout": {"t": "nd", "i": 0}}))),
-                 a0=np.array([payload], dtype=object))  # fmt: skip
+    entry = root / f"trace_{KEY}.memo"
+    for name in (f"trace_{KEY}.npz", entry.name):  # an older quadsim's name, and today's
+        (root / name).write_bytes(pickle.dumps(payload))
+        assert native_memo.load(KEY) is None
+    # an entry whose array claims to hold objects, its bytes the pickle: refused unread
+    raw = pickle.dumps(payload)
+    head = {"doc": _doc_with({"layout": {"t": "nd", "i": 0}}),
+            "arrays": [{"dtype": "|O", "shape": [len(raw) // 8]}]}  # fmt: skip
+    entry.write_bytes(native_memo.MAGIC + json.dumps(head).encode() + b"\n" + raw)
     assert native_memo.load(KEY) is None
     assert not marker.exists() and loaded == []
-    with np.load(root / f"trace_{KEY}.npz", allow_pickle=True) as z:
-        z["a0"]  # the payload is live: unpickled, it runs
+    pickle.loads(raw)  # the payload is live: unpickled, it runs
     assert marker.exists()

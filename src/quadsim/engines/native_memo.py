@@ -20,7 +20,8 @@ earlier run can skip the trace: :func:`key` digests
 Anything else (a function or an object of another package, such as a user's controller part, a
 generator, a cycle) has no encoding: :func:`key` returns ``None`` and the caller traces as
 before. So a hit can only come from the same quadsim, CasADi and toolchain tracing the same
-data. An entry (``trace_<key>.npz`` beside the libraries) holds the library's file name, the
+data. An entry (``trace_<key>.memo`` beside the libraries: :func:`write_entry`'s JSON line and
+raw arrays, no zip and no pickle) holds the library's file name, the
 rollout's sizes, dtype, vector width and noise groups, and the caller's layout, in a JSON text
 and NumPy arrays: nothing in it is unpickled, so a crafted entry cannot run code (issue 40; the
 library itself is only ever a ``quadsim_<digest>.so`` of the same folder). A layout is
@@ -39,7 +40,6 @@ import contextlib
 import functools
 import hashlib
 import importlib.util
-import io
 import json
 import os
 import re
@@ -52,7 +52,7 @@ import numpy as np
 
 from .native import NativeRollout, build_identity, cache_root
 
-__all__ = ["encode", "key", "load", "save"]
+__all__ = ["MAGIC", "encode", "key", "load", "read_entry", "save", "write_entry"]
 
 _OWN = "quadsim"
 
@@ -207,7 +207,59 @@ def key(*inputs: Any) -> str | None:
 
 
 def _entry(k: str) -> Path:
-    return cache_root() / f"trace_{k}.npz"
+    return cache_root() / f"trace_{k}.memo"
+
+
+MAGIC = b"quadsim trace memo 1\n"
+"""The first line of an entry (:func:`write_entry`)."""
+
+
+def write_entry(path: Path, doc: dict, arrays: list) -> None:
+    """An entry's bytes at ``path``, written whole: :data:`MAGIC`, a JSON line (``doc`` and each
+    array's dtype and shape), then the arrays' raw bytes in order (no zip, no pickle). A write
+    that fails leaves no file and raises ``OSError``."""  # noqa: D205, D209
+    arrays = [np.asarray(a) for a in arrays]  # tobytes: C order, 0-d arrays kept 0-d
+    head = {"doc": doc, "arrays": [{"dtype": a.dtype.str, "shape": list(a.shape)} for a in arrays]}
+    data = b"".join([MAGIC, json.dumps(head, allow_nan=False).encode(), b"\n",
+                     *(a.tobytes() for a in arrays)])  # fmt: skip
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def read_entry(path: Path) -> tuple[dict, list[np.ndarray]]:
+    """``(doc, arrays)`` of an entry :func:`write_entry` wrote.
+
+    Raises:
+        OSError: It cannot be read.
+        ValueError: It is not such an entry, or an array's dtype holds objects or its bytes
+            do not match its shape.
+    """
+    raw = path.read_bytes()
+    if not raw.startswith(MAGIC):
+        raise ValueError("not a trace memo entry")
+    line, sep, rest = raw[len(MAGIC):].partition(b"\n")
+    head = json.loads(line, parse_constant=lambda c: None)
+    if not sep or not isinstance(head, dict) or not isinstance(head.get("arrays"), list):
+        raise ValueError("not a trace memo entry")
+    arrays, at = [], 0
+    for spec in head["arrays"]:
+        dt = np.dtype(str(spec["dtype"]))
+        shape = tuple(int(x) for x in spec["shape"])
+        if dt.hasobject or any(x < 0 for x in shape):
+            raise ValueError("an array of objects")
+        size = dt.itemsize * int(np.prod(shape, dtype=np.int64))
+        if at + size > len(rest):
+            raise ValueError("an entry cut short")
+        arrays.append(np.frombuffer(rest, dt, int(np.prod(shape)), at).reshape(shape).copy())
+        at += size
+    if at != len(rest):
+        raise ValueError("bytes past the arrays")
+    return head["doc"], arrays
 
 
 _LIB = re.compile(r"quadsim_[0-9a-f]{32}\.so")
@@ -329,12 +381,8 @@ def load(k: str | None, threads: int | None = None) -> tuple[NativeRollout, Any]
     if k is None:
         return None
     try:
-        with np.load(_entry(k), allow_pickle=False) as z:
-            arrays = {name: z[name] for name in z.files}
-        text = arrays.pop("json")
-        if text.dtype.kind != "U" or text.shape != ():
-            return None
-        doc = json.loads(str(text), parse_constant=lambda c: None)
+        doc, found = read_entry(_entry(k))
+        arrays = {f"a{i}": a for i, a in enumerate(found)}
         rollout = _rollout(doc, threads)
         if rollout is None:
             return None
@@ -359,13 +407,5 @@ def save(k: str | None, rollout: NativeRollout, layout: Any) -> None:
            "sizes": [rollout.n_state, rollout.n_input, rollout.n_param],
            "vbytes": rollout.lanes * rollout.dtype.itemsize,
            "noise": [list(g) for g in rollout.noise], "layout": packed}  # fmt: skip
-    buf = io.BytesIO()
-    np.savez(buf, json=np.array(json.dumps(doc, allow_nan=False)),
-             **{f"a{i}": a for i, a in enumerate(arrays)})  # fmt: skip
-    path = _entry(k)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(buf.getvalue())
-        os.replace(tmp, path)
-    except OSError:
-        tmp.unlink(missing_ok=True)
+    with contextlib.suppress(OSError, ValueError):
+        write_entry(_entry(k), doc, arrays)
