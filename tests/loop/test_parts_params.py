@@ -144,3 +144,12 @@ def test_the_rotation_helpers_turn_world_vectors_into_the_body_and_back():
     body = rotate_inverse(q, north_up)
     np.testing.assert_allclose(body, [[1.0, 0.0, 1.0], [0.0, 1.0, -1.0]], atol=1e-15)
     np.testing.assert_allclose(rotate(q, body), [north_up, north_up], atol=1e-15)
+
+
+def test_a_bound_without_a_lower_end_is_said_as_an_interval():
+    """Issue 40, item 11: the rangefinder's max_range said "must be in [None, 100.0]"."""
+    from quadsim.loop.parts.rangefinder import Rangefinder
+
+    with pytest.raises(ValueError, match=r"^max_range: must be in \(0, 100\.0\] \(largest range "
+                                         r"read \[m\]\); got 200\.0$"):  # fmt: skip
+        Rangefinder("tof", max_range=200.0)

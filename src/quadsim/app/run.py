@@ -107,7 +107,8 @@ def fly_scenario(
         out_dir: Output directory (default :func:`default_out`); created if needed.
         csv: Also write ``trajectory.csv`` (default: the scenario's ``output.csv``).
         plots: Write the PNG figures (default: the scenario's ``output.plots``).
-        animate: ``None``, or ``"gif"`` / ``"mp4"`` for an animation of drone 0.
+        animate: ``None``, or ``"gif"`` / ``"mp4"`` for an animation of the drones kept for the
+            figures (``output.plot_drones``).
         progress: Show a progress bar.
         echo: Called with each notice before the run (estimates, advice); default: print to
             stderr. ``lambda s: None`` silences them.

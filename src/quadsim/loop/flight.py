@@ -80,7 +80,7 @@ from .closed_loop_jax import build_scan
 from .closed_loop_native import compile_for_simulator
 from .compiled_runner import CompiledRunner
 from .driver import Chunking, drive
-from .parts import Controller, Sensor, log_columns
+from .parts import Controller, Sensor, log_columns, part_params
 from .parts.checks import check_sensor
 from .paths import compiled_path_reason, scan_path_reason
 from .step_runner import StepLoop, StepRunner, one_line
@@ -297,6 +297,7 @@ def fly(
     meta_out["faults"] = fault_report(sim.status, float(dt))
     if sens.parts:
         meta_out["columns"] = log_columns(sens.parts)
+        meta_out["part_params"] = part_params(sens.parts)
     return FlightResult(log, meta_out, k, interrupted, wall, stop_signal)
 
 

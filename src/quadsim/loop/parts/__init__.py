@@ -262,6 +262,12 @@ def _shown(v: Any) -> Any:
     return v.tolist() if isinstance(v, np.ndarray) else v
 
 
+def _interval(p: Param) -> str:
+    """``[lo, hi]`` of a parameter, open where unbounded (``(0, 100]`` for a positive one)."""
+    lo = "(0" if p.lo is None and p.positive else "(-inf" if p.lo is None else f"[{p.lo}"
+    return f"{lo}, {'inf)' if p.hi is None else f'{p.hi}]'}"
+
+
 def check_params(params: dict[str, Param], values: dict) -> dict[str, Any]:
     """``values`` completed with the defaults, each checked against its :class:`Param`.
 
@@ -289,7 +295,7 @@ def check_params(params: dict[str, Param], values: dict) -> dict[str, Any]:
             if p.positive and not x > 0:
                 raise ValueError(f"{key}: must be > 0 ({p.doc}); got {v!r}{at}")
             if (p.lo is not None and x < p.lo) or (p.hi is not None and x > p.hi):
-                raise ValueError(f"{key}: must be in [{p.lo}, {p.hi}] ({p.doc}); got "
+                raise ValueError(f"{key}: must be in {_interval(p)} ({p.doc}); got "
                                  f"{v!r}{at}")  # fmt: skip
         if shape:
             a.flags.writeable = False
