@@ -7,9 +7,10 @@ short flights of 2·10⁴ and 8·10⁴ drones, with a margin), and ``M_log`` for
 three forms (samples, long table, Parquet pages), at most about ``4 CHUNK_BYTES``. A run whose
 estimate exceeds the memory available (``MemAvailable``) is refused before anything is built.
 
-**Time.** ``steps (a + N b)`` with a per-step cost ``a`` (Python, the compiled controller) and a
-per-drone-step cost ``b`` for the backend (:data:`STEP_COST`, measured on a 2-core machine);
-printed when above :data:`SAY_TIME_ABOVE`.
+**Time.** ``steps (a + N b) + (steps / log_every) N c`` with a per-step cost ``a``, a
+per-drone-step cost ``b`` for the loop the backend flies (:data:`STEP_COST`) and a cost ``c`` per
+logged drone-sample (:data:`LOG_COST`), fitted by ``benchmarks/estimate_time.py`` on a 2-core
+machine; printed when above :data:`SAY_TIME_ABOVE`.
 
 **Step size.** The fastest closed-loop time constant is the smaller of the rotor lag
 (linearised at hover: ``1 / (c_0 + 2 c_1 Ω_h)`` spinning up, ``1 / (c_2 + 2 c_3 Ω_h)`` down) and
@@ -45,13 +46,21 @@ BYTES_PER_DRONE = {"numpy": 10_000, "jax": 10_000, "torch": 10_000, "native": 10
 (native) measured between 2·10⁴ and 8·10⁴ drones with an IMU, rounded up for margin."""
 
 STEP_COST = {
-    "numpy": (1.0e-3, 3.0e-6),
-    "jax": (1.5e-3, 3.0e-6),
-    "torch": (2.0e-3, 3.0e-6),
-    "native": (5.0e-4, 3.0e-6),
+    "numpy": (3.0e-3, 1.0e-5),
+    "jax": (2.5e-5, 1.0e-6),
+    "torch": (3.0e-3, 1.0e-5),
+    "native": (1.0e-6, 8.0e-8),
 }
-"""Per step [s] and per drone-step [s] wall-clock cost of ``quadsim fly`` by backend, logging
-every step (rough: measured on a busy 2-core machine)."""
+"""Per step [s] and per drone-step [s] wall-clock cost of the loop each backend flies: the
+compiled C loop on ``native``, the scan on ``jax``, the per-step loop elsewhere. Fitted by
+``benchmarks/estimate_time.py`` on the 2-core machine under a load of 3 to 4, rounded (issue
+40: the old ``native`` figure, 5e-4 s a step, was the per-step loop's and made a 45-s flight
+"about 17 min")."""
+
+LOG_COST = 2.0e-6
+"""Wall-clock cost of one logged drone-sample [s] (its columns, the summary, the Parquet part;
+fitted with :data:`STEP_COST`: 0.7 to 2.8 us on ``native`` and about 3 us on ``jax``, more per
+sample when every step is logged; the estimates fall within 0.4x to 3x of the flights)."""
 
 SAY_TIME_ABOVE = 30.0
 """Runs estimated to take longer than this [s] are announced with the estimate."""
@@ -99,10 +108,11 @@ def estimate_memory(n: int, backend: str, chunk_bytes: float, per_drone: float =
     return BASE_BYTES + n * (BYTES_PER_DRONE.get(backend, 10_000) + per_drone) + 4 * chunk_bytes
 
 
-def estimate_time(n: int, steps: int, backend: str) -> float:
-    """Seconds of wall clock for ``steps`` control steps of ``n`` drones (rough)."""
+def estimate_time(n: int, steps: int, backend: str, log_every: int = 1) -> float:
+    """Seconds of wall clock for ``steps`` control steps of ``n`` drones, logged every
+    ``log_every``-th (rough: :data:`STEP_COST` and :data:`LOG_COST`)."""  # noqa: D205, D209
     a, b = STEP_COST.get(backend, STEP_COST["numpy"])
-    return steps * (a + n * b)
+    return steps * (a + n * b) + steps / max(int(log_every), 1) * n * LOG_COST
 
 
 def check_out_dir(out: Path) -> None:

@@ -181,7 +181,7 @@ def check_run(sc: Any) -> list[str]:
     n, sim = v[""]["n"], v["sim"]
     steps = max(1, round(v[""]["duration"] / sim["dt"]))
     notices = []
-    est = estimate_time(n, steps, sim["backend"])
+    est = estimate_time(n, steps, sim["backend"], v["output"]["log_every"])
     if est > SAY_TIME_ABOVE:
         notices.append(
             f"quadsim: {steps:,} steps of {n} drone{'s' * (n != 1)}: this run will take about "
