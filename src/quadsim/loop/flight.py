@@ -277,11 +277,7 @@ def fly(
     )
     seed = sim.seed if seed is None else check_seed(seed)
     sens = checked_sensors(sensors)
-    for part in sens.parts:  # each held to its declaration before anything flies
-        try:
-            check_sensor(part, dt, sim.world, sim.drone.gravity_vec, n=min(n, 2))
-        except ValueError as e:
-            raise ValueError(f"sensor part {part.name!r}: {e}") from None
+    _check_parts(sim, sens)
     periods = loop_periods(sim.dt, gains, sens)  # validated once
     flight = _Flight(sim, trajectory, control, gains, allocator, sens, command, ctrl_state,
                      offset, total, log_every, chunk_steps, seed, periods, estimator)  # fmt: skip
@@ -299,6 +295,15 @@ def fly(
         meta_out["columns"] = log_columns(sens.parts)
         meta_out["part_params"] = part_params(sens.parts)
     return FlightResult(log, meta_out, k, interrupted, wall, stop_signal)
+
+
+def _check_parts(sim: Any, sens: Sensors) -> None:
+    """Each sensor part held to its declaration before anything flies, the error naming it."""
+    for part in sens.parts:
+        try:
+            check_sensor(part, sim.dt, sim.world, sim.drone.gravity_vec, n=min(sim.n, 2))
+        except ValueError as e:
+            raise ValueError(f"sensor part {part.name!r}: {e}") from None
 
 
 def _sizes(sim: Any, control: Callable, duration: float, log_every: Any, chunk_steps: Any,
