@@ -158,16 +158,22 @@ def test_a_resume_refuses_when_a_file_the_base_scenario_reads_changed(tmp_path):
     assert results_bytes(tmp_path / "out") == first
 
 
-def test_a_full_disk_names_the_file_and_says_the_finished_tasks_are_kept(tmp_path):
-    """Writes past RLIMIT_FSIZE fail with EFBIG as a full disk fails with ENOSPC: same path."""
-
+def _sweep_with_file_limit(tmp_path, fsize):
+    """A two-run sweep flown once (compiled, cached), then into ``out`` with no file larger
+    than ``fsize`` bytes: ``(sweep file, out, the process)``."""
     sweep = sweep_files(tmp_path, '"drone.mass" = [0.029, 0.032]', duration=0.2)
-    r = cli_sweep([str(sweep), "--out", str(tmp_path / "warm"), "--quiet"])  # compiled, cached
+    r = cli_sweep([str(sweep), "--out", str(tmp_path / "warm"), "--quiet"])
     assert r.returncode == 0, r.stderr
     out = tmp_path / "out"
     r = subprocess.run(child_command([PY, "-m", "quadsim.app.cli", "sweep", str(sweep), "--out",
-                                      str(out), "--quiet", "--workers", "1"], fsize=2_000),
+                                      str(out), "--quiet", "--workers", "1"], fsize=fsize),
                        capture_output=True, text=True, timeout=300)  # fmt: skip
+    return sweep, out, r
+
+
+def test_a_full_disk_names_the_file_and_says_the_finished_tasks_are_kept(tmp_path):
+    """Writes past RLIMIT_FSIZE fail with EFBIG as a full disk fails with ENOSPC: same path."""
+    sweep, out, r = _sweep_with_file_limit(tmp_path, 2_000)
     assert r.returncode == 2, r.stderr
     first, *notes = r.stderr.strip().splitlines()
     assert first.startswith(f"quadsim: {out}/") and "File too large" in first, r.stderr
@@ -181,14 +187,7 @@ def test_a_full_disk_names_the_file_and_says_the_finished_tasks_are_kept(tmp_pat
 def test_a_full_disk_while_plotting_names_the_figure(tmp_path):
     """Issue 40, item 11: the figures are written whole and a full disk names the file (it said
     "No space left on device" alone); the tasks and results (small) fit under the limit."""
-
-    sweep = sweep_files(tmp_path, '"drone.mass" = [0.029, 0.032]', duration=0.2)
-    r = cli_sweep([str(sweep), "--out", str(tmp_path / "warm"), "--quiet"])  # compiled, cached
-    assert r.returncode == 0, r.stderr
-    out = tmp_path / "out"
-    r = subprocess.run(child_command([PY, "-m", "quadsim.app.cli", "sweep", str(sweep), "--out",
-                                      str(out), "--quiet", "--workers", "1"], fsize=15_000),
-                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    _, out, r = _sweep_with_file_limit(tmp_path, 15_000)
     assert r.returncode == 2, r.stderr
     first = r.stderr.strip().splitlines()[0]
     assert first.startswith(f"quadsim: {out}/") and ".png: File too large" in first, r.stderr
