@@ -68,10 +68,12 @@ _CHECKS = {
     "env_options": (lambda v: isinstance(v, dict), "a JSON object"),
     "obs_dim": (lambda v: v is None or (_nonneg_int(v) and v >= 1), "a positive integer"),
     "success_rate": (lambda v: _number(v) and v <= 1, "a number in 0..1"),
+    "threads": (lambda v: _nonneg_int(v) and v >= 1, "a positive integer"),
 }
-"""The keys of ``state.json`` (``env_options`` and ``obs_dim`` may be missing: older runs)."""
+"""The keys of ``state.json`` (``env_options``, ``obs_dim`` and ``threads``, the PyTorch threads a
+run chose, may be missing: older runs)."""
 
-_OPTIONAL = ("env_options", "obs_dim", "success_rate")
+_OPTIONAL = ("env_options", "obs_dim", "success_rate", "threads")
 
 
 def check_state(state: Any, where: str) -> dict:

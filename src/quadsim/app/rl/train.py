@@ -87,19 +87,20 @@ cores). Measured on Recover-v0's 512 environments on the 2-core machine: 293 ms 
 iteration with 2 threads against 427 ms with 1 (the update's 8,192-sample minibatches split
 well; docs/rl.md). The same seed and thread count give the same run."""
 
-def auto_threads(log: Any = None) -> int:
-    """:data:`TORCH_THREADS`, at most the cores that other processes leave idle now (at least
-    one): two PyTorch threads beside a busy process ran 35-80x slower than one (issue 40), so a
-    busy machine costs at most the share it takes. Chosen once at the start (the same thread
-    count keeps a run reproducible); ``--threads`` overrides it."""  # noqa: D205, D209
+def auto_threads() -> tuple[int, str | None]:
+    """``(threads, what to say)``: :data:`TORCH_THREADS`, at most the cores that other processes
+    leave idle now (at least one): two PyTorch threads beside a busy process ran 35-80x slower
+    than one (issue 40), so a busy machine costs at most the share it takes. Chosen once, when
+    the model is made (the same thread count keeps a run reproducible); ``--threads`` overrides
+    it. The line to say is ``None`` unless fewer than the default were taken."""  # noqa: D205, D209
     cores = os.cpu_count() or 1
     idle = idle_cores()
     free = cores if idle is None else int(idle + 0.5)
     n = max(1, min(TORCH_THREADS, cores, free))
-    if log and n < min(TORCH_THREADS, cores):
-        log(f"PyTorch on {n} thread{'s' * (n > 1)}: other processes keep {cores - free} of the "
-            f"{cores} cores busy (--threads N to choose)")  # fmt: skip
-    return n
+    if n >= min(TORCH_THREADS, cores):
+        return n, None
+    return n, (f"PyTorch on {n} thread{'s' * (n > 1)}: other processes keep {cores - free} of "
+               f"the {cores} cores busy (--threads N to choose)")  # fmt: skip
 
 
 PPO_DEFAULTS = {"quadsim/Recover-v0": {"ent_coef": 0.005, "gamma": 0.99}}
@@ -299,8 +300,6 @@ def train(env_id: str, out: str | os.PathLike[str], *, algo: str = "ppo",
     _check_args(algo, seconds, steps, seed, num_envs, threads, episode_steps)
     if episode_steps is None:
         episode_steps = EPISODE_STEPS.get(env_id, 200)
-    if threads is None:
-        threads = auto_threads(log)
     env_options = dict(env_options or {})
     dims = _probe(env_id, action_level, episode_steps, env_options)
     out_dir = Path(out)
@@ -366,7 +365,7 @@ def _check_same_run(out_dir: Path, old: dict, config: dict) -> None:
 
 
 def _train_locked(out_dir: Path, run: dict, dims: tuple, seconds: float | None,
-                  steps: int | None, threads: int, progress: bool, log: Any,
+                  steps: int | None, threads: int | None, progress: bool, log: Any,
                   ppo: dict | None) -> dict:  # fmt: skip
     """:func:`train` in its claimed folder."""
     env_id = run["env_id"]
@@ -402,13 +401,19 @@ def _train_locked(out_dir: Path, run: dict, dims: tuple, seconds: float | None,
         env.close()
 
 
-def _model(out_dir: Path, env: Any, state: dict, previous: tuple, run: dict, threads: int,
-           ppo: dict | None, log: Any) -> Any:  # fmt: skip
+def _model(out_dir: Path, env: Any, state: dict, previous: tuple, run: dict,
+           threads: int | None, ppo: dict | None, log: Any) -> Any:  # fmt: skip
     """A new PPO model, or the checkpoint's (``previous``: its resume state and what the model
-    takes from it, :func:`_previous`; with its last observation: no reset)."""  # noqa: D205, D209
+    takes from it, :func:`_previous`; with its last observation: no reset), on ``threads``
+    PyTorch threads (``None``: the count a resumed run chose, else :func:`auto_threads`, said
+    once the model is made; kept in the state)."""  # noqa: D205, D209
     import torch
     from stable_baselines3 import PPO
 
+    if threads is None and state.get("threads"):  # a resumed run keeps the count it chose
+        threads = int(state["threads"])
+    threads, said = (threads, None) if threads is not None else auto_threads()
+    state["threads"] = threads
     torch.set_num_threads(threads)
     num_envs, env_id = run["num_envs"], run["env_id"]
     kw = {
@@ -439,6 +444,8 @@ def _model(out_dir: Path, env: Any, state: dict, previous: tuple, run: dict, thr
                 log(f"the checkpoint holds no {'last observation' if resume else 'environment'}"
                     " state (an older quadsim): the run goes on from new episodes, not bit for "
                     "bit as an unstopped run")  # fmt: skip
+    if said and log:
+        log(said)
     model.set_logger(_sb3_logger(out_dir))
     return model
 
